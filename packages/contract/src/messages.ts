@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import { jsonObjectSchema } from './json.js';
+import { toolResultSchema } from './tools.js';
+
+export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+export type TextPart = z.infer<typeof textPartSchema>;
+
+export const imageSourceSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('url'), url: z.string().url() }),
+  z.object({ type: z.literal('base64'), mediaType: z.string().min(1), data: z.string().min(1) }),
+]);
+export type ImageSource = z.infer<typeof imageSourceSchema>;
+
+export const imagePartSchema = z.object({ type: z.literal('image'), source: imageSourceSchema });
+export type ImagePart = z.infer<typeof imagePartSchema>;
+
+/** Model reasoning. `signature` is the provider's proof (Anthropic thinking) and must be sent back as-is. */
+export const reasoningPartSchema = z.object({
+  type: z.literal('reasoning'),
+  text: z.string(),
+  signature: z.string().optional(),
+  /** Set when the provider redacted the reasoning; `text` then holds the opaque payload. */
+  redacted: z.boolean().optional(),
+});
+export type ReasoningPart = z.infer<typeof reasoningPartSchema>;
+
+/** A tool call as the model produced it. `arguments` is the raw JSON text (it may be invalid). */
+export const toolCallPartSchema = z.object({
+  type: z.literal('tool-call'),
+  toolCallId: z.string().min(1),
+  toolName: z.string().min(1),
+  arguments: z.string(),
+});
+export type ToolCallPart = z.infer<typeof toolCallPartSchema>;
+
+export const toolResultPartSchema = z.object({
+  type: z.literal('tool-result'),
+  toolCallId: z.string().min(1),
+  toolName: z.string().min(1),
+  result: toolResultSchema,
+});
+export type ToolResultPart = z.infer<typeof toolResultPartSchema>;
+
+export const contentPartSchema = z.discriminatedUnion('type', [
+  textPartSchema,
+  imagePartSchema,
+  reasoningPartSchema,
+  toolCallPartSchema,
+  toolResultPartSchema,
+]);
+export type ContentPart = z.infer<typeof contentPartSchema>;
+
+/**
+ * Free-form message metadata. Known keys: `runId`, `agentId`, `step`, `visibility` (`'all' | 'internal'`),
+ * `compaction` (`{ fromSeq, toSeq }` on summary messages), `supersededTickets`, `createdAt`.
+ */
+export const messageMetadataSchema = jsonObjectSchema;
+export type MessageMetadata = z.infer<typeof messageMetadataSchema>;
+
+const base = { id: z.string().min(1), metadata: messageMetadataSchema.optional() };
+
+export const systemMessageSchema = z.object({
+  ...base,
+  role: z.literal('system'),
+  content: z.array(textPartSchema),
+});
+export type SystemMessage = z.infer<typeof systemMessageSchema>;
+
+export const userMessageSchema = z.object({
+  ...base,
+  role: z.literal('user'),
+  content: z.array(z.discriminatedUnion('type', [textPartSchema, imagePartSchema])),
+});
+export type UserMessage = z.infer<typeof userMessageSchema>;
+
+export const assistantMessageSchema = z.object({
+  ...base,
+  role: z.literal('assistant'),
+  content: z.array(z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema])),
+});
+export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
+
+export const toolMessageSchema = z.object({
+  ...base,
+  role: z.literal('tool'),
+  content: z.array(toolResultPartSchema),
+});
+export type ToolMessage = z.infer<typeof toolMessageSchema>;
+
+export const messageSchema = z.discriminatedUnion('role', [
+  systemMessageSchema,
+  userMessageSchema,
+  assistantMessageSchema,
+  toolMessageSchema,
+]);
+export type Message = z.infer<typeof messageSchema>;
+export type MessageRole = Message['role'];
+
+/** The concatenated text parts of a message. */
+export function messageText(message: Message): string {
+  let text = '';
+  for (const part of message.content) if (part.type === 'text') text += part.text;
+  return text;
+}

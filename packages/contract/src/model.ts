@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { jsonObjectSchema } from './json.js';
+import { messageSchema } from './messages.js';
+import { toolChoiceSchema, toolDescriptorSchema } from './tools.js';
+
+/**
+ * Token usage of one or more model calls. `inputTokens` counts every prompt token, including the ones
+ * read from or written to a prompt cache; `cacheReadTokens` / `cacheWriteTokens` are those subsets.
+ * `reasoningTokens` is the subset of `outputTokens` spent on reasoning.
+ */
+export const usageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cacheReadTokens: z.number().int().nonnegative(),
+  cacheWriteTokens: z.number().int().nonnegative(),
+  reasoningTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof usageSchema>;
+
+/** A zero usage value. */
+export function emptyUsage(): Usage {
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+}
+
+/** The field-wise sum of two usage values (a new object). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}
+
+export const reasoningEffortSchema = z.union([
+  z.enum(['none', 'minimal', 'low', 'medium', 'high']),
+  z.object({ budgetTokens: z.number().int().positive() }),
+]);
+export type ReasoningEffort = z.infer<typeof reasoningEffortSchema>;
+
+/** Per-call settings; every field is optional and overrides the provider's defaults. */
+export const modelOverridesSchema = z.object({
+  model: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxTokens: z.number().int().positive().optional(),
+  topP: z.number().min(0).max(1).optional(),
+  reasoningEffort: reasoningEffortSchema.optional(),
+  stopSequences: z.array(z.string()).optional(),
+});
+export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
+
+/** One model call. The system prompt, if any, is the first message (role `system`). */
+export const modelRequestSchema = z.object({
+  messages: z.array(messageSchema),
+  tools: z.array(toolDescriptorSchema),
+  toolChoice: toolChoiceSchema.optional(),
+  overrides: modelOverridesSchema.optional(),
+  /** Provider-specific options keyed by provider id, e.g. `{ anthropic: { promptCache: true } }`. */
+  providerOptions: z.record(z.string(), jsonObjectSchema).optional(),
+});
+export type ModelRequest = z.infer<typeof modelRequestSchema>;
+
+export const stopReasonSchema = z.enum([
+  'end-turn',
+  'max-tokens',
+  'tool-use',
+  'stop-sequence',
+  'content-filter',
+  'error',
+]);
+export type StopReason = z.infer<typeof stopReasonSchema>;
+
+export const textDeltaPartSchema = z.object({ type: z.literal('text-delta'), delta: z.string() });
+/** A piece of reasoning text; `signature` arrives once, usually with an empty delta at the block's end. */
+export const reasoningDeltaPartSchema = z.object({
+  type: z.literal('reasoning-delta'),
+  delta: z.string(),
+  signature: z.string().optional(),
+  redacted: z.boolean().optional(),
+});
+export const toolCallStartPartSchema = z.object({
+  type: z.literal('tool-call-start'),
+  toolCallId: z.string().min(1),
+  toolName: z.string().min(1),
+});
+export const toolCallDeltaPartSchema = z.object({
+  type: z.literal('tool-call-delta'),
+  toolCallId: z.string().min(1),
+  argumentsDelta: z.string(),
+});
+/** The call is complete; `arguments` is the whole accumulated JSON text. */
+export const toolCallEndPartSchema = z.object({
+  type: z.literal('tool-call-end'),
+  toolCallId: z.string().min(1),
+  toolName: z.string().min(1),
+  arguments: z.string(),
+});
+export const usagePartSchema = z.object({ type: z.literal('usage'), usage: usageSchema });
+export const finishPartSchema = z.object({
+  type: z.literal('finish'),
+  stopReason: stopReasonSchema,
+  /** The provider's own value, for diagnostics. */
+  rawStopReason: z.string().optional(),
+});
+
+/** The parts a model stream yields, in order: deltas and tool calls, then usage, then exactly one finish. */
+export const modelStreamPartSchema = z.discriminatedUnion('type', [
+  textDeltaPartSchema,
+  reasoningDeltaPartSchema,
+  toolCallStartPartSchema,
+  toolCallDeltaPartSchema,
+  toolCallEndPartSchema,
+  usagePartSchema,
+  finishPartSchema,
+]);
+export type ModelStreamPart = z.infer<typeof modelStreamPartSchema>;
+
+export interface ModelCallOptions {
+  /** Aborting stops the call at once; the stream then throws a `cancelled` LunationError. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A language model behind a provider API. Version `v1` of the interface.
+ *
+ * @remarks Implementations throw `LunationError`s with the provider codes (`rate-limited`, `overloaded`, ...)
+ * and retry retryable ones themselves, but only before the first part was yielded.
+ */
+export interface ModelProvider {
+  readonly specificationVersion: 'v1';
+  /** The provider's id, e.g. `openai`. */
+  readonly provider: string;
+  /** The model used when a request has no `overrides.model`. */
+  readonly modelId: string;
+  /** Streams one model call. */
+  stream(request: ModelRequest, options?: ModelCallOptions): AsyncIterable<ModelStreamPart>;
+}

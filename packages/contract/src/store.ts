@@ -1,0 +1,251 @@
+import { z } from 'zod';
+import { jsonObjectSchema } from './json.js';
+import { type Message, messageSchema } from './messages.js';
+import { usageSchema } from './model.js';
+import {
+  runIdentitySchema,
+  runStatusSchema,
+  suspensionTicketSchema,
+  terminationReasonSchema,
+} from './run.js';
+import { type ToolResult, toolResultSchema } from './tools.js';
+
+/** Timestamps are epoch milliseconds. */
+const timestamp = z.number().int().nonnegative();
+
+export const threadRecordSchema = z.object({
+  id: z.string().min(1),
+  /** The owner or tenant of the thread (a user id, an API token's subject, ...). */
+  resourceId: z.string().min(1).optional(),
+  metadata: jsonObjectSchema,
+  /** Number of committed messages; the next message gets `seq = messageCount + 1`. */
+  messageCount: z.number().int().nonnegative(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type ThreadRecord = z.infer<typeof threadRecordSchema>;
+
+/** A committed message with its 1-based position in the thread. */
+export const messageRecordSchema = z.object({
+  threadId: z.string().min(1),
+  seq: z.number().int().positive(),
+  message: messageSchema,
+  /** The run that produced the message. */
+  runId: z.string().min(1).optional(),
+  createdAt: timestamp,
+});
+export type MessageRecord = z.infer<typeof messageRecordSchema>;
+
+export const runRecordSchema = z.object({
+  identity: runIdentitySchema,
+  status: runStatusSchema,
+  termination: terminationReasonSchema.optional(),
+  steps: z.number().int().nonnegative(),
+  usage: usageSchema,
+  /** Tickets of the calls this run is waiting on. */
+  openTickets: z.array(suspensionTicketSchema),
+  /** Persistent run-scoped state, by state key. */
+  state: jsonObjectSchema,
+  finalText: z.string().optional(),
+  /** The version of the agent registry the run was resolved against. */
+  registryVersion: z.number().int().nonnegative().optional(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+/**
+ * One tool call in the execution ledger. `in-flight` is written before the tool runs, `completed` (with the
+ * result) after. `attempts` counts starts: more than one means the earlier attempt died mid-way.
+ */
+export const toolExecutionSchema = z.object({
+  runId: z.string().min(1),
+  toolCallId: z.string().min(1),
+  threadId: z.string().min(1),
+  toolName: z.string().min(1),
+  /** Stable per tool call; the same on every re-run. */
+  idempotencyKey: z.string().min(1),
+  status: z.enum(['in-flight', 'completed']),
+  result: toolResultSchema.optional(),
+  attempts: z.number().int().positive(),
+  startedAt: timestamp,
+  completedAt: timestamp.optional(),
+});
+export type ToolExecution = z.infer<typeof toolExecutionSchema>;
+
+/**
+ * Everything one step changes, applied all-or-nothing: new messages appended after `expectedMessageCount`,
+ * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted).
+ * A stale `expectedMessageCount` raises `store-conflict`, a stale `leaseToken` raises `stale-lease`, and in
+ * both cases nothing is written.
+ */
+export const checkpointCommitSchema = z.object({
+  threadId: z.string().min(1),
+  expectedMessageCount: z.number().int().nonnegative(),
+  messages: z.array(messageSchema),
+  run: runRecordSchema.optional(),
+  threadState: jsonObjectSchema.optional(),
+  toolExecutions: z.array(toolExecutionSchema).optional(),
+  /** The fencing token of the writer's lease; omitted by writers that hold no lease. */
+  leaseToken: z.number().int().positive().optional(),
+});
+export type CheckpointCommit = z.infer<typeof checkpointCommitSchema>;
+
+export interface CheckpointResult {
+  /** The thread's message count after the commit. */
+  messageCount: number;
+}
+
+/** A thread with everything a run needs to start, read consistently. */
+export interface ThreadCheckpoint {
+  thread: ThreadRecord;
+  messages: MessageRecord[];
+  threadState: Record<string, unknown>;
+  latestRun: RunRecord | undefined;
+}
+
+export const leaseSchema = z.object({
+  threadId: z.string().min(1),
+  /** Who holds it, e.g. a process id. */
+  owner: z.string().min(1),
+  /** The run it was taken for. */
+  runId: z.string().min(1),
+  /** Fencing token: strictly increasing per thread across every acquisition. */
+  token: z.number().int().positive(),
+  expiresAt: timestamp,
+});
+export type Lease = z.infer<typeof leaseSchema>;
+
+export interface Page<T> {
+  items: T[];
+  /** Pass as `cursor` to get the next page; absent on the last page. */
+  nextCursor?: string;
+}
+
+export interface ListThreadsOptions {
+  resourceId?: string;
+  /** @default 50 */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface ListMessagesOptions {
+  /** First seq to return (inclusive). @default 1 */
+  fromSeq?: number;
+  /** Last seq to return (inclusive). */
+  toSeq?: number;
+  limit?: number;
+}
+
+export interface ListRunsOptions {
+  /** @default 50 */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface CreateThreadInput {
+  id: string;
+  resourceId?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Threads: created explicitly, listed by owner (oldest first), deleted with everything in them. */
+export interface ThreadStore {
+  /** Creates a thread; `store-conflict` if the id exists. */
+  createThread(input: CreateThreadInput): Promise<ThreadRecord>;
+  getThread(threadId: string): Promise<ThreadRecord | undefined>;
+  /** Threads ordered by creation time then id, filtered by `resourceId` when given. */
+  listThreads(options?: ListThreadsOptions): Promise<Page<ThreadRecord>>;
+  /** Replaces the metadata; `not-found` if the thread does not exist. */
+  updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord>;
+  /** Deletes the thread with its messages, runs, state, ledger entries and lease. False if it did not exist. */
+  deleteThread(threadId: string): Promise<boolean>;
+}
+
+/** Messages are append-only, numbered 1, 2, 3, ... per thread. */
+export interface MessageStore {
+  /** Committed messages in seq order. */
+  listMessages(threadId: string, options?: ListMessagesOptions): Promise<MessageRecord[]>;
+}
+
+export interface RunStore {
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  /** The most recently created run of the thread. */
+  getLatestRun(threadId: string): Promise<RunRecord | undefined>;
+  /** Runs of a thread, oldest first. */
+  listRuns(threadId: string, options?: ListRunsOptions): Promise<Page<RunRecord>>;
+}
+
+export interface ThreadStateStore {
+  /** The thread-scoped state (`{}` for a thread without any). */
+  getThreadState(threadId: string): Promise<Record<string, unknown>>;
+}
+
+export interface CheckpointStore {
+  /** Applies a step's changes atomically (see {@link CheckpointCommit}). */
+  commit(commit: CheckpointCommit): Promise<CheckpointResult>;
+  /** The thread, all its messages, its state and latest run in one consistent read; undefined if absent. */
+  loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined>;
+}
+
+export interface BeginToolExecutionInput {
+  runId: string;
+  toolCallId: string;
+  threadId: string;
+  toolName: string;
+  idempotencyKey: string;
+  leaseToken?: number;
+}
+
+/** The tool-execution ledger: a side effect is never repeated once it completed. */
+export interface ToolExecutionLedger {
+  /**
+   * Records a start. No entry: writes `in-flight` with `attempts: 1`. `in-flight`: increments `attempts`
+   * (the earlier attempt died). `completed`: changes nothing. Returns the entry as it now is.
+   */
+  beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution>;
+  /** Records the result; `not-found` when no entry was begun. */
+  completeToolExecution(input: {
+    runId: string;
+    toolCallId: string;
+    result: ToolResult;
+    leaseToken?: number;
+  }): Promise<ToolExecution>;
+  getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
+  listToolExecutions(runId: string): Promise<ToolExecution[]>;
+}
+
+/** Thread leases: one active run per thread across processes. */
+export interface LeaseManager {
+  /**
+   * Takes the thread's lease for `ttlMs`. Fails with `thread-busy` (details: `runId`, `owner`) while another
+   * unexpired lease exists. The token is larger than any token issued for the thread before.
+   */
+  acquireLease(input: { threadId: string; owner: string; runId: string; ttlMs: number }): Promise<Lease>;
+  /** Extends a held lease; `lease-lost` if it expired and was taken, or the token is not current. */
+  renewLease(input: { threadId: string; token: number; ttlMs: number }): Promise<Lease>;
+  /** Gives the lease up; false if the token no longer holds it. */
+  releaseLease(input: { threadId: string; token: number }): Promise<boolean>;
+  /** The current unexpired lease, if any. */
+  getLease(threadId: string): Promise<Lease | undefined>;
+}
+
+/** Everything the runtime needs from a durable store. Every store passes `@lunation/store-testkit`. */
+export interface LunationStore
+  extends ThreadStore,
+    MessageStore,
+    RunStore,
+    ThreadStateStore,
+    CheckpointStore,
+    ToolExecutionLedger,
+    LeaseManager {
+  /** A short name for diagnostics, e.g. `sqlite`. */
+  readonly kind: string;
+  /** Releases connections the store opened itself (injected clients are left open). */
+  close(): Promise<void>;
+}
+
+/** The messages of a checkpoint, without their records. */
+export function checkpointMessages(checkpoint: ThreadCheckpoint): Message[] {
+  return checkpoint.messages.map((record) => record.message);
+}

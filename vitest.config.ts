@@ -1,0 +1,26 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { defaultServerConditions } from 'vite';
+import { defineConfig } from 'vitest/config';
+
+/** Every workspace package with tests, run from source through the `@lunation/source` export condition. */
+const roots = ['packages', 'apps']
+  .filter((dir) => existsSync(dir))
+  .flatMap((dir) => readdirSync(dir).map((name) => `${dir}/${name}`))
+  .filter((dir) => existsSync(`${dir}/package.json`));
+
+export default defineConfig({
+  resolve: { conditions: ['@lunation/source', ...defaultServerConditions] },
+  ssr: { resolve: { conditions: ['@lunation/source', ...defaultServerConditions] } },
+  test: {
+    projects: roots.map((root) => ({
+      extends: true,
+      test: {
+        name: root.split('/')[1] ?? root,
+        root,
+        include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+        testTimeout: 30_000,
+        hookTimeout: 30_000,
+      },
+    })),
+  },
+});
