@@ -1,1 +1,103 @@
-export {};
+export type {
+  AgentDefinition,
+  PluginReference,
+  ResolvedAgent,
+  StepStats,
+  StopCondition,
+  ToolExecutionOptions,
+} from './agent.js';
+export {
+  AgentLoop,
+  idempotencyKey,
+  type RunLoopOptions,
+  type RunResult,
+  unansweredCalls,
+} from './agent-loop.js';
+export {
+  AgentRuntime,
+  type AgentRuntimeOptions,
+  type DecisionOutcome,
+  type RunHandle,
+  type RunInput,
+  type RunOptions,
+} from './agent-runtime.js';
+export { AgentRuntimeBuilder, createRuntime } from './builder.js';
+export {
+  type ActionType,
+  type Command,
+  defineAction,
+  defineEffect,
+  type EffectType,
+  type EmittedEffect,
+  emit,
+  isEmptyCommand,
+  type ScheduledAction,
+  schedule,
+} from './command.js';
+export {
+  applyCompaction,
+  type CompactionPolicy,
+  type ContextPolicy,
+  DEFAULT_COMPACTION_PROMPT,
+  estimateTokens,
+  summaryRange,
+  truncateMessages,
+} from './context-policy.js';
+export { EventStream } from './event-stream.js';
+export { createId } from './id.js';
+export { PHASES, type Phase } from './phase.js';
+export { MAX_ACTION_ROUNDS, PhaseEngine } from './phase-engine.js';
+export {
+  type ActionHandler,
+  type AgentView,
+  definePlugin,
+  type EffectContext,
+  type EffectHandler,
+  type ModelResponse,
+  type PhaseContext,
+  type PhaseHook,
+  type Plugin,
+  type PluginRegistrar,
+  PluginSet,
+  type RequestDraft,
+  type RequestTransform,
+  type ToolGateDecision,
+  type ToolGateHook,
+} from './plugin.js';
+export { AgentRegistry, type RegistrySet, RegistrySnapshot } from './registry.js';
+export {
+  activeAgentKey,
+  addContextMessage,
+  allowedToolsKey,
+  type ContextMessage,
+  corePlugin,
+  excludeTools,
+  includeOnlyTools,
+  type PendingCall,
+  pendingCallsKey,
+  type RunProgress,
+  runProgressKey,
+  setInferenceOverrides,
+} from './runtime-keys.js';
+export {
+  type AnyStateKey,
+  defineStateKey,
+  type MergeMode,
+  type StateKey,
+  type StateKeyOptions,
+  type StateScope,
+  StateSnapshot,
+  StateStore,
+  type StateUpdate,
+  update,
+} from './state.js';
+export {
+  type AnyTool,
+  defineTool,
+  formatIssues,
+  type TicketInput,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  ToolOutput,
+} from './tool.js';

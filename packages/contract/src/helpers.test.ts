@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { addUsage, emptyUsage, messageText, statusForTermination, toolResultText } from './index.js';
+
+describe('helpers', () => {
+  it('sums usage field by field', () => {
+    const a = { inputTokens: 1, outputTokens: 2, cacheReadTokens: 3, cacheWriteTokens: 4, reasoningTokens: 5 };
+    expect(addUsage(a, a)).toEqual({
+      inputTokens: 2,
+      outputTokens: 4,
+      cacheReadTokens: 6,
+      cacheWriteTokens: 8,
+      reasoningTokens: 10,
+    });
+    expect(addUsage(emptyUsage(), a)).toEqual(a);
+  });
+
+  it('renders tool results for the model: message first, then data', () => {
+    expect(toolResultText({ status: 'success', data: { sum: 3 } })).toBe('{"sum":3}');
+    expect(toolResultText({ status: 'success', data: 'plain' })).toBe('plain');
+    expect(toolResultText({ status: 'error', message: 'bad', data: { x: 1 } })).toBe('bad');
+    expect(toolResultText({ status: 'error' })).toBe('error');
+  });
+
+  it('maps terminations to run status and joins message text', () => {
+    expect(statusForTermination({ type: 'suspended' })).toBe('waiting');
+    expect(statusForTermination({ type: 'awaiting-tasks' })).toBe('waiting');
+    expect(statusForTermination({ type: 'natural-end' })).toBe('done');
+    expect(statusForTermination({ type: 'cancelled' })).toBe('done');
+    expect(
+      messageText({
+        id: 'm',
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'tool-call', toolCallId: 'c', toolName: 't', arguments: '{}' },
+          { type: 'text', text: 'b' },
+        ],
+      }),
+    ).toBe('ab');
+  });
+});

@@ -1,0 +1,15 @@
+import { runProviderConformance } from '@lunation/provider-testkit';
+import { openaiWire } from './__fixtures__/openai-wire.js';
+import { OpenAIModel } from './openai-model.js';
+
+runProviderConformance({
+  name: 'OpenAIModel',
+  wire: openaiWire,
+  createModel: ({ baseURL, maxRetries }) =>
+    new OpenAIModel({
+      model: 'gpt-4.1-mini',
+      apiKey: 'sk-test',
+      baseURL: `${baseURL}/v1`,
+      retry: { maxRetries, initialDelayMs: 1, maxDelayMs: 4 },
+    }),
+});

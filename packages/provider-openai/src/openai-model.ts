@@ -1,0 +1,131 @@
+import {
+  type JsonObject,
+  LunationError,
+  type ModelCallOptions,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamPart,
+} from '@lunation/contract';
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { buildRequest, type MaxTokensField } from './build-request.js';
+import { cancelledError, type ProviderLabel } from './http-error.js';
+import { mapError } from './map-error.js';
+import { parseStream } from './parse-stream.js';
+import { type RetryOptions, type RetryPolicy, resolveRetryPolicy, streamWithRetries } from './retry.js';
+
+/** The part of an `OpenAI` client the adapter uses. */
+export type OpenAIClient = Pick<OpenAI, 'chat'>;
+
+export interface OpenAIModelOptions {
+  /** The model id, e.g. `gpt-4.1-mini`; `overrides.model` replaces it per call. */
+  model: string;
+  /** @default process.env.OPENAI_API_KEY */
+  apiKey?: string;
+  /** An OpenAI-compatible server, e.g. `http://localhost:11434/v1`. @default 'https://api.openai.com/v1' */
+  baseURL?: string;
+  organization?: string;
+  project?: string;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Milliseconds to wait for the response headers of one attempt. @default 600000 */
+  timeout?: number;
+  /** Retries of retryable errors before the first streamed part; shorthand for `retry.maxRetries`. @default 2 */
+  maxRetries?: number;
+  /** Backoff settings; the SDK's own retries are always off. */
+  retry?: RetryOptions;
+  /**
+   * The body field for `overrides.maxTokens`. OpenAI deprecated `max_tokens` (reasoning models reject
+   * it); some older OpenAI-compatible servers only know `max_tokens`.
+   * @default 'max_completion_tokens'
+   */
+  maxTokensField?: MaxTokensField;
+  /** A ready client; `apiKey`, `baseURL`, `organization`, `project` and `headers` are then ignored. */
+  client?: OpenAIClient;
+  /** The id under `provider` and the key of `request.providerOptions`. @default 'openai' */
+  providerId?: string;
+}
+
+/**
+ * A ModelProvider on OpenAI's Chat Completions API (streaming), through the official `openai` SDK.
+ * Works with OpenAI and with OpenAI-compatible servers via `baseURL`.
+ */
+export class OpenAIModel implements ModelProvider {
+  readonly specificationVersion = 'v1';
+  readonly provider: string;
+  readonly modelId: string;
+  readonly #options: OpenAIModelOptions;
+  readonly #policy: RetryPolicy;
+  #client: OpenAIClient | undefined;
+
+  constructor(options: OpenAIModelOptions) {
+    if (!options.model) {
+      throw new LunationError('invalid-argument', 'OpenAIModel needs a model id, e.g. { model: "gpt-4.1-mini" }');
+    }
+    this.#options = options;
+    this.#policy = resolveRetryPolicy(options.retry, options.maxRetries);
+    this.#client = options.client;
+    this.provider = options.providerId ?? 'openai';
+    this.modelId = options.model;
+  }
+
+  stream(request: ModelRequest, options: ModelCallOptions = {}): AsyncIterable<ModelStreamPart> {
+    return this.#stream(request, options.signal);
+  }
+
+  async *#stream(request: ModelRequest, signal: AbortSignal | undefined): AsyncGenerator<ModelStreamPart> {
+    const label = this.#label(request.overrides?.model ?? this.modelId);
+    const body = buildRequest(request, {
+      model: this.modelId,
+      maxTokensField: this.#options.maxTokensField ?? 'max_completion_tokens',
+      providerOptions: request.providerOptions?.[this.provider] as JsonObject | undefined,
+    });
+    yield* streamWithRetries({
+      policy: this.#policy,
+      signal,
+      cancelled: () => cancelledError(label, signal),
+      attempt: () => this.#attempt(body, label, signal),
+    });
+  }
+
+  async *#attempt(
+    body: ChatCompletionCreateParamsStreaming,
+    label: ProviderLabel,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<ModelStreamPart> {
+    let chunks: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    try {
+      chunks = await this.#getClient().chat.completions.create(body, {
+        signal,
+        maxRetries: 0,
+        ...(this.#options.timeout === undefined ? {} : { timeout: this.#options.timeout }),
+      });
+    } catch (error) {
+      throw mapError(error, label, 'request');
+    }
+    try {
+      yield* parseStream(chunks, label);
+    } catch (error) {
+      throw mapError(error, label, 'stream');
+    }
+  }
+
+  #getClient(): OpenAIClient {
+    this.#client ??= new OpenAI({
+      apiKey: this.#options.apiKey,
+      baseURL: this.#options.baseURL,
+      organization: this.#options.organization,
+      project: this.#options.project,
+      defaultHeaders: this.#options.headers,
+      timeout: this.#options.timeout,
+      maxRetries: 0,
+    });
+    return this.#client;
+  }
+
+  #label(model: string): ProviderLabel {
+    const { baseURL, client } = this.#options;
+    const name = baseURL === undefined || client !== undefined ? 'OpenAI' : `OpenAI-compatible server at ${baseURL}`;
+    return { name, model, apiKeyHint: 'the `apiKey` option or OPENAI_API_KEY' };
+  }
+}

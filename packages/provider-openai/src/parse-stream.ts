@@ -1,0 +1,123 @@
+import { emptyUsage, LunationError, type ModelStreamPart, type StopReason, type Usage } from '@lunation/contract';
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { CompletionUsage } from 'openai/resources/completions';
+import { type ProviderLabel, streamInterruptedError } from './http-error.js';
+
+interface ToolCallState {
+  index: number;
+  id: string | undefined;
+  name: string | undefined;
+  arguments: string;
+  started: boolean;
+  ended: boolean;
+}
+
+/**
+ * Turns Chat Completions chunks into contract stream parts. Tool calls are keyed by their `index`, so
+ * argument pieces of parallel calls may interleave; every open call ends when `finish_reason` arrives.
+ * The stream counts as complete once a `finish_reason` was seen; otherwise it ended too early.
+ */
+export async function* parseStream(
+  chunks: AsyncIterable<ChatCompletionChunk>,
+  label: ProviderLabel,
+): AsyncGenerator<ModelStreamPart> {
+  const calls = new Map<number, ToolCallState>();
+  let finishReason: string | undefined;
+  let usage: Usage | undefined;
+
+  for await (const chunk of chunks) {
+    if (chunk.usage) usage = toUsage(chunk.usage);
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta ?? {};
+      const reasoning = reasoningText(delta);
+      if (reasoning !== '') yield { type: 'reasoning-delta', delta: reasoning };
+      if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text-delta', delta: delta.content };
+      if (typeof delta.refusal === 'string' && delta.refusal !== '') yield { type: 'text-delta', delta: delta.refusal };
+      for (const toolCall of delta.tool_calls ?? []) {
+        const index = toolCall.index ?? calls.size;
+        let call = calls.get(index);
+        if (call === undefined) {
+          call = { index, id: undefined, name: undefined, arguments: '', started: false, ended: false };
+          calls.set(index, call);
+        }
+        call.id ??= toolCall.id || undefined;
+        call.name ??= toolCall.function?.name || undefined;
+        const piece = toolCall.function?.arguments ?? '';
+        if (!call.started && call.name !== undefined) {
+          call.id ??= `call_${index}`;
+          call.started = true;
+          yield { type: 'tool-call-start', toolCallId: call.id, toolName: call.name };
+          if (call.arguments !== '') yield { type: 'tool-call-delta', toolCallId: call.id, argumentsDelta: call.arguments };
+        }
+        if (piece !== '') {
+          call.arguments += piece;
+          if (call.started) yield { type: 'tool-call-delta', toolCallId: call.id!, argumentsDelta: piece };
+        }
+      }
+      if (choice.finish_reason) {
+        finishReason = choice.finish_reason;
+        yield* endCalls(calls, label);
+      }
+    }
+  }
+
+  if (finishReason === undefined) {
+    throw streamInterruptedError(label, 'the response ended without a finish_reason');
+  }
+  yield { type: 'usage', usage: usage ?? emptyUsage() };
+  yield { type: 'finish', stopReason: toStopReason(finishReason, calls.size > 0), rawStopReason: finishReason };
+}
+
+function* endCalls(calls: Map<number, ToolCallState>, label: ProviderLabel): Generator<ModelStreamPart> {
+  for (const call of [...calls.values()].sort((a, b) => a.index - b.index)) {
+    if (call.ended) continue;
+    if (!call.started || call.id === undefined || call.name === undefined) {
+      throw new LunationError(
+        'provider-error',
+        `${label.name} streamed tool call #${call.index} without a function name for model "${label.model}"; the server's tool-call output is malformed.`,
+        { retryable: false, details: { provider: label.name, model: label.model } },
+      );
+    }
+    if (call.arguments === '') {
+      call.arguments = '{}';
+      yield { type: 'tool-call-delta', toolCallId: call.id, argumentsDelta: '{}' };
+    }
+    call.ended = true;
+    yield { type: 'tool-call-end', toolCallId: call.id, toolName: call.name, arguments: call.arguments };
+  }
+}
+
+/** OpenAI-compatible servers stream reasoning as `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, newer vLLM). */
+function reasoningText(delta: object): string {
+  const fields = delta as { reasoning_content?: unknown; reasoning?: unknown };
+  const value = fields.reasoning_content ?? fields.reasoning;
+  return typeof value === 'string' ? value : '';
+}
+
+function toUsage(usage: CompletionUsage): Usage {
+  return {
+    inputTokens: usage.prompt_tokens ?? 0,
+    outputTokens: usage.completion_tokens ?? 0,
+    cacheReadTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    cacheWriteTokens: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
+    reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+  };
+}
+
+/** `stop` with tool calls counts as tool use: some OpenAI-compatible servers report it that way. */
+function toStopReason(finishReason: string, hadToolCalls: boolean): StopReason {
+  switch (finishReason) {
+    case 'length':
+      return 'max-tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool-use';
+    case 'content_filter':
+      return 'content-filter';
+    case 'error':
+      return 'error';
+    default:
+      return hadToolCalls ? 'tool-use' : 'end-turn';
+  }
+}

@@ -1,0 +1,80 @@
+import type { StopReason, Usage } from '@lunation/contract';
+import type { HttpResponseScript } from './scripted-server.js';
+
+/** One thing the scripted model produces, in the order it produces it. */
+export type ScriptedEvent =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string }
+  /** Closes the current reasoning block with the provider's signature. */
+  | { type: 'reasoning-signature'; signature: string }
+  /** A whole redacted reasoning block; `data` is the opaque payload. */
+  | { type: 'redacted-reasoning'; data: string }
+  | { type: 'tool-call-start'; toolCallId: string; toolName: string }
+  /** A piece of a call's JSON arguments; pieces of parallel calls may interleave. */
+  | { type: 'tool-call-delta'; toolCallId: string; argumentsDelta: string };
+
+/** A vendor-neutral 200 streaming response. */
+export interface ScriptedStream {
+  type: 'stream';
+  events: readonly ScriptedEvent[];
+  /** The usage the adapter must report; the wire expresses it in the vendor's fields. Zero when absent. */
+  usage?: Usage;
+  /** @default 'tool-use' when the events hold a tool call, otherwise 'end-turn' */
+  stopReason?: StopReason;
+  /**
+   * `complete` sends the vendor's closing events; the others stop right after `events`, without them:
+   * `close` ends the HTTP response cleanly, `reset` destroys the connection, `hang` keeps it open.
+   * @default 'complete'
+   */
+  ending?: 'complete' | 'close' | 'reset' | 'hang';
+  /** Pause before each event, so the client receives them as separate reads. */
+  delayMs?: number;
+  /** Extra response headers. */
+  headers?: Record<string, string>;
+}
+
+/** A vendor-neutral HTTP error response. */
+export interface ScriptedError {
+  type: 'error';
+  status: number;
+  /** Extra response headers, e.g. `retry-after`. */
+  headers?: Record<string, string>;
+  /** The error message; the wire uses a vendor-realistic one when absent. */
+  message?: string;
+  /** The body says that the prompt does not fit the model's context window. */
+  contextOverflow?: boolean;
+}
+
+export type ScriptedResponse = ScriptedStream | ScriptedError;
+
+/** What the vendor's wire format can express; conformance scenarios adapt their expectations to it. */
+export interface WireCapabilities {
+  /** Reasoning text is streamed. */
+  reasoning: boolean;
+  /** Reasoning blocks carry a signature. */
+  reasoningSignature: boolean;
+  /** Redacted reasoning blocks exist. */
+  redactedReasoning: boolean;
+  /** Argument pieces of parallel tool calls can arrive interleaved (otherwise the wire sends calls one by one). */
+  interleavedToolCalls: boolean;
+  /** The stop reasons the wire can express unambiguously. */
+  stopReasons: readonly StopReason[];
+}
+
+/** An adapter's encoder from vendor-neutral scripted responses to the vendor's HTTP responses. */
+export interface ProviderWire {
+  encode(response: ScriptedResponse): HttpResponseScript;
+  capabilities: WireCapabilities;
+}
+
+/** One server-sent event, framed as `event: <name>\ndata: <json>\n\n` (no `event:` line when `event` is absent). */
+export function formatServerSentEvent(data: unknown, event?: string): string {
+  const payload = typeof data === 'string' ? data : JSON.stringify(data);
+  return `${event === undefined ? '' : `event: ${event}\n`}data: ${payload}\n\n`;
+}
+
+/** The stop reason a scripted stream ends with. */
+export function scriptedStopReason(stream: ScriptedStream): StopReason {
+  if (stream.stopReason !== undefined) return stream.stopReason;
+  return stream.events.some((event) => event.type === 'tool-call-start') ? 'tool-use' : 'end-turn';
+}

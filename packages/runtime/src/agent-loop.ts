@@ -1,0 +1,1045 @@
+import {
+  type AgentEvent,
+  type AssistantMessage,
+  addUsage,
+  type ContentPart,
+  emptyUsage,
+  LunationError,
+  type Message,
+  type ModelRequest,
+  type ResumeDecision,
+  type RunIdentity,
+  type RunRecord,
+  type RunStatus,
+  type StopReason,
+  type SuspensionTicket,
+  statusForTermination,
+  type TerminationReason,
+  type ToolCall,
+  type ToolDescriptor,
+  type ToolExecution,
+  type ToolMessage,
+  type ToolResult,
+  type ToolResultPart,
+  toErrorInfo,
+  type Usage,
+} from '@lunation/contract';
+import type { ResolvedAgent, StepStats } from './agent.js';
+import {
+  applyCompaction,
+  DEFAULT_COMPACTION_PROMPT,
+  estimateTokens,
+  truncateMessages,
+} from './context-policy.js';
+import { createId } from './id.js';
+import type { Persistence } from './persistence.js';
+import { type PhaseContextBase, PhaseEngine } from './phase-engine.js';
+import type { AgentView, ModelResponse, Plugin, RequestDraft, ToolGateDecision } from './plugin.js';
+import {
+  activeAgentKey,
+  appliedDecisionsKey,
+  type PendingCall,
+  pendingCallsKey,
+  type RunProgress,
+  requestAdjustmentsKey,
+  runProgressKey,
+} from './runtime-keys.js';
+import { StateStore, type StateUpdate } from './state.js';
+import { formatIssues, type TicketInput, type ToolContext, ToolOutput, toJsonSchema } from './tool.js';
+
+/** Everything one run needs; assembled by AgentRuntime. */
+export interface RunLoopOptions {
+  identity: RunIdentity;
+  agent: ResolvedAgent;
+  resolveAgent(agentId: string): ResolvedAgent;
+  persistence: Persistence;
+  leaseToken: number | undefined;
+  /** The thread's committed messages. */
+  history: Message[];
+  /** New input messages of this run. */
+  input: Message[];
+  threadState: Record<string, unknown>;
+  /** The run record being continued (resume after suspension, or recovery after a crash). */
+  previous: RunRecord | undefined;
+  /** Validated decisions for open tickets. */
+  decisions: ResumeDecision[];
+  /** Cancel open tickets: the input supersedes them. */
+  supersede: boolean;
+  frontendTools: ToolDescriptor[];
+  signal: AbortSignal;
+  emit(event: AgentEvent): void;
+  registryVersion: number | undefined;
+  emitStateSnapshots: boolean;
+}
+
+/** What a run ended with. */
+export interface RunResult {
+  identity: RunIdentity;
+  status: RunStatus;
+  termination: TerminationReason;
+  finalText: string;
+  steps: number;
+  usage: Usage;
+  openTickets: SuspensionTicket[];
+  /** Messages this run added to the thread. */
+  messages: Message[];
+}
+
+interface PreparedCall {
+  call: ToolCall;
+  input: unknown;
+  /** Set when the call is already settled (invalid, unknown, gated, decided). */
+  result?: ToolResult;
+  status?: 'succeeded' | 'failed' | 'cancelled';
+  suspend?: TicketInput;
+  decision?: ResumeDecision;
+  /** Execute through the ledger (begin may find a completed or in-flight entry). */
+  ledgerChecked?: boolean;
+}
+
+const INTERRUPTED: ToolResult = {
+  status: 'error',
+  message: 'Tool execution was interrupted: an earlier call in this step was blocked.',
+};
+
+function parseArguments(raw: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  if (raw.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(raw) };
+  } catch (error) {
+    return { ok: false, message: (error as Error).message };
+  }
+}
+
+/** One run of the agent loop: RunStart → [StepStart … StepEnd]* → RunEnd. */
+export class AgentLoop {
+  private agent: ResolvedAgent;
+  private engine: PhaseEngine;
+  private readonly state: StateStore;
+  private readonly messages: Message[];
+  private committedCount: number;
+  private readonly runMessages: Message[] = [];
+  private seq = 0;
+  private progress: RunProgress;
+  private lastThreadRevision = -1;
+  private readonly createdAt: number;
+  private finalText = '';
+  private stepToolsCalled: string[] = [];
+  private lastStopReason: StopReason | undefined;
+  private agentView: AgentView;
+  private pendingLedger: Array<{ toolCallId: string; result: ToolResult; execution: ToolExecution }> = [];
+
+  constructor(private readonly options: RunLoopOptions) {
+    this.agent = options.agent;
+    this.state = new StateStore(this.agent.plugins.keys.values());
+    this.state.restore(options.threadState);
+    if (options.previous) this.state.restore(options.previous.state);
+    this.lastThreadRevision = this.state.threadRevision;
+    this.engine = this.createEngine();
+    this.messages = options.history;
+    this.committedCount = options.history.length;
+    this.createdAt = options.previous?.createdAt ?? Date.now();
+    this.progress = {
+      step: options.previous?.steps ?? 0,
+      usage: options.previous?.usage ?? emptyUsage(),
+      consecutiveToolErrors: 0,
+      startedAt: Date.now(),
+    };
+    this.agentView = this.createAgentView();
+  }
+
+  private createEngine(): PhaseEngine {
+    return new PhaseEngine(this.agent.plugins, this.state, (error) =>
+      this.emit({ type: 'error', error: toErrorInfo(error) }),
+    );
+  }
+
+  private createAgentView(): AgentView {
+    const agent = this.agent;
+    return {
+      id: agent.id,
+      systemPrompt: agent.definition.systemPrompt,
+      config: <Config>(plugin: Plugin<Config> | string) =>
+        agent.plugins.configs.get(typeof plugin === 'string' ? plugin : plugin.name) as Config,
+    };
+  }
+
+  private emit(event: Record<string, unknown> & { type: AgentEvent['type'] }): void {
+    const target = event as unknown as { identity: RunIdentity; seq: number };
+    target.identity = this.options.identity;
+    target.seq = this.seq++;
+    this.options.emit(event as unknown as AgentEvent);
+  }
+
+  private base(
+    response?: ModelResponse,
+    toolCall?: PhaseContextBase['toolCall'],
+    toolResult?: ToolResult,
+  ): PhaseContextBase {
+    return {
+      identity: this.options.identity,
+      messages: this.messages,
+      agent: this.agentView,
+      step: this.progress.step,
+      signal: this.options.signal,
+      response,
+      toolCall,
+      toolResult,
+    };
+  }
+
+  async execute(): Promise<RunResult> {
+    const { options } = this;
+    this.emit({
+      type: 'run-start',
+      input: options.input,
+      resumed: options.previous !== undefined,
+      timestamp: Date.now(),
+    });
+    let termination: TerminationReason | undefined;
+    try {
+      this.state.commit([{ key: runProgressKey, update: this.progress }]);
+      await this.engine.run('RunStart', this.base());
+      termination = await this.settlePendingCalls();
+      for (const message of options.input) this.append(message);
+      while (termination === undefined) termination = await this.step();
+    } catch (error) {
+      termination = this.terminationFor(error);
+    }
+    return this.finish(termination);
+  }
+
+  private terminationFor(error: unknown): TerminationReason {
+    if (this.options.signal.aborted || LunationError.hasCode(error, 'cancelled')) {
+      return { type: 'cancelled', reason: abortReason(this.options.signal) };
+    }
+    const info = toErrorInfo(error);
+    this.emit({ type: 'error', error: info });
+    return { type: 'error', error: info };
+  }
+
+  private append(message: Message): void {
+    this.messages.push(message);
+    this.runMessages.push(message);
+  }
+
+  /** Results for the calls of the last assistant message that have none (suspended, or cut off by a crash). */
+  private async settlePendingCalls(): Promise<TerminationReason | undefined> {
+    const calls = unansweredCalls(this.messages);
+    if (calls.length === 0) return undefined;
+    const pending = this.state.snapshot().get(pendingCallsKey);
+    const byCall = new Map<string, PendingCall>();
+    for (const entry of Object.values(pending)) byCall.set(entry.ticket.toolCallId, entry);
+    const decisions = new Map(this.options.decisions.map((decision) => [decision.ticketId, decision]));
+    const prepared: PreparedCall[] = [];
+    const settledTickets: string[] = [];
+    const appliedDecisionIds: string[] = [];
+    for (const call of calls) {
+      const entry = byCall.get(call.toolCallId);
+      const parsed = parseArguments(call.arguments);
+      const item: PreparedCall = { call, input: parsed.ok ? parsed.value : undefined };
+      if (!entry) {
+        // The process died while this call ran: run it again through the ledger.
+        item.ledgerChecked = true;
+        prepared.push(this.validate(item));
+        continue;
+      }
+      const decision = decisions.get(entry.ticket.id) ?? entry.decision;
+      if (this.options.supersede && !decision) {
+        item.result = {
+          status: 'error',
+          message: `Cancelled: the user sent a new message instead of answering "${entry.ticket.message}".`,
+          metadata: { superseded: true },
+        };
+        item.status = 'cancelled';
+      } else if (!decision) {
+        continue;
+      } else {
+        appliedDecisionIds.push(decision.decisionId);
+        this.emit({ type: 'tool-call-resumed', toolCallId: call.toolCallId, decision });
+        if (decision.action === 'cancel') {
+          item.result = {
+            status: 'error',
+            message: `The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`,
+            metadata: { declined: true },
+          };
+          item.status = 'cancelled';
+        } else if (entry.ticket.resumeMode === 'use-decision-as-result') {
+          item.result = {
+            status: 'success',
+            ...(decision.payload === undefined ? {} : { data: decision.payload }),
+          };
+          item.status = 'succeeded';
+        } else {
+          item.decision = decision;
+          item.ledgerChecked = true;
+          this.validate(item);
+        }
+      }
+      settledTickets.push(entry.ticket.id);
+      prepared.push(item);
+    }
+    const updates: StateUpdate[] = [];
+    if (settledTickets.length > 0)
+      updates.push({ key: pendingCallsKey, update: { type: 'clear', ticketIds: settledTickets } });
+    if (appliedDecisionIds.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisionIds });
+    if (updates.length > 0) this.state.commit(updates);
+    const outcome = await this.executeCalls(prepared);
+    if (outcome.blocked) return { type: 'blocked', reason: outcome.blocked };
+    if (this.openTickets().length > 0) return { type: 'suspended' };
+    return undefined;
+  }
+
+  private async step(): Promise<TerminationReason | undefined> {
+    const { signal } = this.options;
+    if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
+    this.switchAgentIfHandedOff();
+    this.progress = { ...this.progress, step: this.progress.step + 1 };
+    this.stepToolsCalled = [];
+    const step = this.progress.step;
+    this.emit({ type: 'step-start', step });
+    await this.engine.run('StepStart', this.base());
+    await this.engine.run('BeforeInference', this.base());
+    if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
+    await this.compactIfNeeded();
+    const request = this.buildRequest();
+    const response = await this.infer(request);
+    if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
+    this.append(response.message);
+    this.finalText = response.text;
+    this.lastStopReason = response.stopReason;
+    await this.engine.run('AfterInference', this.base(response));
+    if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
+
+    let termination: TerminationReason | undefined;
+    if (response.toolCalls.length > 0) {
+      const prepared = await this.gate(response);
+      if (this.options.persistence.durable) await this.checkpointBeforeTools(prepared);
+      const outcome = await this.executeCalls(prepared, response);
+      if (signal.aborted) termination = { type: 'cancelled', reason: abortReason(signal) };
+      else if (outcome.blocked) termination = { type: 'blocked', reason: outcome.blocked };
+      else if (this.openTickets().length > 0) termination = { type: 'suspended' };
+    } else {
+      termination = { type: 'natural-end' };
+    }
+    await this.engine.run('StepEnd', this.base(response));
+    if (termination === undefined) termination = this.evaluateStopConditions();
+    this.state.commit([{ key: runProgressKey, update: this.progress }]);
+    if (termination === undefined) {
+      await this.checkpoint('running', undefined);
+      this.emitStepEnd();
+    }
+    return termination;
+  }
+
+  private emitStepEnd(): void {
+    if (this.options.emitStateSnapshots) {
+      const snapshot = this.state.snapshot();
+      this.emit({
+        type: 'state-snapshot',
+        revision: snapshot.revision,
+        state: { ...snapshot.export('thread'), ...snapshot.export('run') },
+      });
+    }
+    this.emit({
+      type: 'step-end',
+      step: this.progress.step,
+      stopReason: this.lastStopReason,
+      usage: this.progress.usage,
+    });
+  }
+
+  private switchAgentIfHandedOff(): void {
+    const active = this.state.snapshot().get(activeAgentKey);
+    if (active === null || active === this.agent.id) return;
+    this.agent = this.options.resolveAgent(active);
+    for (const key of this.agent.plugins.keys.values()) {
+      if (!this.state.isRegistered(key)) this.state.register(key);
+    }
+    this.engine = this.createEngine();
+    this.agentView = this.createAgentView();
+  }
+
+  private evaluateStopConditions(): TerminationReason | undefined {
+    const { agent, progress } = this;
+    if (agent.maxRounds > 0 && progress.step >= agent.maxRounds) {
+      return { type: 'stopped', code: 'max-rounds', detail: `reached ${agent.maxRounds} rounds` };
+    }
+    const conditions = agent.definition.stopConditions;
+    if (!conditions || conditions.length === 0) return undefined;
+    const stats: StepStats = {
+      step: progress.step,
+      usage: progress.usage,
+      elapsedMs: Date.now() - progress.startedAt,
+      consecutiveToolErrors: progress.consecutiveToolErrors,
+      toolsCalled: this.stepToolsCalled,
+    };
+    for (const condition of conditions) {
+      switch (condition.type) {
+        case 'token-budget':
+          if (stats.usage.inputTokens + stats.usage.outputTokens >= condition.maxTokens) {
+            return {
+              type: 'stopped',
+              code: 'token-budget',
+              detail: `used ${stats.usage.inputTokens + stats.usage.outputTokens} of ${condition.maxTokens} tokens`,
+            };
+          }
+          break;
+        case 'timeout':
+          if (stats.elapsedMs >= condition.ms)
+            return { type: 'stopped', code: 'timeout', detail: `ran ${stats.elapsedMs} ms` };
+          break;
+        case 'consecutive-tool-errors':
+          if (stats.consecutiveToolErrors >= condition.max) {
+            return {
+              type: 'stopped',
+              code: 'consecutive-tool-errors',
+              detail: `${stats.consecutiveToolErrors} tool errors in a row`,
+            };
+          }
+          break;
+        case 'tool-called':
+          if (stats.toolsCalled.includes(condition.toolName)) {
+            return { type: 'stopped', code: 'tool-called', detail: `called ${condition.toolName}` };
+          }
+          break;
+        case 'custom':
+          if (condition.check(stats)) return { type: 'stopped', code: condition.code };
+          break;
+      }
+    }
+    return undefined;
+  }
+
+  private buildRequest(): ModelRequest {
+    const { agent } = this;
+    const snapshot = this.state.snapshot();
+    const adjustments = snapshot.has(requestAdjustmentsKey) ? snapshot.get(requestAdjustmentsKey) : undefined;
+    const policy = agent.definition.context;
+    let history: Message[] = policy?.compaction ? applyCompaction(this.messages) : this.messages.slice();
+    if (policy?.maxTokens !== undefined) history = truncateMessages(history, policy);
+    const messages: Message[] = [];
+    if (agent.definition.systemPrompt) {
+      messages.push({
+        id: `system:${agent.id}`,
+        role: 'system',
+        content: [{ type: 'text', text: agent.definition.systemPrompt }],
+      });
+    }
+    let tools: ToolDescriptor[] = agent.descriptors as ToolDescriptor[];
+    if (this.options.frontendTools.length > 0) tools = [...tools, ...this.options.frontendTools];
+    let overrides = agent.definition.overrides ?? {};
+    if (adjustments) {
+      for (const context of adjustments.contextMessages) {
+        if ((context.position ?? 'end') === 'system')
+          messages.push(contextMessage(context.key, context.role, context.text));
+      }
+      messages.push(...history);
+      for (const context of adjustments.contextMessages) {
+        if ((context.position ?? 'end') === 'end')
+          messages.push(contextMessage(context.key, context.role, context.text));
+      }
+      if (adjustments.excludedTools.length > 0)
+        tools = tools.filter((tool) => !adjustments.excludedTools.includes(tool.name));
+      if (adjustments.onlyTools) tools = tools.filter((tool) => adjustments.onlyTools?.includes(tool.name));
+      overrides = { ...overrides, ...adjustments.overrides };
+      this.state.commit([{ key: requestAdjustmentsKey, update: { type: 'reset' } }]);
+    } else {
+      for (const message of history) messages.push(message);
+    }
+    const transforms = agent.plugins.transforms;
+    if (transforms.length === 0) return { messages, tools, overrides };
+    let draft: RequestDraft = { messages, tools, overrides };
+    for (const transform of transforms)
+      draft = transform(draft, { identity: this.options.identity, step: this.progress.step });
+    return { messages: draft.messages, tools: draft.tools, overrides: draft.overrides };
+  }
+
+  private async infer(request: ModelRequest): Promise<ModelResponse> {
+    const step = this.progress.step;
+    let text = '';
+    let reasoning = '';
+    let signature: string | undefined;
+    let redacted = false;
+    const calls = new Map<string, { toolName: string; arguments: string; done: boolean }>();
+    let usage: Usage = emptyUsage();
+    let stopReason: StopReason | undefined;
+    for await (const part of this.agent.model.stream(request, { signal: this.options.signal })) {
+      switch (part.type) {
+        case 'text-delta':
+          text += part.delta;
+          this.emit({ type: 'text-delta', step, delta: part.delta });
+          break;
+        case 'reasoning-delta':
+          reasoning += part.delta;
+          if (part.signature !== undefined) signature = part.signature;
+          if (part.redacted) redacted = true;
+          if (part.delta) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
+          break;
+        case 'tool-call-start':
+          calls.set(part.toolCallId, { toolName: part.toolName, arguments: '', done: false });
+          this.emit({ type: 'tool-call-start', step, toolCallId: part.toolCallId, toolName: part.toolName });
+          break;
+        case 'tool-call-delta': {
+          const call = calls.get(part.toolCallId);
+          if (call) call.arguments += part.argumentsDelta;
+          this.emit({
+            type: 'tool-call-delta',
+            step,
+            toolCallId: part.toolCallId,
+            argumentsDelta: part.argumentsDelta,
+          });
+          break;
+        }
+        case 'tool-call-end':
+          calls.set(part.toolCallId, { toolName: part.toolName, arguments: part.arguments, done: true });
+          this.emit({
+            type: 'tool-call-end',
+            step,
+            toolCallId: part.toolCallId,
+            toolName: part.toolName,
+            arguments: part.arguments,
+          });
+          break;
+        case 'usage':
+          usage = addUsage(usage, part.usage);
+          break;
+        case 'finish':
+          stopReason = part.stopReason;
+          break;
+      }
+    }
+    this.progress = { ...this.progress, usage: addUsage(this.progress.usage, usage) };
+    const content: AssistantMessage['content'] = [];
+    if (reasoning || signature) {
+      content.push({
+        type: 'reasoning',
+        text: reasoning,
+        ...(signature === undefined ? {} : { signature }),
+        ...(redacted ? { redacted } : {}),
+      });
+    }
+    if (text) content.push({ type: 'text', text });
+    const toolCalls: ToolCall[] = [];
+    for (const [toolCallId, call] of calls) {
+      toolCalls.push({ toolCallId, toolName: call.toolName, arguments: call.arguments });
+      content.push({ type: 'tool-call', toolCallId, toolName: call.toolName, arguments: call.arguments });
+    }
+    const message: AssistantMessage = {
+      id: createId(),
+      role: 'assistant',
+      content,
+      metadata: { runId: this.options.identity.runId, agentId: this.agent.id, step },
+    };
+    return { message, text, toolCalls, stopReason, usage };
+  }
+
+  /** Parses arguments and finds the tool; settles the call with an error result when either fails. */
+  private validate(item: PreparedCall): PreparedCall {
+    const { call } = item;
+    const tool = this.agent.tools.get(call.toolName);
+    const frontend = tool
+      ? undefined
+      : this.options.frontendTools.find((candidate) => candidate.name === call.toolName);
+    if (!tool && !frontend) {
+      item.result = {
+        status: 'error',
+        message: `Unknown tool "${call.toolName}". Available tools: ${[...this.agent.tools.keys()].join(', ') || 'none'}.`,
+      };
+      item.status = 'failed';
+      return item;
+    }
+    const parsed = parseArguments(call.arguments);
+    if (!parsed.ok) {
+      item.result = {
+        status: 'error',
+        message: `Invalid arguments for "${call.toolName}": not valid JSON (${parsed.message}).`,
+      };
+      item.status = 'failed';
+      return item;
+    }
+    if (tool?.inputSchema) {
+      const checked = tool.inputSchema.safeParse(parsed.value);
+      if (!checked.success) {
+        item.result = {
+          status: 'error',
+          message: `Invalid arguments for "${call.toolName}": ${formatIssues(checked.error)}`,
+        };
+        item.status = 'failed';
+        return item;
+      }
+      item.input = checked.data;
+    } else item.input = parsed.value;
+    if (frontend && !item.decision) {
+      item.suspend = {
+        action: 'frontend-tool',
+        message: `Run the client tool "${call.toolName}" and send its result`,
+        parameters: (parsed.value ?? null) as never,
+        resumeMode: 'use-decision-as-result',
+      };
+    }
+    return item;
+  }
+
+  /** Validates every call and runs the ToolGate hooks (block > suspend > set-result > pass). */
+  private async gate(response: ModelResponse): Promise<PreparedCall[]> {
+    const prepared: PreparedCall[] = [];
+    const gates = this.agent.plugins.gates;
+    for (const call of response.toolCalls) {
+      const item = this.validate({ call, input: undefined });
+      this.stepToolsCalled.push(call.toolName);
+      if (item.result === undefined && item.suspend === undefined && gates.length > 0) {
+        const context = {
+          ...this.base(response, { ...call, input: item.input }),
+          phase: 'ToolGate' as const,
+          state: this.state.snapshot(),
+        };
+        const decisions = await Promise.all(gates.map((entry) => entry.hook(context as never)));
+        const decision = strongest(decisions);
+        if (decision?.type === 'block') {
+          item.result = {
+            status: 'error',
+            message: `Blocked: ${decision.reason}`,
+            metadata: { blocked: true },
+          };
+          item.status = 'failed';
+          (item as PreparedCall & { blocked?: string }).blocked = decision.reason;
+        } else if (decision?.type === 'suspend') item.suspend = decision.ticket;
+        else if (decision?.type === 'set-result') {
+          item.result = decision.result;
+          item.status = decision.result.status === 'error' ? 'failed' : 'succeeded';
+        }
+      }
+      prepared.push(item);
+    }
+    return prepared;
+  }
+
+  /** Commits the assistant message and marks the calls about to run as in flight, in one write. */
+  private async checkpointBeforeTools(prepared: PreparedCall[]): Promise<void> {
+    const now = Date.now();
+    const { runId, threadId } = this.options.identity;
+    const executions: ToolExecution[] = [];
+    for (const item of prepared) {
+      if (item.result !== undefined || item.suspend !== undefined) continue;
+      executions.push({
+        runId,
+        toolCallId: item.call.toolCallId,
+        threadId,
+        toolName: item.call.toolName,
+        idempotencyKey: idempotencyKey(runId, item.call.toolCallId),
+        status: 'in-flight',
+        attempts: 1,
+        startedAt: now,
+      });
+    }
+    await this.checkpoint('running', undefined, executions);
+  }
+
+  private async executeCalls(
+    prepared: PreparedCall[],
+    response?: ModelResponse,
+  ): Promise<{ blocked?: string }> {
+    const blockedIndex = prepared.findIndex((item) => (item as { blocked?: string }).blocked !== undefined);
+    const blocked = blockedIndex >= 0 ? (prepared[blockedIndex] as { blocked?: string }).blocked : undefined;
+    const results: Array<ToolResultPart | undefined> = new Array(prepared.length);
+    const parallel = this.agent.definition.toolExecution?.mode === 'parallel';
+    const runOne = async (index: number) => {
+      const item = prepared[index] as PreparedCall;
+      if (blockedIndex >= 0 && index > blockedIndex) {
+        item.result = INTERRUPTED;
+        item.status = 'failed';
+      }
+      results[index] = await this.runCall(item, response);
+    };
+    if (parallel && prepared.length > 1) {
+      const limit = Math.max(1, this.agent.definition.toolExecution?.concurrency ?? 8);
+      let next = 0;
+      const worker = async () => {
+        while (next < prepared.length) await runOne(next++);
+      };
+      await Promise.all(Array.from({ length: Math.min(limit, prepared.length) }, worker));
+    } else {
+      for (let index = 0; index < prepared.length; index++) await runOne(index);
+    }
+    const parts = results.filter((part): part is ToolResultPart => part !== undefined);
+    if (parts.length > 0) {
+      const message: ToolMessage = {
+        id: createId(),
+        role: 'tool',
+        content: parts,
+        metadata: { runId: this.options.identity.runId, step: this.progress.step },
+      };
+      this.append(message);
+    }
+    return blocked === undefined ? {} : { blocked };
+  }
+
+  /** ToolGate already ran; BeforeToolExecute → execute (through the ledger) → AfterToolExecute. */
+  private async runCall(item: PreparedCall, response?: ModelResponse): Promise<ToolResultPart | undefined> {
+    const { call } = item;
+    const step = this.progress.step;
+    const toolCall = { ...call, input: item.input };
+    let result = item.result;
+    let status: 'succeeded' | 'failed' | 'cancelled' = item.status ?? 'succeeded';
+    let fromLedger = false;
+    if (result === undefined && item.suspend === undefined) {
+      await this.engine.run('BeforeToolExecute', this.base(response, toolCall));
+      const outcome = await this.invoke(item, response);
+      if (outcome.suspend) item.suspend = outcome.suspend;
+      else {
+        result = outcome.result;
+        fromLedger = outcome.fromLedger;
+        status = result?.status === 'error' ? 'failed' : 'succeeded';
+      }
+    }
+    if (item.suspend !== undefined) {
+      const ticket = this.createTicket(call, item.suspend);
+      this.state.commit([{ key: pendingCallsKey, update: { type: 'suspend', ticket } }]);
+      this.emit({ type: 'tool-call-suspended', ticket });
+      return undefined;
+    }
+    const finalResult = result as ToolResult;
+    if (this.engine.isActive('AfterToolExecute')) {
+      await this.engine.run('AfterToolExecute', this.base(response, toolCall, finalResult));
+    }
+    this.progress = {
+      ...this.progress,
+      consecutiveToolErrors: finalResult.status === 'error' ? this.progress.consecutiveToolErrors + 1 : 0,
+    };
+    this.emit({
+      type: 'tool-result',
+      step,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      status,
+      result: finalResult,
+      fromLedger,
+    });
+    return { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, result: finalResult };
+  }
+
+  private createTicket(call: ToolCall, input: TicketInput): SuspensionTicket {
+    return {
+      id: createId(),
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      arguments: call.arguments,
+      action: input.action ?? 'approve',
+      message: input.message,
+      ...(input.parameters === undefined ? {} : { parameters: input.parameters }),
+      ...(input.responseSchema === undefined ? {} : { responseSchema: toJsonSchema(input.responseSchema) }),
+      resumeMode: input.resumeMode ?? 'replay-tool-call',
+      runId: this.options.identity.runId,
+    };
+  }
+
+  private async invoke(
+    item: PreparedCall,
+    response?: ModelResponse,
+  ): Promise<{ result?: ToolResult; suspend?: TicketInput; fromLedger: boolean }> {
+    const { call } = item;
+    const { identity, persistence, leaseToken } = this.options;
+    const tool = this.agent.tools.get(call.toolName);
+    if (!tool)
+      return { result: { status: 'error', message: `Unknown tool "${call.toolName}".` }, fromLedger: false };
+    const key = idempotencyKey(identity.runId, call.toolCallId);
+    let rerun = false;
+    let attempts = 1;
+    if (item.ledgerChecked && persistence.durable) {
+      const entry = await persistence.beginTool({
+        runId: identity.runId,
+        toolCallId: call.toolCallId,
+        threadId: identity.threadId,
+        toolName: call.toolName,
+        idempotencyKey: key,
+        ...(leaseToken === undefined ? {} : { leaseToken }),
+      });
+      if (entry?.status === 'completed' && entry.result) return { result: entry.result, fromLedger: true };
+      attempts = entry?.attempts ?? 1;
+      rerun = attempts > 1;
+    }
+    this.emit({
+      type: 'tool-execution-start',
+      step: this.progress.step,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      idempotencyKey: key,
+      rerun,
+    });
+    const signal = this.options.signal;
+    const context: ToolContext = {
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      identity,
+      state: this.state.snapshot(),
+      signal,
+      idempotencyKey: key,
+      rerun,
+      decision: item.decision,
+      reportProgress: (progress) =>
+        this.emit({ type: 'tool-progress', toolCallId: call.toolCallId, toolName: call.toolName, progress }),
+      suspend: (ticket) => new ToolOutput({ status: 'pending' }, undefined, ticket),
+      output: (result, command) => new ToolOutput(result, command),
+    };
+    let result: ToolResult;
+    try {
+      const value = await tool.execute(item.input, context);
+      if (ToolOutput.isInstance(value)) {
+        if (value.suspend && !item.decision) return { suspend: value.suspend, fromLedger: false };
+        await this.engine.apply(value.command, this.base(response));
+        result = value.result;
+      } else {
+        result = { status: 'success', ...(value === undefined ? {} : { data: toJson(value) }) };
+      }
+    } catch (error) {
+      if (signal.aborted)
+        throw new LunationError('cancelled', 'The run was cancelled during a tool call', { cause: error });
+      const message = error instanceof Error ? error.message : String(error);
+      result = {
+        status: 'error',
+        message: `Tool "${call.toolName}" failed: ${message}`,
+        ...(LunationError.isInstance(error)
+          ? { metadata: { code: error.code, retryable: error.isRetryable } }
+          : {}),
+      };
+    }
+    if (persistence.durable) {
+      this.pendingLedger.push({
+        toolCallId: call.toolCallId,
+        result,
+        execution: {
+          runId: identity.runId,
+          toolCallId: call.toolCallId,
+          threadId: identity.threadId,
+          toolName: call.toolName,
+          idempotencyKey: key,
+          status: 'completed',
+          result,
+          attempts,
+          startedAt: Date.now(),
+          completedAt: Date.now(),
+        },
+      });
+      await this.flushLedger(false);
+    }
+    return { result, fromLedger: false };
+  }
+
+  /**
+   * Ledger completions are written at once, except the latest one, which rides along with the next checkpoint:
+   * a finished side effect is recorded before the next tool starts, in as few writes as possible.
+   */
+  private async flushLedger(all: boolean): Promise<void> {
+    const keep = all ? 0 : 1;
+    while (this.pendingLedger.length > keep) {
+      const entry = this.pendingLedger.shift();
+      if (!entry) break;
+      await this.options.persistence.completeTool({
+        runId: this.options.identity.runId,
+        toolCallId: entry.toolCallId,
+        result: entry.result,
+        ...(this.options.leaseToken === undefined ? {} : { leaseToken: this.options.leaseToken }),
+      });
+    }
+  }
+
+  private openTickets(): SuspensionTicket[] {
+    const pending = this.state.snapshot().get(pendingCallsKey);
+    const tickets: SuspensionTicket[] = [];
+    for (const entry of Object.values(pending)) tickets.push(entry.ticket);
+    return tickets;
+  }
+
+  private runRecord(status: RunStatus, termination: TerminationReason | undefined): RunRecord {
+    const now = Date.now();
+    return {
+      identity: this.options.identity,
+      status,
+      ...(termination === undefined ? {} : { termination }),
+      steps: this.progress.step,
+      usage: this.progress.usage,
+      openTickets: this.openTickets(),
+      state: this.state.exportScope('run'),
+      finalText: this.finalText,
+      ...(this.options.registryVersion === undefined
+        ? {}
+        : { registryVersion: this.options.registryVersion }),
+      createdAt: this.createdAt,
+      updatedAt: now,
+    };
+  }
+
+  /** Commits the messages added since the last checkpoint with the run record (and thread state if changed). */
+  private async checkpoint(
+    status: RunStatus,
+    termination: TerminationReason | undefined,
+    executions: ToolExecution[] = [],
+  ): Promise<void> {
+    const { persistence, identity, leaseToken } = this.options;
+    const newMessages = this.messages.slice(this.committedCount);
+    const threadRevision = this.state.threadRevision;
+    const threadChanged = threadRevision !== this.lastThreadRevision;
+    for (const entry of this.pendingLedger) executions.push(entry.execution);
+    this.pendingLedger = [];
+    this.committedCount = await persistence.commit({
+      threadId: identity.threadId,
+      expectedMessageCount: this.committedCount,
+      messages: newMessages,
+      run: this.runRecord(status, termination),
+      ...(threadChanged ? { threadState: this.state.exportScope('thread') } : {}),
+      ...(executions.length > 0 ? { toolExecutions: executions } : {}),
+      ...(leaseToken === undefined ? {} : { leaseToken }),
+    });
+    this.lastThreadRevision = threadRevision;
+  }
+
+  private async compactIfNeeded(): Promise<void> {
+    const compaction = this.agent.definition.context?.compaction;
+    if (!compaction) return;
+    const visible = applyCompaction(this.messages);
+    if (estimateTokens(visible) <= compaction.thresholdTokens) return;
+    const keep = compaction.keepRecentMessages ?? 6;
+    let cut = this.messages.length - keep;
+    // Never end the summarised range between a tool call and its results.
+    while (cut > 0 && this.messages[cut]?.role === 'tool') cut--;
+    let fromSeq = 1;
+    for (let index = this.messages.length - 1; index >= 0; index--) {
+      const range = (this.messages[index]?.metadata?.compaction ?? undefined) as
+        | { toSeq?: number }
+        | undefined;
+      if (range && typeof range.toSeq === 'number') {
+        fromSeq = range.toSeq + 1;
+        break;
+      }
+    }
+    if (cut < fromSeq) return;
+    const toSummarise = applyCompaction(this.messages.slice(0, cut));
+    const request: ModelRequest = {
+      messages: [
+        ...toSummarise,
+        {
+          id: createId(),
+          role: 'user',
+          content: [{ type: 'text', text: compaction.prompt ?? DEFAULT_COMPACTION_PROMPT }],
+        },
+      ],
+      tools: [],
+    };
+    let summary = '';
+    for await (const part of this.agent.model.stream(request, { signal: this.options.signal })) {
+      if (part.type === 'text-delta') summary += part.delta;
+      else if (part.type === 'usage')
+        this.progress = { ...this.progress, usage: addUsage(this.progress.usage, part.usage) };
+    }
+    this.append({
+      id: createId(),
+      role: 'system',
+      content: [{ type: 'text', text: `<conversation-summary>\n${summary}\n</conversation-summary>` }],
+      metadata: {
+        compaction: { fromSeq, toSeq: cut },
+        runId: this.options.identity.runId,
+        visibility: 'internal',
+      },
+    });
+  }
+
+  private async finish(termination: TerminationReason): Promise<RunResult> {
+    const status = statusForTermination(termination);
+    try {
+      if (termination.type !== 'cancelled' || !this.options.signal.aborted) {
+        await this.engine.run('RunEnd', this.base());
+      }
+    } catch (error) {
+      this.emit({ type: 'error', error: toErrorInfo(error) });
+    }
+    this.state.commit([{ key: runProgressKey, update: this.progress }]);
+    try {
+      await this.flushLedger(false);
+      await this.checkpoint(status, termination);
+    } catch (error) {
+      this.emit({ type: 'error', error: toErrorInfo(error) });
+      if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
+    }
+    if (this.progress.step > 0) this.emitStepEnd();
+    const openTickets = this.openTickets();
+    this.emit({
+      type: 'run-end',
+      status,
+      termination,
+      finalText: this.finalText,
+      steps: this.progress.step,
+      usage: this.progress.usage,
+      openTickets,
+      timestamp: Date.now(),
+    });
+    return {
+      identity: this.options.identity,
+      status,
+      termination,
+      finalText: this.finalText,
+      steps: this.progress.step,
+      usage: this.progress.usage,
+      openTickets,
+      messages: this.runMessages,
+    };
+  }
+}
+
+/** Stable per tool call, across re-runs after a crash. */
+export function idempotencyKey(runId: string, toolCallId: string): string {
+  return `${runId}:${toolCallId}`;
+}
+
+function strongest(
+  decisions: ReadonlyArray<ToolGateDecision | undefined | void>,
+): ToolGateDecision | undefined {
+  let best: ToolGateDecision | undefined;
+  const rank = { block: 3, suspend: 2, 'set-result': 1 } as const;
+  for (const decision of decisions) {
+    if (decision && (!best || rank[decision.type] > rank[best.type])) best = decision;
+  }
+  return best;
+}
+
+function contextMessage(key: string, role: 'system' | 'user', text: string): Message {
+  return {
+    id: `context:${key}`,
+    role,
+    content: [{ type: 'text', text }],
+    metadata: { visibility: 'internal' },
+  };
+}
+
+function abortReason(signal: AbortSignal): string | undefined {
+  const reason = signal.reason;
+  if (reason === undefined) return undefined;
+  if (typeof reason === 'string') return reason;
+  if (reason instanceof Error) return reason.message;
+  return undefined;
+}
+
+function toJson(value: unknown): ToolResult['data'] {
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    return value;
+  return JSON.parse(JSON.stringify(value)) as ToolResult['data'];
+}
+
+/** Tool calls of the last assistant message that no later tool message answers. */
+export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
+  let index = messages.length - 1;
+  const answered = new Set<string>();
+  while (index >= 0 && messages[index]?.role === 'tool') {
+    for (const part of (messages[index] as ToolMessage).content) answered.add(part.toolCallId);
+    index--;
+  }
+  const last = messages[index];
+  if (last?.role !== 'assistant') return [];
+  const calls: ToolCall[] = [];
+  for (const part of last.content as ContentPart[]) {
+    if (part.type === 'tool-call' && !answered.has(part.toolCallId)) {
+      calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, arguments: part.arguments });
+    }
+  }
+  return calls;
+}

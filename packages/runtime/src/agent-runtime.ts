@@ -1,0 +1,603 @@
+import { hostname } from 'node:os';
+import {
+  type AgentEvent,
+  type EventSink,
+  type JsonValue,
+  LunationError,
+  type LunationStore,
+  type Message,
+  type ResumeDecision,
+  type RunIdentity,
+  type RunOrigin,
+  type RunRecord,
+  resumeDecisionSchema,
+  type SuspensionTicket,
+  type ToolDescriptor,
+  type UserMessage,
+} from '@lunation/contract';
+import { z } from 'zod';
+import type { AgentDefinition } from './agent.js';
+import { AgentLoop, type RunResult } from './agent-loop.js';
+import { EventStream } from './event-stream.js';
+import { createId } from './id.js';
+import { InProcessPersistence, type Persistence, StorePersistence } from './persistence.js';
+import { AgentRegistry, type RegistrySet } from './registry.js';
+import { appliedDecisionsKey, type PendingCall, pendingCallsKey } from './runtime-keys.js';
+import { type AnyTool, defineTool } from './tool.js';
+
+export interface AgentRuntimeOptions extends RegistrySet {
+  /** Durable store; without one, threads live in this process's memory only. */
+  store?: LunationStore;
+  sinks?: EventSink[];
+  /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
+  leaseTtlMs?: number;
+  /** Identifies this process in leases. @default `${hostname}:${pid}:<random>` */
+  owner?: string;
+  /** Emit a `state-snapshot` event before every `step-end`. @default false */
+  emitStateSnapshots?: boolean;
+}
+
+/** Input of a run: a text, a message, or several messages. */
+export type RunInput = string | Message | Message[];
+
+export interface RunOptions {
+  threadId: string;
+  /** @default the thread's active agent, else the runtime's first agent */
+  agentId?: string;
+  input?: RunInput;
+  /** Answers to the thread's open tickets. */
+  decisions?: ResumeDecision[];
+  signal?: AbortSignal;
+  /** Owner of a new thread (tenant / user id). */
+  resourceId?: string;
+  /** Client-side tools for this run: the model sees them; a call suspends until the client answers. */
+  frontendTools?: ToolDescriptor[];
+  /** Buffer events for `handle.events`. Turn off when only the result matters. @default true */
+  stream?: boolean;
+  /** Extra sink for this run only. */
+  onEvent?: (event: AgentEvent) => void;
+  /** @internal child runs */
+  parent?: { runId: string; toolCallId: string; origin: RunOrigin };
+}
+
+/** A started run. */
+export interface RunHandle {
+  readonly runId: string;
+  readonly threadId: string;
+  readonly identity: RunIdentity;
+  /** Every event of the run, replayable; ends after `run-end`. */
+  readonly events: EventStream;
+  readonly result: Promise<RunResult>;
+  cancel(reason?: string): void;
+}
+
+export interface DecisionOutcome {
+  /** Decision ids applied now. */
+  applied: string[];
+  /** Decision ids ignored because they were applied before. */
+  ignored: string[];
+  /** Tickets still waiting for a decision. */
+  openTickets: SuspensionTicket[];
+  /** The resumed run, once every ticket is decided. */
+  run?: RunHandle;
+}
+
+interface ActiveRun {
+  identity: RunIdentity;
+  controller: AbortController;
+  emit(event: AgentEvent): void;
+  done: Promise<RunResult>;
+}
+
+/** Runs agents on threads: one active run per thread, cancellation, decisions, durable when given a store. */
+export class AgentRuntime {
+  readonly registry: AgentRegistry;
+  readonly store: LunationStore | undefined;
+  private readonly persistence: Persistence;
+  private readonly activeByThread = new Map<string, ActiveRun>();
+  private readonly activeByRun = new Map<string, ActiveRun>();
+  private readonly sinks: EventSink[];
+  private readonly leaseTtlMs: number;
+  private readonly owner: string;
+  private readonly emitStateSnapshots: boolean;
+
+  constructor(options: AgentRuntimeOptions) {
+    this.store = options.store;
+    this.persistence = options.store ? new StorePersistence(options.store) : new InProcessPersistence();
+    this.sinks = options.sinks ?? [];
+    this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${createId().slice(0, 8)}`;
+    this.emitStateSnapshots = options.emitStateSnapshots ?? false;
+    this.registry = new AgentRegistry(
+      {
+        models: options.models,
+        agents: options.agents,
+        ...(options.tools ? { tools: options.tools } : {}),
+        ...(options.plugins ? { plugins: options.plugins } : {}),
+        ...(options.globalPlugins ? { globalPlugins: options.globalPlugins } : {}),
+      },
+      (delegate, parent) => this.delegateTool(delegate, parent),
+    );
+  }
+
+  /** The active run of a thread (or with that run id) in this process. */
+  activeRun(id: string): RunIdentity | undefined {
+    return (this.activeByRun.get(id) ?? this.activeByThread.get(id))?.identity;
+  }
+
+  /**
+   * Starts (or resumes) a run on a thread. Fails at once with `thread-busy` when the thread has an active run,
+   * here or in another process sharing the store.
+   */
+  async run(options: RunOptions): Promise<RunHandle> {
+    return (await this.start(options)).handle;
+  }
+
+  private async start(
+    options: RunOptions,
+  ): Promise<{ handle: RunHandle; outcome: Omit<DecisionOutcome, 'run'> }> {
+    const { threadId } = options;
+    if (typeof threadId !== 'string' || threadId.length === 0) {
+      throw new LunationError('invalid-argument', 'run() needs a non-empty threadId');
+    }
+    const busy = this.activeByThread.get(threadId);
+    if (busy) throw threadBusy(threadId, busy.identity.runId);
+    const input = normaliseInput(options.input);
+    const decisions = validateDecisionShapes(options.decisions ?? []);
+    const snapshot = this.registry.current;
+    if (options.agentId !== undefined) snapshot.agent(options.agentId);
+
+    const controller = new AbortController();
+    const reservation: ActiveRun = {
+      identity: {
+        threadId,
+        runId: createId(),
+        agentId: options.agentId ?? '',
+        origin: options.parent?.origin ?? 'user',
+      },
+      controller,
+      emit: () => {},
+      done: Promise.resolve(undefined as never),
+    };
+    this.activeByThread.set(threadId, reservation);
+    let leaseToken: number | undefined;
+    let renewTimer: NodeJS.Timeout | undefined;
+    const release = async () => {
+      if (renewTimer) clearInterval(renewTimer);
+      if (this.activeByThread.get(threadId) === reservation) this.activeByThread.delete(threadId);
+      this.activeByRun.delete(reservation.identity.runId);
+      if (leaseToken !== undefined) {
+        await this.persistence.releaseLease(threadId, leaseToken).catch(() => {});
+      }
+    };
+    try {
+      const lease = await this.persistence.acquireLease(
+        threadId,
+        reservation.identity.runId,
+        this.owner,
+        this.leaseTtlMs,
+      );
+      leaseToken = lease?.token;
+      let loaded = await this.persistence.load(threadId);
+      if (!loaded) {
+        await this.persistence.createThread(threadId, options.resourceId);
+        loaded = { messages: [], threadState: {}, latestRun: undefined, resourceId: options.resourceId };
+      } else if (
+        options.resourceId !== undefined &&
+        loaded.resourceId !== undefined &&
+        loaded.resourceId !== options.resourceId
+      ) {
+        throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+      }
+      const pending = (loaded.threadState[pendingCallsKey.name] ?? {}) as Record<string, PendingCall>;
+      const applied = new Set((loaded.threadState[appliedDecisionsKey.name] ?? []) as string[]);
+      const openTickets = Object.values(pending).map((entry) => entry.ticket);
+      const latest = loaded.latestRun;
+      let previous: RunRecord | undefined;
+      let supersede = false;
+      let freshDecisions: ResumeDecision[] = [];
+      let outcome: Omit<DecisionOutcome, 'run'> = { applied: [], ignored: [], openTickets };
+
+      if (decisions.length > 0) {
+        const checked = checkDecisions(decisions, pending, applied);
+        freshDecisions = checked.fresh;
+        const undecided = openTickets.filter(
+          (ticket) =>
+            !pending[ticket.id]?.decision &&
+            !freshDecisions.some((decision) => decision.ticketId === ticket.id),
+        );
+        if (undecided.length > 0 || freshDecisions.length === 0) {
+          // Partial: record the decisions, stay suspended.
+          const handle = await this.recordPartialDecisions(
+            threadId,
+            loaded,
+            freshDecisions,
+            undecided,
+            leaseToken,
+            latest,
+            controller,
+          );
+          await release();
+          return {
+            handle,
+            outcome: {
+              applied: freshDecisions.map((decision) => decision.decisionId),
+              ignored: checked.ignored,
+              openTickets: undecided,
+            },
+          };
+        }
+        if (latest && latest.status === 'waiting' && latest.identity.threadId === threadId) previous = latest;
+        outcome = {
+          applied: freshDecisions.map((decision) => decision.decisionId),
+          ignored: checked.ignored,
+          openTickets: [],
+        };
+      } else if (latest && latest.status === 'running') {
+        previous = latest; // the process running it died: recover it
+      }
+      if (openTickets.length > 0 && decisions.length === 0) {
+        if (input.length === 0) {
+          throw new LunationError(
+            'invalid-argument',
+            `Thread "${threadId}" has ${openTickets.length} open ticket(s); send decisions or a new message`,
+            { details: { openTickets: openTickets.map((ticket) => ticket.id) } },
+          );
+        }
+        supersede = true;
+      }
+      if (!previous && input.length === 0 && decisions.length === 0) {
+        throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
+      }
+      if (supersede && latest && latest.status === 'waiting') {
+        const now = Date.now();
+        await this.persistence.commit({
+          threadId,
+          expectedMessageCount: loaded.messages.length,
+          messages: [],
+          run: {
+            ...latest,
+            status: 'done',
+            termination: { type: 'cancelled', reason: 'superseded by a new message' },
+            openTickets: [],
+            updatedAt: now,
+          },
+          ...(leaseToken === undefined ? {} : { leaseToken }),
+        });
+      }
+
+      const activeAgent = loaded.threadState['runtime.activeAgent'];
+      const agentId =
+        options.agentId ??
+        previous?.identity.agentId ??
+        (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
+        snapshot.agentIds[0];
+      if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
+      const agent = snapshot.agent(
+        previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,
+      );
+      const identity: RunIdentity = previous
+        ? previous.identity
+        : {
+            threadId,
+            runId: reservation.identity.runId,
+            agentId: agent.id,
+            ...(options.parent
+              ? { parentRunId: options.parent.runId, parentToolCallId: options.parent.toolCallId }
+              : {}),
+            origin: options.parent?.origin ?? 'user',
+          };
+      reservation.identity = identity;
+      const stream = new EventStream();
+      const buffer = options.stream !== false;
+      const sinks = this.sinks;
+      const onEvent = options.onEvent;
+      const emit = (event: AgentEvent) => {
+        if (buffer) stream.push(event);
+        if (onEvent) onEvent(event);
+        for (const sink of sinks) {
+          try {
+            const pendingEmit = sink.emit(event);
+            if (pendingEmit) pendingEmit.catch(() => {});
+          } catch {
+            // A failing sink must not break the run.
+          }
+        }
+      };
+      reservation.emit = emit;
+      this.activeByRun.set(identity.runId, reservation);
+      if (options.signal) {
+        if (options.signal.aborted) controller.abort(options.signal.reason);
+        else
+          options.signal.addEventListener('abort', () => controller.abort(options.signal?.reason), {
+            once: true,
+          });
+      }
+      if (leaseToken !== undefined) {
+        const token = leaseToken;
+        renewTimer = setInterval(
+          () => {
+            this.persistence.renewLease(threadId, token, this.leaseTtlMs).catch((error) => {
+              controller.abort(
+                new LunationError('lease-lost', `Lost the lease of thread "${threadId}"`, { cause: error }),
+              );
+            });
+          },
+          Math.max(50, Math.floor(this.leaseTtlMs / 3)),
+        );
+        renewTimer.unref();
+      }
+      const loop = new AgentLoop({
+        identity,
+        agent,
+        resolveAgent: (id) => snapshot.agent(id),
+        persistence: this.persistence,
+        leaseToken,
+        history: loaded.messages,
+        input,
+        threadState: loaded.threadState,
+        previous,
+        decisions: freshDecisions,
+        supersede,
+        frontendTools: options.frontendTools ?? [],
+        signal: controller.signal,
+        emit,
+        registryVersion: snapshot.version,
+        emitStateSnapshots: this.emitStateSnapshots,
+      });
+      const result = loop.execute().finally(async () => {
+        stream.close();
+        await release();
+      });
+      reservation.done = result;
+      result.catch(() => {});
+      const handle: RunHandle = {
+        runId: identity.runId,
+        threadId,
+        identity,
+        events: stream,
+        result,
+        cancel: (reason) => controller.abort(reason ?? 'cancelled'),
+      };
+      return { handle, outcome };
+    } catch (error) {
+      await release();
+      throw error;
+    }
+  }
+
+  /** Runs and waits for the result. */
+  async generate(options: RunOptions): Promise<RunResult> {
+    const handle = await this.run({ stream: false, ...options });
+    return handle.result;
+  }
+
+  /** Cancels the active run with this run id or thread id. True when one was found. */
+  cancel(id: string, reason = 'cancelled'): boolean {
+    const active = this.activeByRun.get(id) ?? this.activeByThread.get(id);
+    if (!active) return false;
+    active.controller.abort(reason);
+    return true;
+  }
+
+  /**
+   * Answers open tickets of a waiting run (by run id or thread id). Decisions are checked first: an unknown
+   * ticket or a payload failing the ticket's response schema is rejected and changes nothing; a repeated
+   * decisionId is ignored. Once every ticket is decided, the run resumes (in this process).
+   */
+  async sendDecisions(id: string, decisions: ResumeDecision[]): Promise<DecisionOutcome> {
+    const threadId = await this.threadOf(id);
+    const { handle, outcome } = await this.start({ threadId, decisions });
+    if (outcome.openTickets.length > 0 || outcome.applied.length === 0) return outcome;
+    return { ...outcome, run: handle };
+  }
+
+  /** Waits for every active run to end. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.activeByRun.values()].map((run) => run.done));
+  }
+
+  private async threadOf(id: string): Promise<string> {
+    const active = this.activeByRun.get(id) ?? this.activeByThread.get(id);
+    if (active) return active.identity.threadId;
+    const run = await this.persistence.getRun(id);
+    if (run) return run.identity.threadId;
+    const thread = await this.persistence.load(id);
+    if (thread) return id;
+    throw new LunationError('not-found', `No run or thread "${id}"`);
+  }
+
+  private async recordPartialDecisions(
+    threadId: string,
+    loaded: { messages: Message[]; threadState: Record<string, unknown> },
+    fresh: ResumeDecision[],
+    undecided: SuspensionTicket[],
+    leaseToken: number | undefined,
+    latest: RunRecord | undefined,
+    controller: AbortController,
+  ): Promise<RunHandle> {
+    const threadState = { ...loaded.threadState };
+    const pending = { ...((threadState[pendingCallsKey.name] ?? {}) as Record<string, PendingCall>) };
+    for (const decision of fresh) {
+      const entry = pending[decision.ticketId];
+      if (entry) pending[decision.ticketId] = { ...entry, decision };
+    }
+    threadState[pendingCallsKey.name] = pending;
+    if (fresh.length > 0) {
+      await this.persistence.commit({
+        threadId,
+        expectedMessageCount: loaded.messages.length,
+        messages: [],
+        threadState: threadState as Record<string, JsonValue>,
+        ...(leaseToken === undefined ? {} : { leaseToken }),
+      });
+    }
+    const identity: RunIdentity = latest?.identity ?? {
+      threadId,
+      runId: createId(),
+      agentId: 'unknown',
+      origin: 'user',
+    };
+    const stream = new EventStream();
+    let seq = 0;
+    for (const decision of fresh) {
+      const ticket = pending[decision.ticketId]?.ticket;
+      stream.push({
+        type: 'tool-call-resumed',
+        identity,
+        seq: seq++,
+        toolCallId: ticket?.toolCallId ?? '',
+        decision,
+      });
+    }
+    const result: RunResult = {
+      identity,
+      status: 'waiting',
+      termination: { type: 'suspended' },
+      finalText: latest?.finalText ?? '',
+      steps: latest?.steps ?? 0,
+      usage: latest?.usage ?? {
+        inputTokens: 0,
+        outputTokens: 0,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        reasoningTokens: 0,
+      },
+      openTickets: undecided,
+      messages: [],
+    };
+    stream.push({
+      type: 'run-end',
+      identity,
+      seq: seq++,
+      status: 'waiting',
+      termination: { type: 'suspended' },
+      finalText: result.finalText,
+      steps: result.steps,
+      usage: result.usage,
+      openTickets: undecided,
+      timestamp: Date.now(),
+    });
+    stream.close();
+    return {
+      runId: identity.runId,
+      threadId,
+      identity,
+      events: stream,
+      result: Promise.resolve(result),
+      cancel: (reason) => controller.abort(reason),
+    };
+  }
+
+  /** The tool that runs a delegate agent as a child run and returns its final answer. */
+  private delegateTool(delegate: AgentDefinition, parent: AgentDefinition): AnyTool {
+    return defineTool({
+      name: `agent_${delegate.id.replace(/[^a-zA-Z0-9_-]/g, '_')}`.slice(0, 64),
+      description:
+        delegate.description ??
+        `Delegate a task to the "${delegate.id}" agent and get its final answer (from ${parent.id}).`,
+      input: z.object({
+        task: z.string().describe('What the delegate agent should do, with all needed context'),
+      }),
+      execute: async ({ task }, context) => {
+        const parentRun = this.activeByRun.get(context.identity.runId);
+        const child = await this.run({
+          threadId: `${context.identity.threadId}~${delegate.id}~${context.toolCallId}`,
+          agentId: delegate.id,
+          input: task,
+          signal: context.signal,
+          stream: false,
+          parent: { runId: context.identity.runId, toolCallId: context.toolCallId, origin: 'subagent' },
+          ...(parentRun ? { onEvent: (event: AgentEvent) => parentRun.emit(event) } : {}),
+        });
+        const result = await child.result;
+        if (result.termination.type === 'cancelled') {
+          throw new LunationError('cancelled', `Delegate "${delegate.id}" was cancelled`);
+        }
+        if (result.status !== 'done' || result.termination.type === 'error') {
+          return context.output({
+            status: 'error',
+            message: `Delegate "${delegate.id}" ended ${result.termination.type}${
+              result.termination.type === 'error' ? `: ${result.termination.error.message}` : ''
+            }`,
+          });
+        }
+        return context.output({ status: 'success', message: result.finalText, data: result.finalText });
+      },
+    });
+  }
+}
+
+function threadBusy(threadId: string, runId: string): LunationError {
+  return new LunationError(
+    'thread-busy',
+    `Thread "${threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
+    { details: { threadId, runId } },
+  );
+}
+
+function normaliseInput(input: RunInput | undefined): Message[] {
+  if (input === undefined) return [];
+  if (typeof input === 'string') {
+    const message: UserMessage = { id: createId(), role: 'user', content: [{ type: 'text', text: input }] };
+    return [message];
+  }
+  return Array.isArray(input) ? input : [input];
+}
+
+function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
+  for (const [index, decision] of decisions.entries()) {
+    const parsed = resumeDecisionSchema.safeParse(decision);
+    if (!parsed.success) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decision #${index} is malformed: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+      );
+    }
+  }
+  return decisions;
+}
+
+/** Splits decisions into fresh and already-applied ones; throws (changing nothing) on any bad one. */
+function checkDecisions(
+  decisions: ResumeDecision[],
+  pending: Record<string, PendingCall>,
+  applied: Set<string>,
+): { fresh: ResumeDecision[]; ignored: string[] } {
+  const fresh: ResumeDecision[] = [];
+  const ignored: string[] = [];
+  const seen = new Set<string>();
+  for (const decision of decisions) {
+    const recorded = Object.values(pending).some(
+      (entry) => entry.decision?.decisionId === decision.decisionId,
+    );
+    if (applied.has(decision.decisionId) || recorded || seen.has(decision.decisionId)) {
+      ignored.push(decision.decisionId);
+      continue;
+    }
+    const entry = pending[decision.ticketId];
+    if (!entry) {
+      throw new LunationError(
+        'unknown-ticket',
+        `Decision "${decision.decisionId}" names ticket "${decision.ticketId}", which is not open on this thread`,
+        { details: { ticketId: decision.ticketId, openTickets: Object.keys(pending) } },
+      );
+    }
+    if (decision.action === 'resume' && entry.ticket.responseSchema) {
+      const schema = z.fromJSONSchema(entry.ticket.responseSchema as Parameters<typeof z.fromJSONSchema>[0]);
+      const parsed = schema.safeParse(decision.payload);
+      if (!parsed.success) {
+        throw new LunationError(
+          'decision-invalid',
+          `Decision "${decision.decisionId}": the payload does not match ticket "${entry.ticket.id}"'s response schema: ${parsed.error.issues
+            .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(payload)'}: ${issue.message}`)
+            .join('; ')}`,
+          { details: { ticketId: entry.ticket.id } },
+        );
+      }
+    }
+    seen.add(decision.decisionId);
+    fresh.push(decision);
+  }
+  return { fresh, ignored };
+}

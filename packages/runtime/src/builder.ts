@@ -1,0 +1,77 @@
+import type { EventSink, LunationStore, ModelProvider } from '@lunation/contract';
+import type { AgentDefinition } from './agent.js';
+import { AgentRuntime, type AgentRuntimeOptions } from './agent-runtime.js';
+import type { Plugin } from './plugin.js';
+import type { AnyTool } from './tool.js';
+
+/** Composes models, agents, shared tools and plugins, a store and sinks into an AgentRuntime. */
+export class AgentRuntimeBuilder {
+  private readonly models: Record<string, ModelProvider> = {};
+  private readonly agents: AgentDefinition[] = [];
+  private readonly tools: AnyTool[] = [];
+  private readonly plugins: Plugin<unknown>[] = [];
+  private readonly globalPlugins: Array<{ plugin: Plugin<unknown>; config?: unknown }> = [];
+  private readonly sinks: EventSink[] = [];
+  private storeInstance: LunationStore | undefined;
+  private settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots'> = {};
+
+  /** Registers a model under an id agents refer to. */
+  model(id: string, provider: ModelProvider): this {
+    this.models[id] = provider;
+    return this;
+  }
+
+  agent(definition: AgentDefinition): this {
+    this.agents.push(definition);
+    return this;
+  }
+
+  /** A shared tool agents may name by id. */
+  tool(tool: AnyTool): this {
+    this.tools.push(tool);
+    return this;
+  }
+
+  /** A shared plugin agents may name by id; with `{ global: true }` every agent gets it. */
+  plugin<Config>(plugin: Plugin<Config>, options?: { global?: boolean; config?: Config }): this {
+    if (options?.global)
+      this.globalPlugins.push({ plugin: plugin as Plugin<unknown>, config: options.config });
+    else this.plugins.push(plugin as Plugin<unknown>);
+    return this;
+  }
+
+  /** A durable store; without one threads live in this process only. */
+  store(store: LunationStore): this {
+    this.storeInstance = store;
+    return this;
+  }
+
+  sink(sink: EventSink): this {
+    this.sinks.push(sink);
+    return this;
+  }
+
+  options(settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots'>): this {
+    this.settings = { ...this.settings, ...settings };
+    return this;
+  }
+
+  /** Validates everything and reports every problem at once (`build-invalid`). */
+  build(): AgentRuntime {
+    return new AgentRuntime({
+      models: this.models,
+      agents: this.agents,
+      tools: this.tools,
+      plugins: this.plugins,
+      globalPlugins: this.globalPlugins,
+      sinks: this.sinks,
+      ...(this.storeInstance ? { store: this.storeInstance } : {}),
+      ...this.settings,
+    });
+  }
+}
+
+/** Starts a runtime builder. */
+export function createRuntime(): AgentRuntimeBuilder {
+  return new AgentRuntimeBuilder();
+}

@@ -1,0 +1,6 @@
+import { randomUUID } from 'node:crypto';
+
+/** A new unique id (UUID v4). */
+export function createId(): string {
+  return randomUUID();
+}

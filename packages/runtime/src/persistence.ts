@@ -1,0 +1,180 @@
+import {
+  type BeginToolExecutionInput,
+  type CheckpointCommit,
+  type Lease,
+  LunationError,
+  type LunationStore,
+  type Message,
+  type RunRecord,
+  type ToolExecution,
+  type ToolResult,
+} from '@lunation/contract';
+
+/** A thread as a run starts from it. */
+export interface LoadedThread {
+  messages: Message[];
+  threadState: Record<string, unknown>;
+  latestRun: RunRecord | undefined;
+  resourceId: string | undefined;
+}
+
+/** How the loop keeps threads: a durable store, or this process's memory when no store is configured. */
+export interface Persistence {
+  readonly durable: boolean;
+  load(threadId: string): Promise<LoadedThread | undefined>;
+  createThread(
+    threadId: string,
+    resourceId: string | undefined,
+    metadata?: Record<string, unknown>,
+  ): Promise<void>;
+  commit(commit: CheckpointCommit): Promise<number>;
+  beginTool(input: BeginToolExecutionInput): Promise<ToolExecution | undefined>;
+  completeTool(input: {
+    runId: string;
+    toolCallId: string;
+    result: ToolResult;
+    leaseToken?: number;
+  }): Promise<void>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  acquireLease(threadId: string, runId: string, owner: string, ttlMs: number): Promise<Lease | undefined>;
+  renewLease(threadId: string, token: number, ttlMs: number): Promise<void>;
+  releaseLease(threadId: string, token: number): Promise<void>;
+}
+
+/** Persistence through a LunationStore: checkpoints, the execution ledger and leases. */
+export class StorePersistence implements Persistence {
+  readonly durable = true;
+  constructor(readonly store: LunationStore) {}
+
+  async load(threadId: string): Promise<LoadedThread | undefined> {
+    const checkpoint = await this.store.loadCheckpoint(threadId);
+    if (!checkpoint) return undefined;
+    return {
+      messages: checkpoint.messages.map((record) => record.message),
+      threadState: checkpoint.threadState,
+      latestRun: checkpoint.latestRun,
+      resourceId: checkpoint.thread.resourceId,
+    };
+  }
+
+  async createThread(threadId: string, resourceId: string | undefined, metadata?: Record<string, unknown>) {
+    try {
+      await this.store.createThread({
+        id: threadId,
+        ...(resourceId === undefined ? {} : { resourceId }),
+        ...(metadata === undefined ? {} : { metadata }),
+      });
+    } catch (error) {
+      // Another process created it first: fine.
+      if (!LunationError.hasCode(error, 'store-conflict')) throw error;
+    }
+  }
+
+  async commit(commit: CheckpointCommit): Promise<number> {
+    return (await this.store.commit(commit)).messageCount;
+  }
+
+  beginTool(input: BeginToolExecutionInput): Promise<ToolExecution> {
+    return this.store.beginToolExecution(input);
+  }
+
+  async completeTool(input: { runId: string; toolCallId: string; result: ToolResult; leaseToken?: number }) {
+    await this.store.completeToolExecution(input);
+  }
+
+  getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.store.getRun(runId);
+  }
+
+  acquireLease(threadId: string, runId: string, owner: string, ttlMs: number): Promise<Lease> {
+    return this.store.acquireLease({ threadId, runId, owner, ttlMs });
+  }
+
+  async renewLease(threadId: string, token: number, ttlMs: number): Promise<void> {
+    await this.store.renewLease({ threadId, token, ttlMs });
+  }
+
+  async releaseLease(threadId: string, token: number): Promise<void> {
+    await this.store.releaseLease({ threadId, token });
+  }
+}
+
+interface LocalThread {
+  messages: Message[];
+  threadState: Record<string, unknown>;
+  runs: Map<string, RunRecord>;
+  latestRun: RunRecord | undefined;
+  resourceId: string | undefined;
+}
+
+/**
+ * Threads kept in this process only (no store configured): history and thread state live across runs of one
+ * AgentRuntime, nothing survives the process, and there is no ledger or lease (the runtime's own
+ * one-run-per-thread check still applies).
+ */
+export class InProcessPersistence implements Persistence {
+  readonly durable = false;
+  private threads = new Map<string, LocalThread>();
+  private runs = new Map<string, RunRecord>();
+
+  async load(threadId: string): Promise<LoadedThread | undefined> {
+    const thread = this.threads.get(threadId);
+    if (!thread) return undefined;
+    return {
+      messages: thread.messages.slice(),
+      threadState: thread.threadState,
+      latestRun: thread.latestRun,
+      resourceId: thread.resourceId,
+    };
+  }
+
+  async createThread(threadId: string, resourceId: string | undefined): Promise<void> {
+    if (this.threads.has(threadId)) return;
+    this.threads.set(threadId, {
+      messages: [],
+      threadState: {},
+      runs: new Map(),
+      latestRun: undefined,
+      resourceId,
+    });
+  }
+
+  async commit(commit: CheckpointCommit): Promise<number> {
+    const thread = this.threads.get(commit.threadId);
+    if (!thread) throw new LunationError('not-found', `Thread "${commit.threadId}" does not exist`);
+    if (thread.messages.length !== commit.expectedMessageCount) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${commit.threadId}" has ${thread.messages.length} messages, expected ${commit.expectedMessageCount}`,
+      );
+    }
+    for (const message of commit.messages) thread.messages.push(message);
+    if (commit.threadState) thread.threadState = commit.threadState;
+    if (commit.run) {
+      const runId = commit.run.identity.runId;
+      if (!thread.runs.has(runId)) thread.latestRun = commit.run;
+      else if (thread.latestRun?.identity.runId === runId) thread.latestRun = commit.run;
+      thread.runs.set(runId, commit.run);
+      this.runs.set(runId, commit.run);
+    }
+    return thread.messages.length;
+  }
+
+  async beginTool(): Promise<undefined> {
+    return undefined;
+  }
+
+  async completeTool(): Promise<void> {}
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.runs.get(runId);
+  }
+
+  async acquireLease(): Promise<undefined> {
+    return undefined;
+  }
+
+  async renewLease(): Promise<void> {}
+
+  async releaseLease(): Promise<void> {}
+}

@@ -1,0 +1,14 @@
+/** The phases of a run, in order. The step phases repeat; the three tool phases run once per tool call. */
+export const PHASES = [
+  'RunStart',
+  'StepStart',
+  'BeforeInference',
+  'AfterInference',
+  'ToolGate',
+  'BeforeToolExecute',
+  'AfterToolExecute',
+  'StepEnd',
+  'RunEnd',
+] as const;
+
+export type Phase = (typeof PHASES)[number];

@@ -1,0 +1,210 @@
+import { type JsonValue, LunationError } from '@lunation/contract';
+import type { z } from 'zod';
+
+export type StateScope = 'run' | 'thread';
+export type MergeMode = 'exclusive' | 'commutative';
+
+/**
+ * A typed piece of state, declared once. Updates go through the pure reducer `apply`; hooks never mutate.
+ * `run` keys reset at run start; `thread` keys live across runs (and are persisted when `persistent`).
+ * Two hooks of one phase may both write a `commutative` key (their updates are applied in registration
+ * order); on an `exclusive` key the engine re-runs the later hooks on fresh snapshots instead.
+ */
+export interface StateKey<Value, Update = Value> {
+  readonly name: string;
+  readonly schema: z.ZodType<Value>;
+  readonly initial: () => Value;
+  readonly apply: (value: Value, update: Update) => Value;
+  readonly scope: StateScope;
+  readonly persistent: boolean;
+  readonly merge: MergeMode;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a key of any value type
+export type AnyStateKey = StateKey<any, any>;
+
+export interface StateKeyOptions<Value, Update> {
+  name: string;
+  schema: z.ZodType<Value>;
+  initial: () => Value;
+  /** @default replaces the value with the update */
+  apply?: (value: Value, update: Update) => Value;
+  /** @default 'run' */
+  scope?: StateScope;
+  /** @default true */
+  persistent?: boolean;
+  /** @default 'exclusive' */
+  merge?: MergeMode;
+}
+
+/** Declares a state key. */
+export function defineStateKey<Value, Update = Value>(
+  options: StateKeyOptions<Value, Update>,
+): StateKey<Value, Update> {
+  return {
+    name: options.name,
+    schema: options.schema,
+    initial: options.initial,
+    apply: options.apply ?? ((_value: Value, update: Update) => update as unknown as Value),
+    scope: options.scope ?? 'run',
+    persistent: options.persistent ?? true,
+    merge: options.merge ?? 'exclusive',
+  };
+}
+
+/** One reducer update of one key. Build it with `update(key, value)`. */
+export interface StateUpdate {
+  readonly key: AnyStateKey;
+  readonly update: unknown;
+}
+
+/** A typed state update, for use in commands. */
+export function update<Value, Update>(key: StateKey<Value, Update>, value: Update): StateUpdate {
+  return { key, update: value };
+}
+
+/** A read-only view of the state at one revision. */
+export class StateSnapshot {
+  /** @internal */
+  constructor(
+    readonly revision: number,
+    private readonly values: ReadonlyMap<string, unknown>,
+    private readonly keys: ReadonlyMap<string, AnyStateKey>,
+  ) {}
+
+  /** The key's value (its initial value when never written). */
+  // biome-ignore lint/suspicious/noExplicitAny: any update type
+  get<Value>(key: StateKey<Value, any>): Value {
+    if (this.values.has(key.name)) return this.values.get(key.name) as Value;
+    if (!this.keys.has(key.name)) {
+      throw new LunationError(
+        'unknown-state-key',
+        `State key "${key.name}" is not registered; register it in a plugin`,
+      );
+    }
+    return key.initial();
+  }
+
+  /** Whether the key was ever written. */
+  has(key: AnyStateKey): boolean {
+    return this.values.has(key.name);
+  }
+
+  /** The persistent values of one scope, by key name (for checkpoints). */
+  export(scope: StateScope): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of this.values) {
+      const key = this.keys.get(name);
+      if (key && key.scope === scope && key.persistent) out[name] = value;
+    }
+    return out;
+  }
+}
+
+/** The mutable holder of a run's state: registered keys and copy-on-write snapshots. */
+export class StateStore {
+  private keys = new Map<string, AnyStateKey>();
+  private values = new Map<string, unknown>();
+  private current: StateSnapshot | undefined;
+  private revision = 0;
+  /** Bumped whenever a thread-scoped value changes (so checkpoints can skip unchanged thread state). */
+  threadRevision = 0;
+
+  constructor(keys: Iterable<AnyStateKey> = []) {
+    for (const key of keys) this.register(key);
+  }
+
+  register(key: AnyStateKey): void {
+    const existing = this.keys.get(key.name);
+    if (existing && existing !== key) {
+      throw new LunationError('duplicate-registration', `State key "${key.name}" is registered twice`);
+    }
+    this.keys.set(key.name, key);
+    this.current = undefined;
+  }
+
+  isRegistered(key: AnyStateKey): boolean {
+    return this.keys.get(key.name) === key;
+  }
+
+  get revisionNumber(): number {
+    return this.revision;
+  }
+
+  snapshot(): StateSnapshot {
+    if (this.current === undefined) this.current = new StateSnapshot(this.revision, this.values, this.keys);
+    return this.current;
+  }
+
+  /**
+   * Loads persisted values of one scope (unknown names are kept aside and written back unchanged, so state of
+   * plugins not active in this run is not lost).
+   */
+  restore(values: Record<string, unknown> | undefined): void {
+    if (!values) return;
+    const next = new Map(this.values);
+    for (const name of Object.keys(values)) next.set(name, values[name]);
+    this.values = next;
+    this.revision++;
+    this.threadRevision++;
+    this.current = undefined;
+  }
+
+  /** Drops the values of every run-scoped key. */
+  resetRunScope(): void {
+    const next = new Map<string, unknown>();
+    for (const [name, value] of this.values) {
+      const key = this.keys.get(name);
+      if (!key || key.scope === 'thread') next.set(name, value);
+    }
+    this.values = next;
+    this.revision++;
+    this.current = undefined;
+  }
+
+  /**
+   * Applies updates atomically. With `baseRevision`, fails with `state-conflict` when the state moved on.
+   * Every touched key must be registered.
+   */
+  commit(updates: readonly StateUpdate[], baseRevision?: number): StateSnapshot {
+    if (baseRevision !== undefined && baseRevision !== this.revision) {
+      throw new LunationError(
+        'state-conflict',
+        `State commit is based on revision ${baseRevision} but the state is at ${this.revision}`,
+      );
+    }
+    if (updates.length === 0) return this.snapshot();
+    for (const { key } of updates) {
+      if (this.keys.get(key.name) !== key) {
+        throw new LunationError(
+          'unknown-state-key',
+          `State key "${key.name}" is not registered; register it in a plugin before writing it`,
+        );
+      }
+    }
+    const next = new Map(this.values);
+    let threadChanged = false;
+    for (const { key, update: value } of updates) {
+      const previous = next.has(key.name) ? next.get(key.name) : key.initial();
+      next.set(key.name, key.apply(previous, value));
+      if (key.scope === 'thread') threadChanged = true;
+    }
+    if (threadChanged) this.threadRevision++;
+    this.values = next;
+    this.revision++;
+    this.current = undefined;
+    return this.snapshot();
+  }
+
+  /** Raw persisted values by name (including ones of keys not registered in this run). */
+  exportScope(scope: StateScope): Record<string, JsonValue> {
+    const out: Record<string, JsonValue> = {};
+    for (const [name, value] of this.values) {
+      const key = this.keys.get(name);
+      if (key === undefined) {
+        if (scope === 'thread') out[name] = value as JsonValue;
+      } else if (key.scope === scope && key.persistent) out[name] = value as JsonValue;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,110 @@
+import type {
+  JsonSchema,
+  JsonValue,
+  ResumeDecision,
+  RunIdentity,
+  ToolDescriptor,
+  ToolResult,
+} from '@lunation/contract';
+import { z } from 'zod';
+import type { Command } from './command.js';
+import type { StateSnapshot } from './state.js';
+
+/** What a tool, gate or hook fills in to suspend a call; the runtime adds ids and the call. */
+export interface TicketInput {
+  /** @default 'approve' */
+  action?: string;
+  message: string;
+  parameters?: JsonValue;
+  /** The decision payload must satisfy this (a zod schema or a JSON Schema). */
+  responseSchema?: z.ZodType | JsonSchema;
+  /** @default 'replay-tool-call' */
+  resumeMode?: 'replay-tool-call' | 'use-decision-as-result' | 'pass-decision-to-tool';
+}
+
+const outputMarker = Symbol.for('lunation.tool-output');
+
+/** A tool's full output: a result, and optionally a state command or a suspension. */
+export class ToolOutput {
+  readonly [outputMarker] = true;
+  constructor(
+    readonly result: ToolResult,
+    readonly command?: Command,
+    readonly suspend?: TicketInput,
+  ) {}
+
+  static isInstance(value: unknown): value is ToolOutput {
+    return (
+      typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[outputMarker] === true
+    );
+  }
+}
+
+/** Everything a running tool may use. */
+export interface ToolContext {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly identity: RunIdentity;
+  readonly state: StateSnapshot;
+  readonly signal: AbortSignal;
+  /** Stable for this tool call across re-runs after a crash: use it for external idempotency. */
+  readonly idempotencyKey: string;
+  /** True when an earlier attempt of this call died mid-way. */
+  readonly rerun: boolean;
+  /** The decision that resumed this call (`pass-decision-to-tool` / `replay-tool-call`). */
+  readonly decision: ResumeDecision | undefined;
+  /** Reports progress to the run's event stream. */
+  reportProgress(progress: JsonValue): void;
+  /** Suspends this call until a decision arrives. */
+  suspend(ticket: TicketInput): ToolOutput;
+  /** A result with a state command. */
+  output(result: ToolResult, command?: Command): ToolOutput;
+}
+
+/** A tool: a descriptor for the model, an input schema, and `execute`. */
+export interface Tool<Input = unknown> {
+  readonly descriptor: ToolDescriptor;
+  readonly inputSchema: z.ZodType<Input> | undefined;
+  /** Returns the data for a success result, or a ToolOutput. Throwing yields an error result. */
+  execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a tool of any input type
+export type AnyTool = Tool<any>;
+
+export interface ToolDefinition<Schema extends z.ZodType> {
+  name: string;
+  description: string;
+  input: Schema;
+  execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
+}
+
+/** Defines a tool from a zod input schema (its JSON Schema is derived once). */
+export function defineTool<Schema extends z.ZodType>(
+  definition: ToolDefinition<Schema>,
+): Tool<z.infer<Schema>> {
+  const parameters = z.toJSONSchema(definition.input, { target: 'draft-7', io: 'input' }) as JsonSchema;
+  delete parameters.$schema;
+  return {
+    descriptor: { name: definition.name, description: definition.description, parameters },
+    inputSchema: definition.input as z.ZodType<z.infer<Schema>>,
+    execute: definition.execute,
+  };
+}
+
+/** Converts a response schema given as zod or JSON Schema to JSON Schema. */
+export function toJsonSchema(schema: z.ZodType | JsonSchema): JsonSchema {
+  if (schema instanceof z.ZodType) {
+    const json = z.toJSONSchema(schema, { target: 'draft-7' }) as JsonSchema;
+    delete json.$schema;
+    return json;
+  }
+  return schema;
+}
+
+/** Formats zod issues as `path: message; ...` for the model and for errors. */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('; ');
+}

@@ -1,0 +1,614 @@
+import {
+  type BeginToolExecutionInput,
+  type CheckpointCommit,
+  type CheckpointResult,
+  type CreateThreadInput,
+  type Lease,
+  type ListMessagesOptions,
+  type ListRunsOptions,
+  type ListThreadsOptions,
+  LunationError,
+  type LunationStore,
+  type MessageRecord,
+  type Page,
+  type RunRecord,
+  type ThreadCheckpoint,
+  type ThreadRecord,
+  type ToolExecution,
+  type ToolResult,
+} from '@lunation/contract';
+import {
+  type LeaseSlot,
+  type LedgerSlot,
+  MemoryBackend,
+  type RunSlot,
+  type ThreadSlot,
+} from './memory-backend.js';
+import { type Comparator, indexAfter, insertSorted, removeSorted } from './sorted-list.js';
+
+export interface MemoryStoreOptions {
+  /**
+   * The data to use. Give two stores the same backend (`MemoryStore.createBackend()`) and they share it, as
+   * two processes share one database. @default a new backend private to this store
+   */
+  backend?: MemoryBackend;
+  /** The clock, in epoch milliseconds. @default () => Date.now() */
+  now?: () => number;
+}
+
+const defaultPageSize = 50;
+
+const threadOrder: Comparator<ThreadSlot> = (a, b) => compareKeys(a.createdAt, a.id, b.createdAt, b.id);
+const runOrder: Comparator<RunSlot> = (a, b) => compareKeys(a.createdAt, a.order, b.createdAt, b.order);
+
+interface ThreadCursor {
+  createdAt: number;
+  id: string;
+}
+
+interface RunCursor {
+  createdAt: number;
+  order: number;
+}
+
+/** The in-memory reference implementation of LunationStore; data lives as long as its backend. */
+export class MemoryStore implements LunationStore {
+  readonly kind = 'memory';
+  /** The data this store reads and writes; pass it to another MemoryStore to share it. */
+  readonly backend: MemoryBackend;
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.backend = options.backend ?? new MemoryBackend();
+    this.now = options.now ?? (() => Date.now());
+  }
+
+  /** A new, empty backend that several MemoryStore instances can share. */
+  static createBackend(): MemoryBackend {
+    return new MemoryBackend();
+  }
+
+  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+    this.assertOpen();
+    const { threads, threadOrder: ordered, threadsByResource } = this.backend;
+    if (threads.has(input.id)) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${input.id}" already exists; pick another id or load it`,
+        {
+          details: { threadId: input.id },
+        },
+      );
+    }
+    const metadata = toJson(input.metadata ?? {});
+    const now = this.now();
+    const slot: ThreadSlot = {
+      id: input.id,
+      resourceId: input.resourceId,
+      metadata,
+      messageCount: 0,
+      createdAt: now,
+      updatedAt: now,
+      messages: [],
+      state: undefined,
+      runs: [],
+    };
+    threads.set(slot.id, slot);
+    insertSorted(ordered, slot, threadOrder);
+    if (slot.resourceId !== undefined) {
+      let owned = threadsByResource.get(slot.resourceId);
+      if (owned === undefined) {
+        owned = [];
+        threadsByResource.set(slot.resourceId, owned);
+      }
+      insertSorted(owned, slot, threadOrder);
+    }
+    return toThreadRecord(slot);
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+    this.assertOpen();
+    const slot = this.backend.threads.get(threadId);
+    return slot === undefined ? undefined : toThreadRecord(slot);
+  }
+
+  async listThreads(options: ListThreadsOptions = {}): Promise<Page<ThreadRecord>> {
+    this.assertOpen();
+    const list =
+      options.resourceId === undefined
+        ? this.backend.threadOrder
+        : (this.backend.threadsByResource.get(options.resourceId) ?? []);
+    const limit = pageSize(options.limit);
+    const start =
+      options.cursor === undefined
+        ? 0
+        : indexAfter(list, decodeThreadCursor(options.cursor), (slot, key: ThreadCursor) =>
+            compareKeys(slot.createdAt, slot.id, key.createdAt, key.id),
+          );
+    const slots = list.slice(start, start + limit);
+    const last = slots.at(-1);
+    const items = slots.map(toThreadRecord);
+    if (last === undefined || start + limit >= list.length) return { items };
+    return { items, nextCursor: encodeCursor({ createdAt: last.createdAt, id: last.id }) };
+  }
+
+  async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
+    this.assertOpen();
+    const slot = this.requireThread(threadId);
+    slot.metadata = toJson(metadata);
+    slot.updatedAt = this.now();
+    return toThreadRecord(slot);
+  }
+
+  async deleteThread(threadId: string): Promise<boolean> {
+    this.assertOpen();
+    const {
+      threads,
+      threadOrder: ordered,
+      threadsByResource,
+      runs,
+      ledger,
+      ledgerRunsByThread,
+      leases,
+    } = this.backend;
+    const slot = threads.get(threadId);
+    if (slot === undefined) return false;
+    threads.delete(threadId);
+    removeSorted(ordered, slot, threadOrder);
+    if (slot.resourceId !== undefined) {
+      const owned = threadsByResource.get(slot.resourceId);
+      if (owned !== undefined) {
+        removeSorted(owned, slot, threadOrder);
+        if (owned.length === 0) threadsByResource.delete(slot.resourceId);
+      }
+    }
+    for (const run of slot.runs) if (runs.get(run.runId) === run) runs.delete(run.runId);
+    for (const runId of ledgerRunsByThread.get(threadId) ?? []) {
+      const entries = ledger.get(runId);
+      if (entries === undefined) continue;
+      for (const [toolCallId, entry] of entries) if (entry.threadId === threadId) entries.delete(toolCallId);
+      if (entries.size === 0) ledger.delete(runId);
+    }
+    ledgerRunsByThread.delete(threadId);
+    const lease = leases.get(threadId);
+    if (lease !== undefined) lease.lease = undefined;
+    return true;
+  }
+
+  async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
+    this.assertOpen();
+    const slot = this.backend.threads.get(threadId);
+    if (slot === undefined) return [];
+    const first = Math.max(1, options.fromSeq ?? 1);
+    let last = Math.min(slot.messageCount, options.toSeq ?? slot.messageCount);
+    if (options.limit !== undefined)
+      last = Math.min(last, first + nonNegativeInteger(options.limit, 'limit') - 1);
+    if (last < first) return [];
+    return parseList<MessageRecord>(slot.messages.slice(first - 1, last));
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    this.assertOpen();
+    const slot = this.backend.runs.get(runId);
+    return slot === undefined ? undefined : (JSON.parse(slot.json) as RunRecord);
+  }
+
+  async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
+    this.assertOpen();
+    const latest = this.backend.threads.get(threadId)?.runs.at(-1);
+    return latest === undefined ? undefined : (JSON.parse(latest.json) as RunRecord);
+  }
+
+  async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
+    this.assertOpen();
+    const list = this.backend.threads.get(threadId)?.runs ?? [];
+    const limit = pageSize(options.limit);
+    const start =
+      options.cursor === undefined
+        ? 0
+        : indexAfter(list, decodeRunCursor(options.cursor), (slot, key: RunCursor) =>
+            compareKeys(slot.createdAt, slot.order, key.createdAt, key.order),
+          );
+    const slots = list.slice(start, start + limit);
+    const last = slots.at(-1);
+    const items = parseList<RunRecord>(slots.map((slot) => slot.json));
+    if (last === undefined || start + limit >= list.length) return { items };
+    return { items, nextCursor: encodeCursor({ createdAt: last.createdAt, order: last.order }) };
+  }
+
+  async getThreadState(threadId: string): Promise<Record<string, unknown>> {
+    this.assertOpen();
+    const state = this.backend.threads.get(threadId)?.state;
+    return state === undefined ? {} : (JSON.parse(state) as Record<string, unknown>);
+  }
+
+  async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
+    this.assertOpen();
+    const { threadId } = commit;
+    const slot = this.requireThread(threadId);
+    this.assertFreshLease(threadId, commit.leaseToken);
+    if (commit.expectedMessageCount !== slot.messageCount) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${threadId}" has ${slot.messageCount} messages but the commit expected ${commit.expectedMessageCount}; reload the checkpoint and apply the step again`,
+        {
+          details: {
+            threadId,
+            expectedMessageCount: commit.expectedMessageCount,
+            messageCount: slot.messageCount,
+          },
+        },
+      );
+    }
+
+    // Serialise everything before touching the backend, so a value that cannot be stored writes nothing.
+    const now = this.now();
+    const runId = commit.run?.identity.runId;
+    const messages = commit.messages.map((message, index) =>
+      toJson({ threadId, seq: slot.messageCount + index + 1, message, runId, createdAt: now }),
+    );
+    const run = commit.run === undefined ? undefined : toJson(commit.run);
+    const state = commit.threadState === undefined ? undefined : toJson(commit.threadState);
+    const entries = (commit.toolExecutions ?? []).map((entry) => ({ entry, json: toJson(entry) }));
+
+    for (const message of messages) slot.messages.push(message);
+    slot.messageCount += messages.length;
+    slot.updatedAt = now;
+    if (state !== undefined) slot.state = state;
+    if (commit.run !== undefined && run !== undefined) this.upsertRun(slot, commit.run, run);
+    for (const { entry, json } of entries) this.upsertLedgerEntry(entry, json);
+    return { messageCount: slot.messageCount };
+  }
+
+  async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
+    this.assertOpen();
+    const slot = this.backend.threads.get(threadId);
+    if (slot === undefined) return undefined;
+    const latest = slot.runs.at(-1);
+    return {
+      thread: toThreadRecord(slot),
+      messages: parseList<MessageRecord>(slot.messages),
+      threadState: slot.state === undefined ? {} : (JSON.parse(slot.state) as Record<string, unknown>),
+      latestRun: latest === undefined ? undefined : (JSON.parse(latest.json) as RunRecord),
+    };
+  }
+
+  async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
+    this.assertOpen();
+    this.assertFreshLease(input.threadId, input.leaseToken);
+    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
+    if (existing === undefined) {
+      const entry: ToolExecution = {
+        runId: input.runId,
+        toolCallId: input.toolCallId,
+        threadId: input.threadId,
+        toolName: input.toolName,
+        idempotencyKey: input.idempotencyKey,
+        status: 'in-flight',
+        attempts: 1,
+        startedAt: this.now(),
+      };
+      const json = toJson(entry);
+      this.upsertLedgerEntry(entry, json);
+      return JSON.parse(json) as ToolExecution;
+    }
+    const entry = JSON.parse(existing.json) as ToolExecution;
+    if (entry.status === 'completed') return entry;
+    entry.attempts += 1;
+    existing.json = toJson(entry);
+    return entry;
+  }
+
+  async completeToolExecution(input: {
+    runId: string;
+    toolCallId: string;
+    result: ToolResult;
+    leaseToken?: number;
+  }): Promise<ToolExecution> {
+    this.assertOpen();
+    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
+    if (existing === undefined) {
+      throw new LunationError(
+        'not-found',
+        `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+        { details: { runId: input.runId, toolCallId: input.toolCallId } },
+      );
+    }
+    this.assertFreshLease(existing.threadId, input.leaseToken);
+    const entry = JSON.parse(existing.json) as ToolExecution;
+    if (entry.status === 'completed') return entry;
+    const json = toJson({ ...entry, status: 'completed', result: input.result, completedAt: this.now() });
+    existing.json = json;
+    return JSON.parse(json) as ToolExecution;
+  }
+
+  async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+    this.assertOpen();
+    const slot = this.backend.ledger.get(runId)?.get(toolCallId);
+    return slot === undefined ? undefined : (JSON.parse(slot.json) as ToolExecution);
+  }
+
+  async listToolExecutions(runId: string): Promise<ToolExecution[]> {
+    this.assertOpen();
+    const entries = this.backend.ledger.get(runId);
+    if (entries === undefined) return [];
+    const slots = [...entries.values()].sort((a, b) =>
+      compareKeys(a.startedAt, a.order, b.startedAt, b.order),
+    );
+    return parseList<ToolExecution>(slots.map((slot) => slot.json));
+  }
+
+  async acquireLease(input: {
+    threadId: string;
+    owner: string;
+    runId: string;
+    ttlMs: number;
+  }): Promise<Lease> {
+    this.assertOpen();
+    const ttlMs = positiveNumber(input.ttlMs, 'ttlMs');
+    const now = this.now();
+    const slot = this.leaseSlot(input.threadId);
+    const active = slot.lease;
+    if (active !== undefined && active.expiresAt > now) {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${input.threadId}" already has an active run (run ${active.runId}); wait for it or cancel it`,
+        {
+          details: {
+            threadId: input.threadId,
+            runId: active.runId,
+            owner: active.owner,
+            expiresAt: active.expiresAt,
+          },
+        },
+      );
+    }
+    slot.highestToken += 1;
+    const lease: Lease = {
+      threadId: input.threadId,
+      owner: input.owner,
+      runId: input.runId,
+      token: slot.highestToken,
+      expiresAt: now + ttlMs,
+    };
+    slot.lease = lease;
+    return { ...lease };
+  }
+
+  async renewLease(input: { threadId: string; token: number; ttlMs: number }): Promise<Lease> {
+    this.assertOpen();
+    const ttlMs = positiveNumber(input.ttlMs, 'ttlMs');
+    const slot = this.backend.leases.get(input.threadId);
+    const held = slot?.lease;
+    if (
+      slot === undefined ||
+      held === undefined ||
+      held.token !== input.token ||
+      slot.highestToken !== input.token
+    ) {
+      const current = slot?.highestToken ?? 0;
+      throw new LunationError(
+        'lease-lost',
+        `The lease on thread "${input.threadId}" with token ${input.token} is no longer held (${
+          held === undefined ? 'it was released or never taken' : `token ${current} was issued since`
+        }); stop the run and start it again`,
+        { details: { threadId: input.threadId, token: input.token, currentToken: current } },
+      );
+    }
+    const lease: Lease = { ...held, expiresAt: this.now() + ttlMs };
+    slot.lease = lease;
+    return { ...lease };
+  }
+
+  async releaseLease(input: { threadId: string; token: number }): Promise<boolean> {
+    this.assertOpen();
+    const slot = this.backend.leases.get(input.threadId);
+    if (slot?.lease === undefined || slot.lease.token !== input.token) return false;
+    slot.lease = undefined;
+    return true;
+  }
+
+  async getLease(threadId: string): Promise<Lease | undefined> {
+    this.assertOpen();
+    const lease = this.backend.leases.get(threadId)?.lease;
+    return lease === undefined || lease.expiresAt <= this.now() ? undefined : { ...lease };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) {
+      throw new LunationError('store-unavailable', 'This MemoryStore was closed; create a new one', {
+        retryable: false,
+      });
+    }
+  }
+
+  private requireThread(threadId: string): ThreadSlot {
+    const slot = this.backend.threads.get(threadId);
+    if (slot === undefined) {
+      throw new LunationError('not-found', `Thread "${threadId}" does not exist; create it first`, {
+        details: { threadId },
+      });
+    }
+    return slot;
+  }
+
+  private leaseSlot(threadId: string): LeaseSlot {
+    let slot = this.backend.leases.get(threadId);
+    if (slot === undefined) {
+      slot = { highestToken: 0, lease: undefined };
+      this.backend.leases.set(threadId, slot);
+    }
+    return slot;
+  }
+
+  private assertFreshLease(threadId: string, leaseToken: number | undefined): void {
+    if (leaseToken === undefined) return;
+    const highest = this.backend.leases.get(threadId)?.highestToken ?? 0;
+    if (leaseToken < highest) {
+      throw new LunationError(
+        'stale-lease',
+        `A write to thread "${threadId}" carried lease token ${leaseToken}, but token ${highest} was issued since; the writer lost its lease and must stop`,
+        { details: { threadId, leaseToken, currentToken: highest } },
+      );
+    }
+  }
+
+  private upsertRun(thread: ThreadSlot, run: RunRecord, json: string): void {
+    const { runs, threads } = this.backend;
+    const runId = run.identity.runId;
+    const existing = runs.get(runId);
+    if (existing !== undefined && existing.threadId === thread.id && existing.createdAt === run.createdAt) {
+      existing.json = json;
+      return;
+    }
+    if (existing !== undefined) {
+      const owner = threads.get(existing.threadId);
+      if (owner !== undefined) removeSorted(owner.runs, existing, runOrder);
+    }
+    const slot: RunSlot = {
+      runId,
+      threadId: thread.id,
+      createdAt: run.createdAt,
+      order: existing?.order ?? ++this.backend.sequence,
+      json,
+    };
+    runs.set(runId, slot);
+    insertSorted(thread.runs, slot, runOrder);
+  }
+
+  private upsertLedgerEntry(entry: ToolExecution, json: string): void {
+    const { ledger, ledgerRunsByThread } = this.backend;
+    let entries = ledger.get(entry.runId);
+    if (entries === undefined) {
+      entries = new Map<string, LedgerSlot>();
+      ledger.set(entry.runId, entries);
+    }
+    const existing = entries.get(entry.toolCallId);
+    entries.set(entry.toolCallId, {
+      threadId: entry.threadId,
+      startedAt: entry.startedAt,
+      order: existing?.order ?? ++this.backend.sequence,
+      json,
+    });
+    let runIds = ledgerRunsByThread.get(entry.threadId);
+    if (runIds === undefined) {
+      runIds = new Set<string>();
+      ledgerRunsByThread.set(entry.threadId, runIds);
+    }
+    runIds.add(entry.runId);
+  }
+}
+
+function compareKeys(
+  firstTime: number,
+  firstTie: string | number,
+  secondTime: number,
+  secondTie: string | number,
+): number {
+  if (firstTime !== secondTime) return firstTime - secondTime;
+  return firstTie < secondTie ? -1 : firstTie > secondTie ? 1 : 0;
+}
+
+function toThreadRecord(slot: ThreadSlot): ThreadRecord {
+  return {
+    id: slot.id,
+    ...(slot.resourceId === undefined ? {} : { resourceId: slot.resourceId }),
+    metadata: JSON.parse(slot.metadata) as ThreadRecord['metadata'],
+    messageCount: slot.messageCount,
+    createdAt: slot.createdAt,
+    updatedAt: slot.updatedAt,
+  };
+}
+
+/** Serialises a value to JSON, failing with `invalid-argument` for values JSON cannot hold. */
+function toJson(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    throw new LunationError('invalid-argument', 'A value could not be stored as JSON; pass plain JSON data', {
+      cause: error,
+    });
+  }
+}
+
+/** Parses a list of JSON texts with one JSON.parse call. */
+function parseList<T>(texts: string[]): T[] {
+  return texts.length === 0 ? [] : (JSON.parse(`[${texts.join(',')}]`) as T[]);
+}
+
+function pageSize(limit: number | undefined): number {
+  return limit === undefined ? defaultPageSize : positiveInteger(limit, 'limit');
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new LunationError('invalid-argument', `"${name}" must be a positive integer, got ${value}`, {
+      details: { [name]: value },
+    });
+  }
+  return value;
+}
+
+function nonNegativeInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new LunationError('invalid-argument', `"${name}" must be a non-negative integer, got ${value}`, {
+      details: { [name]: value },
+    });
+  }
+  return value;
+}
+
+function positiveNumber(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new LunationError(
+      'invalid-argument',
+      `"${name}" must be a positive number of milliseconds, got ${value}`,
+      {
+        details: { [name]: value },
+      },
+    );
+  }
+  return value;
+}
+
+function encodeCursor(key: ThreadCursor | RunCursor): string {
+  let binary = '';
+  for (const byte of new TextEncoder().encode(JSON.stringify(key))) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '');
+}
+
+function decodeCursor(cursor: string): Record<string, unknown> | undefined {
+  try {
+    const binary = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
+    const bytes = Uint8Array.from(binary, (character) => character.charCodeAt(0));
+    const value: unknown = JSON.parse(new TextDecoder().decode(bytes));
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function invalidCursor(cursor: string): LunationError {
+  return new LunationError(
+    'invalid-argument',
+    `"${cursor}" is not a cursor of this list; pass the nextCursor of the previous page`,
+    { details: { cursor } },
+  );
+}
+
+function decodeThreadCursor(cursor: string): ThreadCursor {
+  const value = decodeCursor(cursor);
+  if (typeof value?.createdAt !== 'number' || typeof value.id !== 'string') throw invalidCursor(cursor);
+  return { createdAt: value.createdAt, id: value.id };
+}
+
+function decodeRunCursor(cursor: string): RunCursor {
+  const value = decodeCursor(cursor);
+  if (typeof value?.createdAt !== 'number' || typeof value.order !== 'number') throw invalidCursor(cursor);
+  return { createdAt: value.createdAt, order: value.order };
+}

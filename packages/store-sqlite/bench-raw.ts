@@ -1,0 +1,24 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+const dir = mkdtempSync(join(tmpdir(), 'lunation-raw-'));
+const db = new Database(join(dir, 'raw.db'));
+db.pragma('journal_mode = WAL'); db.pragma('synchronous = NORMAL');
+db.exec('CREATE TABLE m (thread_id TEXT, seq INTEGER, message TEXT, run_id TEXT, created_at INTEGER, PRIMARY KEY (thread_id, seq)); CREATE TABLE t (id TEXT PRIMARY KEY, c INTEGER)');
+db.exec("INSERT INTO t VALUES ('t1', 0)");
+const begin = db.prepare('BEGIN IMMEDIATE'), commit = db.prepare('COMMIT'), ins = db.prepare('INSERT INTO m VALUES (?, ?, ?, ?, ?)'), upd = db.prepare('UPDATE t SET c = ? WHERE id = ?'), sel = db.prepare('SELECT c FROM t WHERE id = ?');
+const msg = JSON.stringify({ id: 'a', role: 'assistant', content: [{ type: 'text', text: 'hello '.repeat(40) }] });
+function time(label: string, n: number, f: (i: number) => void) { const t = process.hrtime.bigint(); for (let i = 0; i < n; i++) f(i); console.log(label, (Number(process.hrtime.bigint() - t) / n / 1000).toFixed(2), 'µs'); }
+let seq = 0;
+time('select', 20000, () => sel.get(['t1']));
+time('empty txn', 20000, () => { begin.run([]); commit.run([]); });
+time('txn 2 inserts+update', 20000, () => { begin.run([]); sel.get(['t1']); ins.run(['t1', ++seq, msg, 'r', 1]); ins.run(['t1', ++seq, msg, 'r', 1]); upd.run([seq, 't1']); commit.run([]); });
+time('autocommit update', 20000, () => { upd.run([seq, 't1']); });
+db.pragma('wal_autocheckpoint = 0');
+time('txn no autocheckpoint', 20000, () => { begin.run([]); sel.get(['t1']); ins.run(['t1', ++seq, msg, 'r', 1]); ins.run(['t1', ++seq, msg, 'r', 1]); upd.run([seq, 't1']); commit.run([]); });
+db.pragma('wal_autocheckpoint = 1000');
+db.pragma('wal_checkpoint(TRUNCATE)');
+time('txn again', 20000, () => { begin.run([]); sel.get(['t1']); ins.run(['t1', ++seq, msg, 'r', 1]); ins.run(['t1', ++seq, msg, 'r', 1]); upd.run([seq, 't1']); commit.run([]); });
+db.pragma('synchronous = OFF');
+time('txn sync off', 20000, () => { begin.run([]); sel.get(['t1']); ins.run(['t1', ++seq, msg, 'r', 1]); ins.run(['t1', ++seq, msg, 'r', 1]); upd.run([seq, 't1']); commit.run([]); });

@@ -1,0 +1,169 @@
+import { LunationError } from '@lunation/contract';
+import { Kysely, type Migration, Migrator, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
+
+/** Kysely's bookkeeping tables, prefixed so they never clash with an application's own migrations. */
+export const migrationTableName = 'lunation_migration';
+export const migrationLockTableName = 'lunation_migration_lock';
+
+/**
+ * Every schema version, oldest first. Migrations are forward-only: once released, a migration never changes;
+ * a new version gets a new entry.
+ */
+export const sqliteMigrations: Readonly<Record<string, Migration>> = {
+  '001_initial': {
+    async up(db) {
+      await db.schema
+        .createTable('lunation_threads')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('resource_id', 'text')
+        .addColumn('metadata', 'text', (column) => column.notNull())
+        .addColumn('message_count', 'integer', (column) => column.notNull().defaultTo(0))
+        .addColumn('created_at', 'integer', (column) => column.notNull())
+        .addColumn('updated_at', 'integer', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex('lunation_threads_created_at')
+        .on('lunation_threads')
+        .columns(['created_at', 'id'])
+        .execute();
+
+      await db.schema
+        .createTable('lunation_messages')
+        .addColumn('thread_id', 'text', (column) =>
+          column.notNull().references('lunation_threads.id').onDelete('cascade'),
+        )
+        .addColumn('seq', 'integer', (column) => column.notNull())
+        .addColumn('message', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'integer', (column) => column.notNull())
+        .addPrimaryKeyConstraint('lunation_messages_pk', ['thread_id', 'seq'])
+        .execute();
+
+      await db.schema
+        .createTable('lunation_runs')
+        .addColumn('seq', 'integer', (column) => column.primaryKey().autoIncrement())
+        .addColumn('run_id', 'text', (column) => column.notNull().unique())
+        .addColumn('thread_id', 'text', (column) =>
+          column.notNull().references('lunation_threads.id').onDelete('cascade'),
+        )
+        .addColumn('record', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'integer', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex('lunation_runs_thread')
+        .on('lunation_runs')
+        .columns(['thread_id', 'created_at', 'seq'])
+        .execute();
+
+      await db.schema
+        .createTable('lunation_thread_states')
+        .addColumn('thread_id', 'text', (column) =>
+          column.primaryKey().references('lunation_threads.id').onDelete('cascade'),
+        )
+        .addColumn('state', 'text', (column) => column.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('lunation_tool_executions')
+        .addColumn('run_id', 'text', (column) => column.notNull())
+        .addColumn('tool_call_id', 'text', (column) => column.notNull())
+        .addColumn('thread_id', 'text', (column) => column.notNull())
+        .addColumn('record', 'text', (column) => column.notNull())
+        .addPrimaryKeyConstraint('lunation_tool_executions_pk', ['run_id', 'tool_call_id'])
+        .execute();
+      await db.schema
+        .createIndex('lunation_tool_executions_thread')
+        .on('lunation_tool_executions')
+        .column('thread_id')
+        .execute();
+
+      // One row per thread that ever had a lease; it outlives release and deletion as the token counter.
+      await db.schema
+        .createTable('lunation_leases')
+        .addColumn('thread_id', 'text', (column) => column.primaryKey())
+        .addColumn('token', 'integer', (column) => column.notNull())
+        .addColumn('owner', 'text', (column) => column.notNull())
+        .addColumn('run_id', 'text', (column) => column.notNull())
+        .addColumn('expires_at', 'integer')
+        .execute();
+    },
+  },
+  '002_message_run_id': {
+    async up(db) {
+      await db.schema.alterTable('lunation_messages').addColumn('run_id', 'text').execute();
+      // Before 002 the producing run was only known from the message's own `metadata.runId`.
+      await sql`
+        UPDATE lunation_messages SET run_id = json_extract(message, '$.metadata.runId')
+        WHERE json_type(message, '$.metadata.runId') = 'text'
+      `.execute(db);
+      await db.schema
+        .createIndex('lunation_threads_resource')
+        .on('lunation_threads')
+        .columns(['resource_id', 'created_at', 'id'])
+        .execute();
+    },
+  },
+};
+
+/** The newest schema version this package knows. */
+export const latestSchemaVersion = Object.keys(sqliteMigrations).sort().at(-1)!;
+
+/** A Kysely instance over `client`; never destroy it, that would close the client. */
+export function createKysely(client: SqliteDatabase): Kysely<unknown> {
+  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: client }) });
+}
+
+/** A Migrator over `db` with the store's migrations and bookkeeping tables. */
+export function createMigrator(db: Kysely<unknown>): Migrator {
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => sqliteMigrations },
+    migrationTableName,
+    migrationLockTableName,
+    // `migrate` wraps the whole run in its own BEGIN IMMEDIATE.
+    disableTransactions: true,
+  });
+}
+
+/** Migrations in flight per database file, so stores of one process never migrate the same file at once. */
+const migrationsInFlight = new Map<string, Promise<void>>();
+
+/**
+ * Brings the database up to `target` (default: the latest version) in one `BEGIN IMMEDIATE` transaction,
+ * so a concurrent process waits instead of migrating twice; `migration-failed` leaves the old version.
+ */
+export async function migrate(client: SqliteDatabase, file: string, target?: string): Promise<void> {
+  const previous = migrationsInFlight.get(file) ?? Promise.resolve();
+  const current = previous.catch(() => undefined).then(() => migrateNow(client, target));
+  migrationsInFlight.set(file, current);
+  try {
+    await current;
+  } finally {
+    if (migrationsInFlight.get(file) === current) migrationsInFlight.delete(file);
+  }
+}
+
+async function migrateNow(client: SqliteDatabase, target: string | undefined): Promise<void> {
+  const migrator = createMigrator(createKysely(client));
+  client.prepare('BEGIN IMMEDIATE').run([]);
+  let result: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  try {
+    result = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
+  } catch (error) {
+    result = { error };
+  }
+  if (result.error !== undefined) {
+    try {
+      client.prepare('ROLLBACK').run([]);
+    } catch {
+      // SQLite already rolled back (it does so itself after some errors).
+    }
+    const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
+    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new LunationError(
+      'migration-failed',
+      `SQLite schema migration${failed ? ` ${failed}` : ''} failed: ${reason}; the database keeps its previous version`,
+      { cause: result.error },
+    );
+  }
+  client.prepare('COMMIT').run([]);
+}

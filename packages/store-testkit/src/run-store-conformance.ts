@@ -1,0 +1,81 @@
+import type { LunationStore } from '@lunation/contract';
+import { afterEach, beforeEach, describe } from 'vitest';
+import { checkpointSpec } from './specs/checkpoint-spec.js';
+import { commitSpec } from './specs/commit-spec.js';
+import { concurrencySpec } from './specs/concurrency-spec.js';
+import { isolationSpec } from './specs/isolation-spec.js';
+import { leasesSpec } from './specs/leases-spec.js';
+import { ledgerSpec } from './specs/ledger-spec.js';
+import { messagesSpec } from './specs/messages-spec.js';
+import { payloadsSpec } from './specs/payloads-spec.js';
+import { runsSpec } from './specs/runs-spec.js';
+import { threadStateSpec } from './specs/thread-state-spec.js';
+import { threadsSpec } from './specs/threads-spec.js';
+import type { StoreSpecContext } from './store-spec-context.js';
+
+export interface StoreConformanceOptions {
+  /** The store's name, shown in the test names, e.g. `sqlite`. */
+  name: string;
+  /** A fresh, isolated, empty store for one test. */
+  create(): Promise<LunationStore>;
+  /** Closes/cleans it up after the test. @default store.close() */
+  destroy?(store: LunationStore): Promise<void>;
+  /**
+   * A second store instance on the SAME backend as `store` (another connection / process view), for
+   * concurrency specs; omit when the backend cannot have two instances (those specs are then skipped with
+   * that reason stated).
+   */
+  createSibling?(store: LunationStore): Promise<LunationStore>;
+}
+
+/** Registers the LunationStore conformance suite (vitest `describe`/`it`) for one store implementation. */
+export function runStoreConformance(options: StoreConformanceOptions): void {
+  describe(`LunationStore conformance: ${options.name}`, () => {
+    let current: LunationStore | undefined;
+    let siblings: LunationStore[] = [];
+
+    const context: StoreSpecContext = {
+      get store(): LunationStore {
+        if (current === undefined)
+          throw new Error('The store only exists inside a test; use it in it() or a hook');
+        return current;
+      },
+      hasSiblings: options.createSibling !== undefined,
+      async openSibling(): Promise<LunationStore> {
+        if (options.createSibling === undefined) {
+          throw new Error(`Store "${options.name}" cannot open a sibling: createSibling was not given`);
+        }
+        const sibling = await options.createSibling(context.store);
+        siblings.push(sibling);
+        return sibling;
+      },
+    };
+
+    beforeEach(async () => {
+      current = await options.create();
+    });
+
+    afterEach(async () => {
+      const store = current;
+      const opened = siblings;
+      current = undefined;
+      siblings = [];
+      for (const sibling of opened) await sibling.close();
+      if (store === undefined) return;
+      if (options.destroy) await options.destroy(store);
+      else await store.close();
+    });
+
+    threadsSpec(context);
+    messagesSpec(context);
+    runsSpec(context);
+    threadStateSpec(context);
+    commitSpec(context);
+    checkpointSpec(context);
+    ledgerSpec(context);
+    leasesSpec(context);
+    payloadsSpec(context);
+    isolationSpec(context);
+    concurrencySpec(context);
+  });
+}

@@ -1,0 +1,211 @@
+import { leaseSchema } from '@lunation/contract';
+import { describe, expect, it } from 'vitest';
+import { expectLunationError, makeUserMessage, sleep, uniqueId } from '../fixtures.js';
+import type { StoreSpecContext } from '../store-spec-context.js';
+import { createThread, expectSchema, expectTimestampBetween } from './spec-helpers.js';
+
+/** Thread leases and fencing tokens, including expiry with short TTLs. */
+export function leasesSpec(context: StoreSpecContext): void {
+  describe('leases and fencing', () => {
+    it('acquireLease returns the lease with a positive token and expiresAt = now + ttl', async () => {
+      const thread = await createThread(context.store);
+      const before = Date.now();
+      const lease = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'worker-1',
+        runId: 'run-1',
+        ttlMs: 30_000,
+      });
+      const after = Date.now();
+      expectSchema(leaseSchema, lease);
+      expect(lease).toEqual({
+        threadId: thread.id,
+        owner: 'worker-1',
+        runId: 'run-1',
+        token: expect.any(Number),
+        expiresAt: expect.any(Number),
+      });
+      expect(lease.token).toBeGreaterThan(0);
+      expectTimestampBetween(lease.expiresAt, before + 30_000, after + 30_000);
+      expect(await context.store.getLease(thread.id)).toEqual(lease);
+    });
+
+    it('acquireLease fails with thread-busy naming the active run while a lease is held, even for the same owner', async () => {
+      const threadId = uniqueId('thread');
+      const held = await context.store.acquireLease({
+        threadId,
+        owner: 'worker-1',
+        runId: 'run-9',
+        ttlMs: 30_000,
+      });
+      for (const owner of ['worker-2', 'worker-1']) {
+        const error = await expectLunationError(
+          context.store.acquireLease({ threadId, owner, runId: 'run-10', ttlMs: 30_000 }),
+          'thread-busy',
+        );
+        expect(error.details).toEqual(expect.objectContaining({ runId: 'run-9', owner: 'worker-1' }));
+        expect(error.message).toContain(threadId);
+        expect(error.message).toContain('run-9');
+      }
+      expect(await context.store.getLease(threadId)).toEqual(held);
+    });
+
+    it('a thread need not exist to be leased, and leases of different threads are independent', async () => {
+      const first = uniqueId('thread');
+      const second = uniqueId('thread');
+      const a = await context.store.acquireLease({ threadId: first, owner: 'w', runId: 'r1', ttlMs: 30_000 });
+      const b = await context.store.acquireLease({
+        threadId: second,
+        owner: 'w',
+        runId: 'r2',
+        ttlMs: 30_000,
+      });
+      expect(await context.store.getThread(first)).toBeUndefined();
+      expect(await context.store.getLease(first)).toEqual(a);
+      expect(await context.store.getLease(second)).toEqual(b);
+      expect(await context.store.releaseLease({ threadId: first, token: a.token })).toBe(true);
+      expect(await context.store.getLease(second)).toEqual(b);
+    });
+
+    it('tokens strictly increase across acquisitions, and release never lowers them', async () => {
+      const threadId = uniqueId('thread');
+      const tokens: number[] = [];
+      for (let index = 0; index < 4; index += 1) {
+        const lease = await context.store.acquireLease({
+          threadId,
+          owner: `w${index}`,
+          runId: `r${index}`,
+          ttlMs: 30_000,
+        });
+        tokens.push(lease.token);
+        expect(await context.store.releaseLease({ threadId, token: lease.token })).toBe(true);
+      }
+      for (let index = 1; index < tokens.length; index += 1)
+        expect(tokens[index]).toBeGreaterThan(tokens[index - 1]!);
+    });
+
+    it('releaseLease returns true once for the holder and false otherwise', async () => {
+      const threadId = uniqueId('thread');
+      expect(await context.store.releaseLease({ threadId, token: 1 })).toBe(false);
+      const lease = await context.store.acquireLease({ threadId, owner: 'w', runId: 'r', ttlMs: 30_000 });
+      expect(await context.store.releaseLease({ threadId, token: lease.token + 1 })).toBe(false);
+      expect(await context.store.releaseLease({ threadId, token: lease.token - 1 })).toBe(false);
+      expect(await context.store.getLease(threadId)).toEqual(lease);
+      expect(await context.store.releaseLease({ threadId, token: lease.token })).toBe(true);
+      expect(await context.store.getLease(threadId)).toBeUndefined();
+      expect(await context.store.releaseLease({ threadId, token: lease.token })).toBe(false);
+      const next = await context.store.acquireLease({ threadId, owner: 'w2', runId: 'r2', ttlMs: 30_000 });
+      expect(next.token).toBeGreaterThan(lease.token);
+    });
+
+    it('renewLease extends the current lease and keeps its token, owner and run', async () => {
+      const threadId = uniqueId('thread');
+      const lease = await context.store.acquireLease({ threadId, owner: 'w', runId: 'r', ttlMs: 1_000 });
+      const before = Date.now();
+      const renewed = await context.store.renewLease({ threadId, token: lease.token, ttlMs: 60_000 });
+      const after = Date.now();
+      expect(renewed).toEqual({ ...lease, expiresAt: expect.any(Number) });
+      expectTimestampBetween(renewed.expiresAt, before + 60_000, after + 60_000);
+      expect(renewed.expiresAt).toBeGreaterThan(lease.expiresAt);
+      expect(await context.store.getLease(threadId)).toEqual(renewed);
+    });
+
+    it('renewLease fails with lease-lost for a token that is not current or a lease never taken', async () => {
+      const threadId = uniqueId('thread');
+      await expectLunationError(context.store.renewLease({ threadId, token: 1, ttlMs: 1_000 }), 'lease-lost');
+      const old = await context.store.acquireLease({ threadId, owner: 'a', runId: 'r1', ttlMs: 30_000 });
+      await context.store.releaseLease({ threadId, token: old.token });
+      const current = await context.store.acquireLease({ threadId, owner: 'b', runId: 'r2', ttlMs: 30_000 });
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: old.token, ttlMs: 1_000 }),
+        'lease-lost',
+      );
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: current.token + 1, ttlMs: 1_000 }),
+        'lease-lost',
+      );
+      expect(await context.store.getLease(threadId)).toEqual(current);
+    });
+
+    it('renewLease fails with lease-lost after the lease was released', async () => {
+      const threadId = uniqueId('thread');
+      const lease = await context.store.acquireLease({ threadId, owner: 'a', runId: 'r1', ttlMs: 30_000 });
+      expect(await context.store.releaseLease({ threadId, token: lease.token })).toBe(true);
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: lease.token, ttlMs: 1_000 }),
+        'lease-lost',
+      );
+      expect(await context.store.getLease(threadId)).toBeUndefined();
+    });
+
+    it('an expired lease disappears and can be renewed by its holder while nobody else took it', async () => {
+      const threadId = uniqueId('thread');
+      const lease = await context.store.acquireLease({ threadId, owner: 'a', runId: 'r1', ttlMs: 50 });
+      await sleep(90);
+      expect(await context.store.getLease(threadId)).toBeUndefined();
+      const renewed = await context.store.renewLease({ threadId, token: lease.token, ttlMs: 30_000 });
+      expect(renewed.token).toBe(lease.token);
+      expect(renewed.owner).toBe('a');
+      expect(renewed.runId).toBe('r1');
+      expect(await context.store.getLease(threadId)).toEqual(renewed);
+      await expectLunationError(
+        context.store.acquireLease({ threadId, owner: 'b', runId: 'r2', ttlMs: 30_000 }),
+        'thread-busy',
+      );
+    });
+
+    it('after expiry another owner acquires a higher token, and the old holder is fenced off', async () => {
+      const thread = await createThread(context.store);
+      const threadId = thread.id;
+      const old = await context.store.acquireLease({ threadId, owner: 'a', runId: 'r1', ttlMs: 50 });
+      await sleep(90);
+      const taken = await context.store.acquireLease({ threadId, owner: 'b', runId: 'r2', ttlMs: 30_000 });
+      expect(taken.token).toBeGreaterThan(old.token);
+      expect(await context.store.getLease(threadId)).toEqual(taken);
+
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: old.token, ttlMs: 30_000 }),
+        'lease-lost',
+      );
+      expect(await context.store.releaseLease({ threadId, token: old.token })).toBe(false);
+      await expectLunationError(
+        context.store.commit({
+          threadId,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage('zombie')],
+          leaseToken: old.token,
+        }),
+        'stale-lease',
+      );
+      expect(await context.store.listMessages(threadId)).toEqual([]);
+      expect(await context.store.getLease(threadId)).toEqual(taken);
+      expect(
+        await context.store.commit({
+          threadId,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage('rightful')],
+          leaseToken: taken.token,
+        }),
+      ).toEqual({ messageCount: 1 });
+    });
+
+    it('deleteThread removes the lease but later tokens are still higher than any issued before', async () => {
+      const thread = await createThread(context.store);
+      const lease = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'a',
+        runId: 'r1',
+        ttlMs: 30_000,
+      });
+      expect(await context.store.deleteThread(thread.id)).toBe(true);
+      expect(await context.store.getLease(thread.id)).toBeUndefined();
+      const next = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'b',
+        runId: 'r2',
+        ttlMs: 30_000,
+      });
+      expect(next.token).toBeGreaterThan(lease.token);
+    });
+  });
+}
