@@ -4,6 +4,7 @@ import {
   addUsage,
   type ContentPart,
   emptyUsage,
+  type JsonSchema,
   LunationError,
   type Message,
   type ModelRequest,
@@ -29,6 +30,7 @@ import {
   applyCompaction,
   DEFAULT_COMPACTION_PROMPT,
   estimateTokens,
+  summaryRange,
   truncateMessages,
 } from './context-policy.js';
 import { createId } from './id.js';
@@ -46,6 +48,12 @@ import {
 } from './runtime-keys.js';
 import { StateStore, type StateUpdate } from './state.js';
 import { formatIssues, type TicketInput, type ToolContext, ToolOutput, toJsonSchema } from './tool.js';
+
+/** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
+export interface FrontendTool extends ToolDescriptor {
+  /** JSON Schema the client's result (the decision payload) must satisfy. */
+  responseSchema?: JsonSchema;
+}
 
 /** Everything one run needs; assembled by AgentRuntime. */
 export interface RunLoopOptions {
@@ -65,7 +73,7 @@ export interface RunLoopOptions {
   decisions: ResumeDecision[];
   /** Cancel open tickets: the input supersedes them. */
   supersede: boolean;
-  frontendTools: ToolDescriptor[];
+  frontendTools: FrontendTool[];
   signal: AbortSignal;
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
@@ -175,8 +183,10 @@ export class AgentLoop {
     response?: ModelResponse,
     toolCall?: PhaseContextBase['toolCall'],
     toolResult?: ToolResult,
+    decision?: ResumeDecision,
   ): PhaseContextBase {
     return {
+      decision,
       identity: this.options.identity,
       messages: this.messages,
       agent: this.agentView,
@@ -575,6 +585,7 @@ export class AgentLoop {
         action: 'frontend-tool',
         message: `Run the client tool "${call.toolName}" and send its result`,
         parameters: (parsed.value ?? null) as never,
+        ...(frontend.responseSchema ? { responseSchema: frontend.responseSchema } : {}),
         resumeMode: 'use-decision-as-result',
       };
     }
@@ -684,7 +695,7 @@ export class AgentLoop {
     let status: 'succeeded' | 'failed' | 'cancelled' = item.status ?? 'succeeded';
     let fromLedger = false;
     if (result === undefined && item.suspend === undefined) {
-      await this.engine.run('BeforeToolExecute', this.base(response, toolCall));
+      await this.engine.run('BeforeToolExecute', this.base(response, toolCall, undefined, item.decision));
       const outcome = await this.invoke(item, response);
       if (outcome.suspend) item.suspend = outcome.suspend;
       else {
@@ -701,7 +712,7 @@ export class AgentLoop {
     }
     const finalResult = result as ToolResult;
     if (this.engine.isActive('AfterToolExecute')) {
-      await this.engine.run('AfterToolExecute', this.base(response, toolCall, finalResult));
+      await this.engine.run('AfterToolExecute', this.base(response, toolCall, finalResult, item.decision));
     }
     this.progress = {
       ...this.progress,
@@ -903,16 +914,10 @@ export class AgentLoop {
     let cut = this.messages.length - keep;
     // Never end the summarised range between a tool call and its results.
     while (cut > 0 && this.messages[cut]?.role === 'tool') cut--;
-    let fromSeq = 1;
-    for (let index = this.messages.length - 1; index >= 0; index--) {
-      const range = (this.messages[index]?.metadata?.compaction ?? undefined) as
-        | { toSeq?: number }
-        | undefined;
-      if (range && typeof range.toSeq === 'number') {
-        fromSeq = range.toSeq + 1;
-        break;
-      }
-    }
+    // Summaries are cumulative: the new one also summarises the previous summary, so it covers 1..cut.
+    const fromSeq = 1;
+    const previous = applyCompaction(this.messages).find((message) => summaryRange(message) !== undefined);
+    if (previous && (summaryRange(previous)?.toSeq ?? 0) >= cut) return;
     if (cut < fromSeq) return;
     const toSummarise = applyCompaction(this.messages.slice(0, cut));
     const request: ModelRequest = {

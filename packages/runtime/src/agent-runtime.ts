@@ -12,12 +12,11 @@ import {
   type RunRecord,
   resumeDecisionSchema,
   type SuspensionTicket,
-  type ToolDescriptor,
   type UserMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
 import type { AgentDefinition } from './agent.js';
-import { AgentLoop, type RunResult } from './agent-loop.js';
+import { AgentLoop, type FrontendTool, type RunResult } from './agent-loop.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
 import { InProcessPersistence, type Persistence, StorePersistence } from './persistence.js';
@@ -51,7 +50,7 @@ export interface RunOptions {
   /** Owner of a new thread (tenant / user id). */
   resourceId?: string;
   /** Client-side tools for this run: the model sees them; a call suspends until the client answers. */
-  frontendTools?: ToolDescriptor[];
+  frontendTools?: FrontendTool[];
   /** Buffer events for `handle.events`. Turn off when only the result matters. @default true */
   stream?: boolean;
   /** Extra sink for this run only. */
@@ -585,7 +584,7 @@ function checkDecisions(
     }
     if (decision.action === 'resume' && entry.ticket.responseSchema) {
       const schema = z.fromJSONSchema(entry.ticket.responseSchema as Parameters<typeof z.fromJSONSchema>[0]);
-      const parsed = schema.safeParse(decision.payload);
+      const parsed = schema.safeParse(decision.payload ?? null);
       if (!parsed.success) {
         throw new LunationError(
           'decision-invalid',

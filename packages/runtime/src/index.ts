@@ -64,6 +64,16 @@ export {
   type ToolGateDecision,
   type ToolGateHook,
 } from './plugin.js';
+export {
+  approvalPayloadSchema,
+  evaluatePermission,
+  type PermissionConfig,
+  type PermissionDecision,
+  type PermissionRule,
+  permissionConfigSchema,
+  permissionPlugin,
+  permissionRuleSchema,
+} from './plugins/permission-plugin.js';
 export { AgentRegistry, type RegistrySet, RegistrySnapshot } from './registry.js';
 export {
   activeAgentKey,
@@ -72,6 +82,7 @@ export {
   type ContextMessage,
   corePlugin,
   excludeTools,
+  handoff,
   includeOnlyTools,
   type PendingCall,
   pendingCallsKey,

@@ -3,6 +3,7 @@ import {
   LunationError,
   type Message,
   type ModelOverrides,
+  type ResumeDecision,
   type RunIdentity,
   type StopReason,
   type ToolCall,
@@ -49,6 +50,8 @@ export interface PhaseContext {
   readonly toolCall: (ToolCall & { readonly input: unknown }) | undefined;
   /** In AfterToolExecute. */
   readonly toolResult: ToolResult | undefined;
+  /** In the tool phases of a call resumed by a decision. */
+  readonly decision: ResumeDecision | undefined;
 }
 
 export type PhaseHook = (

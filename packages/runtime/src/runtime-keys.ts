@@ -9,9 +9,9 @@ import {
   usageSchema,
 } from '@lunation/contract';
 import { z } from 'zod';
-import { defineAction } from './command.js';
+import { type Command, defineAction } from './command.js';
 import { definePlugin } from './plugin.js';
-import { defineStateKey } from './state.js';
+import { defineStateKey, update } from './state.js';
 
 /** The loop's own per-run bookkeeping. */
 export interface RunProgress {
@@ -83,6 +83,11 @@ export const activeAgentKey = defineStateKey<string | null>({
   initial: () => null,
   scope: 'thread',
 });
+
+/** A command that hands the thread over to another agent from the next step on (same history). */
+export function handoff(agentId: string): Command {
+  return { updates: [update(activeAgentKey, agentId)] };
+}
 
 /** Tools approved for the whole thread ("always allow"). */
 export const allowedToolsKey = defineStateKey<string[], string>({

@@ -1,7 +1,9 @@
 import type { AgentEvent, AgentEventOf, AgentEventType } from '@lunation/contract';
 
 /** Collects every event of an async iterable (e.g. a run handle's `events`). */
-export async function collectEvents(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
+export async function collectEvents(
+  events: AsyncIterable<AgentEvent> | Iterable<AgentEvent>,
+): Promise<AgentEvent[]> {
   const collected: AgentEvent[] = [];
   for await (const event of events) collected.push(event);
   return collected;

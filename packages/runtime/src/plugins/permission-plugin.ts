@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { definePlugin, type ToolGateDecision } from '../plugin.js';
+import { allowedToolsKey } from '../runtime-keys.js';
+import { update } from '../state.js';
+
+export const permissionDecisionSchema = z.enum(['allow', 'deny', 'ask']);
+export type PermissionDecision = z.infer<typeof permissionDecisionSchema>;
+
+export const permissionRuleSchema = z.object({
+  /** Tool name glob: `*` any characters, `?` one character. */
+  tool: z.string().min(1),
+  /** Argument globs by top-level argument name; every one must match (string values, others by JSON). */
+  arguments: z.record(z.string(), z.string()).optional(),
+  decision: permissionDecisionSchema,
+  /** Shown when asking or denying. */
+  message: z.string().optional(),
+});
+export type PermissionRule = z.infer<typeof permissionRuleSchema>;
+
+export const permissionConfigSchema = z.object({
+  rules: z.array(permissionRuleSchema).default([]),
+  /** When no rule matches. @default 'allow' */
+  defaultDecision: permissionDecisionSchema.default('allow'),
+});
+export type PermissionConfig = z.input<typeof permissionConfigSchema>;
+
+/** The payload a user sends with an approval; `always: true` allows the tool for the rest of the thread. */
+export const approvalPayloadSchema = z.object({ always: z.boolean().optional() }).nullable().optional();
+
+const RANK: Record<PermissionDecision, number> = { allow: 0, ask: 1, deny: 2 };
+
+function globToRegExp(glob: string): RegExp {
+  const escaped = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`);
+}
+
+/** Which rule decides a call: deny beats ask beats allow; no match gives the default. */
+export function evaluatePermission(
+  rules: readonly PermissionRule[],
+  defaultDecision: PermissionDecision,
+  toolName: string,
+  input: unknown,
+): { decision: PermissionDecision; rule: PermissionRule | undefined } {
+  let best: PermissionRule | undefined;
+  for (const rule of rules) {
+    if (!globToRegExp(rule.tool).test(toolName)) continue;
+    if (rule.arguments) {
+      const args = (input ?? {}) as Record<string, unknown>;
+      const matches = Object.entries(rule.arguments).every(([name, glob]) => {
+        const value = args[name];
+        if (value === undefined) return false;
+        return globToRegExp(glob).test(typeof value === 'string' ? value : JSON.stringify(value));
+      });
+      if (!matches) continue;
+    }
+    if (!best || RANK[rule.decision] > RANK[best.decision]) best = rule;
+  }
+  return { decision: best?.decision ?? defaultDecision, rule: best };
+}
+
+/**
+ * Rules on tool names and arguments → allow | deny | ask. `ask` suspends the call for approval (resume mode
+ * replay); approving with payload `{ always: true }` allows the tool for the rest of the thread. `deny` gives
+ * the model an error result saying so.
+ */
+export const permissionPlugin = definePlugin<z.output<typeof permissionConfigSchema>>({
+  name: 'permission',
+  configSchema: permissionConfigSchema as unknown as z.ZodType<z.output<typeof permissionConfigSchema>>,
+  register(registrar) {
+    const { rules, defaultDecision } = registrar.config ?? { rules: [], defaultDecision: 'allow' };
+    registrar.toolGate((context): ToolGateDecision | undefined => {
+      const { toolName, input } = context.toolCall;
+      const { decision, rule } = evaluatePermission(rules, defaultDecision, toolName, input);
+      if (decision === 'allow') return undefined;
+      if (decision === 'deny') {
+        return {
+          type: 'set-result',
+          result: {
+            status: 'error',
+            message: rule?.message ?? `Permission denied: the tool "${toolName}" is not allowed here.`,
+            metadata: { permission: 'denied' },
+          },
+        };
+      }
+      if (context.state.get(allowedToolsKey).includes(toolName)) return undefined;
+      return {
+        type: 'suspend',
+        ticket: {
+          action: 'approve',
+          message: rule?.message ?? `Allow the tool "${toolName}" to run with these arguments?`,
+          parameters: { toolName, arguments: (input ?? null) as never },
+          responseSchema: { type: ['object', 'null'], properties: { always: { type: 'boolean' } } },
+          resumeMode: 'replay-tool-call',
+        },
+      };
+    });
+    registrar.hook('BeforeToolExecute', (context) => {
+      const payload = context.decision?.payload as { always?: unknown } | null | undefined;
+      if (context.toolCall && payload && payload.always === true) {
+        return { updates: [update(allowedToolsKey, context.toolCall.toolName)] };
+      }
+      return undefined;
+    });
+  },
+});
