@@ -85,7 +85,7 @@ describe('agent loop', () => {
     const second = model.requests[1];
     if (!second) throw new Error('expected a second request');
     expect(second?.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
-    expect((second.messages[3]?.content[0] as ToolResultPart).result.data).toEqual({ sum: 3 });
+    expect((second.messages[3]!.content[0] as ToolResultPart).result.data).toEqual({ sum: 3 });
     expect(second?.tools.map((tool) => tool.name)).toEqual(['add']);
     expect(second?.tools[0]?.parameters).toMatchObject({ type: 'object', required: ['a', 'b'] });
     const end = eventsOfType(events, 'run-end')[0];

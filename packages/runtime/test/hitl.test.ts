@@ -7,7 +7,7 @@ import { callTool, collectEvents, eventsOfType, reply, ScriptedModel } from '../
 function lastToolResults(messages: readonly Message[]): ToolResultPart[] {
   const results: ToolResultPart[] = [];
   for (let index = messages.length - 1; index >= 0 && messages[index]?.role === 'tool'; index--) {
-    results.unshift(...(messages[index]?.content as ToolResultPart[]));
+    results.unshift(...(messages[index]!.content as ToolResultPart[]));
   }
   return results;
 }
@@ -195,7 +195,7 @@ describe('human in the loop', () => {
     expect(reads).toEqual([]);
     const request = model.requests[1]?.messages ?? [];
     expect(request.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'user']);
-    expect((request[2]?.content[0] as ToolResultPart).result.message).toMatch(
+    expect((request[2]!.content[0] as ToolResultPart).result.message).toMatch(
       /Cancelled: the user sent a new message/,
     );
   });
