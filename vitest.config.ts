@@ -3,7 +3,7 @@ import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 /** Every workspace package with tests, run from source through the `@lunation/source` export condition. */
-const roots = ['packages', 'apps']
+const roots = ['packages', 'apps', 'tests']
   .filter((dir) => existsSync(dir))
   .flatMap((dir) => readdirSync(dir).map((name) => `${dir}/${name}`))
   .filter((dir) => existsSync(`${dir}/package.json`));
@@ -15,7 +15,7 @@ export default defineConfig({
     projects: roots.map((root) => ({
       extends: true,
       test: {
-        name: root.split('/')[1] ?? root,
+        name: root === 'tests/integration' ? 'integration' : (root.split('/')[1] ?? root),
         root,
         include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
         testTimeout: 30_000,

@@ -1,0 +1,237 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LunationError, type LunationStore } from '@lunation/contract';
+import { createRuntime } from '@lunation/runtime';
+import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { RedisStore } from '@lunation/store-redis';
+import { SqliteStore } from '@lunation/store-sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProcessConfig } from '../fixtures/agent-process.js';
+import { startAgentProcess } from './process-harness.js';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const directory = mkdtempSync(join(tmpdir(), 'lunation-durability-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+let counter = 0;
+interface Backend {
+  name: 'sqlite' | 'redis';
+  config(): Pick<ProcessConfig, 'store' | 'path' | 'redisUrl' | 'keyPrefix'>;
+  open(config: Pick<ProcessConfig, 'path' | 'keyPrefix'>): Promise<LunationStore>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'sqlite',
+    config: () => ({ store: 'sqlite', path: join(directory, `db-${++counter}.sqlite`) }),
+    open: (config) => SqliteStore.open({ path: config.path ?? '' }),
+  },
+  {
+    name: 'redis',
+    config: () => ({
+      store: 'redis',
+      redisUrl,
+      keyPrefix: `lunation-test:durability:${process.pid}:${++counter}:`,
+    }),
+    open: async (config) => new RedisStore({ url: redisUrl, keyPrefix: config.keyPrefix ?? '' }),
+  },
+];
+
+beforeAll(async () => {
+  // Fail (never skip) when Redis is missing.
+  const probe = new RedisStore({ url: redisUrl, keyPrefix: `lunation-test:probe:${process.pid}:` });
+  try {
+    await probe.getLease('probe');
+  } catch (error) {
+    throw new Error(
+      `Redis is required for these tests and is not reachable at ${redisUrl}: ${(error as Error).message}`,
+    );
+  } finally {
+    await probe.close();
+  }
+});
+
+function readLog(path: string): string[] {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+describe.each(backends)('durability with $name', (backend) => {
+  it('resumes a suspended run in another process from the store alone', async () => {
+    const base = {
+      ...backend.config(),
+      threadId: 'thread-resume',
+      sideEffectLog: join(directory, `log-${++counter}`),
+    };
+    const first = startAgentProcess({ ...base, mode: 'suspend' });
+    const suspended = await first.waitFor('ended');
+    expect(await first.exited).toBe(0);
+    expect(suspended).toMatchObject({ status: 'waiting', termination: { type: 'suspended' } });
+    expect(readLog(base.sideEffectLog)).toEqual([]);
+
+    const second = startAgentProcess({ ...base, mode: 'resume', ticketId: String(suspended.ticketId) });
+    const done = await second.waitFor('ended');
+    expect(await second.exited).toBe(0);
+    expect(done).toMatchObject({
+      status: 'done',
+      termination: { type: 'natural-end' },
+      finalText: 'Saved your note.',
+      runId: suspended.runId,
+    });
+    expect(readLog(base.sideEffectLog)).toEqual([`write_note ${suspended.runId}:call_1_1 remember the milk`]);
+
+    const store = await backend.open(base);
+    try {
+      const messages = await store.listMessages('thread-resume');
+      expect(messages.map((record) => record.seq)).toEqual([1, 2, 3, 4]);
+      expect(messages.map((record) => record.message.role)).toEqual([
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+      ]);
+      const run = await store.getRun(String(suspended.runId));
+      expect(run).toMatchObject({ status: 'done', openTickets: [], steps: 2 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('survives SIGKILL mid-tool: the tool re-runs with the same idempotency key, finished tools do not', async () => {
+    const base = {
+      ...backend.config(),
+      threadId: 'thread-crash',
+      sideEffectLog: join(directory, `log-${++counter}`),
+      leaseTtlMs: 800,
+    };
+    const doomed = startAgentProcess({ ...base, mode: 'crash' });
+    const started = await doomed.waitFor('tool-started');
+    const running = await doomed.waitFor('running');
+    doomed.child.kill('SIGKILL');
+    await doomed.exited;
+    const key = String(started.key);
+    expect(key).toBe(`${running.runId}:call_2_1`);
+    expect(readLog(base.sideEffectLog)).toEqual([
+      `step_one ${running.runId}:call_1_1`,
+      `slow_write start ${key} rerun=false`,
+    ]);
+
+    const recovery = startAgentProcess({ ...base, mode: 'recover' });
+    const done = await recovery.waitFor('ended');
+    expect(await recovery.exited).toBe(0);
+    expect(done).toMatchObject({
+      status: 'done',
+      termination: { type: 'natural-end' },
+      finalText: 'All done.',
+      runId: running.runId,
+    });
+    expect(done.events).toEqual([
+      { type: 'tool-execution-start', toolName: 'slow_write', rerun: true, key },
+      { type: 'tool-result', toolName: 'slow_write', fromLedger: false },
+    ]);
+    expect(readLog(base.sideEffectLog)).toEqual([
+      `step_one ${running.runId}:call_1_1`,
+      `slow_write start ${key} rerun=false`,
+      `slow_write start ${key} rerun=true`,
+      `slow_write done ${key}`,
+    ]);
+
+    const store = await backend.open(base);
+    try {
+      const messages = await store.listMessages('thread-crash');
+      expect(messages.map((record) => record.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(messages.map((record) => record.message.role)).toEqual([
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+        'tool',
+        'assistant',
+      ]);
+      expect(new Set(messages.map((record) => record.message.id)).size).toBe(6);
+      const ledger = await store.getToolExecution(String(running.runId), 'call_2_1');
+      expect(ledger).toMatchObject({ status: 'completed', attempts: 2, idempotencyKey: key });
+      const first = await store.getToolExecution(String(running.runId), 'call_1_1');
+      expect(first).toMatchObject({ status: 'completed', attempts: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('leases across processes (redis)', () => {
+  it('lets exactly one of two runtimes run a thread, and takes it over after the owner dies', async () => {
+    const backend = backends[1] as Backend;
+    const base = {
+      ...backend.config(),
+      threadId: 'thread-race',
+      sideEffectLog: join(directory, `log-${++counter}`),
+      leaseTtlMs: 700,
+    };
+    const owner = startAgentProcess({ ...base, mode: 'hold' });
+    const running = await owner.waitFor('running');
+    expect(typeof running.leaseToken).toBe('number');
+
+    const makeRuntime = (store: LunationStore) =>
+      createRuntime()
+        .model('m', new ScriptedModel(() => reply('mine now')))
+        .agent({ id: 'agent', model: 'm' })
+        .store(store)
+        .build();
+    const storeA = await backend.open(base);
+    const storeB = await backend.open(base);
+    try {
+      const [a, b] = await Promise.allSettled([
+        makeRuntime(storeA).run({ threadId: 'thread-race', input: 'a' }),
+        makeRuntime(storeB).run({ threadId: 'thread-race', input: 'b' }),
+      ]);
+      for (const attempt of [a, b]) {
+        expect(attempt.status).toBe('rejected');
+        const error = (attempt as PromiseRejectedResult).reason;
+        expect(LunationError.hasCode(error, 'thread-busy')).toBe(true);
+        expect((error as LunationError).message).toContain(`run ${running.runId}`);
+      }
+
+      owner.child.kill('SIGKILL');
+      await owner.exited;
+      // Until the dead owner's lease expires the thread stays busy; then one of the two runtimes takes it.
+      const runtimes = [makeRuntime(storeA), makeRuntime(storeB)];
+      let result: Awaited<ReturnType<(typeof runtimes)[0]['generate']>> | undefined;
+      const deadline = Date.now() + 10_000;
+      while (!result && Date.now() < deadline) {
+        const attempts = await Promise.allSettled(
+          runtimes.map((runtime) => runtime.generate({ threadId: 'thread-race', input: 'take over' })),
+        );
+        const won = attempts.filter((attempt) => attempt.status === 'fulfilled');
+        const lost = attempts.filter((attempt) => attempt.status === 'rejected');
+        expect(won.length).toBeLessThanOrEqual(1);
+        for (const attempt of lost)
+          expect(LunationError.hasCode((attempt as PromiseRejectedResult).reason, 'thread-busy')).toBe(true);
+        if (won.length === 1) result = (won[0] as PromiseFulfilledResult<NonNullable<typeof result>>).value;
+        else await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(result?.finalText).toBe('mine now');
+
+      // A write fenced with the dead owner's token is rejected and changes nothing.
+      const before = await storeA.listMessages('thread-race');
+      const stale = storeA.commit({
+        threadId: 'thread-race',
+        expectedMessageCount: before.length,
+        messages: [{ id: 'late', role: 'user', content: [{ type: 'text', text: 'from the grave' }] }],
+        leaseToken: Number(running.leaseToken),
+      });
+      await expect(stale).rejects.toMatchObject({ code: 'stale-lease' });
+      expect(await storeA.listMessages('thread-race')).toHaveLength(before.length);
+    } finally {
+      await storeA.close();
+      await storeB.close();
+    }
+  });
+});
+
+// Keeps the fixture's side-effect log format documented next to the assertions above.
+writeFileSync(join(directory, 'README'), 'side-effect logs of the durability tests\n');
