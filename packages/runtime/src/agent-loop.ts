@@ -25,7 +25,14 @@ import {
   toErrorInfo,
   type Usage,
 } from '@lunation/contract';
-import type { ResolvedAgent, StepStats } from './agent.js';
+import type { ResolvedAgent, StepStats, ToolErrorPolicy } from './agent.js';
+import {
+  type BackgroundTasks,
+  type TaskHost,
+  type TaskRecord,
+  taskMessageText,
+  tasksKey,
+} from './background-tasks.js';
 import {
   applyCompaction,
   DEFAULT_COMPACTION_PROMPT,
@@ -78,7 +85,22 @@ export interface RunLoopOptions {
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
   emitStateSnapshots: boolean;
+  /** Live background tasks of this process. */
+  tasks?: TaskHost;
+  /** Results of background tasks that finished while no run was active. */
+  taskResults?: TaskRecord[];
+  /** Stay open after a reply and wait for more input (a session), until `close()`. */
+  keepAlive?: boolean;
+  /** Called each time a kept-alive run has answered and waits for input. */
+  onTurnEnd?(turn: { finalText: string; steps: number; usage: Usage }): void;
 }
+
+/** How follow-up input joins a live run. */
+export type DeliveryMode = 'queue' | 'steer' | 'interrupt';
+
+type InboxItem =
+  | { kind: 'messages'; messages: Message[]; mode: DeliveryMode }
+  | { kind: 'task'; task: TaskRecord };
 
 /** What a run ended with. */
 export interface RunResult {
@@ -136,6 +158,14 @@ export class AgentLoop {
   private lastStopReason: StopReason | undefined;
   private agentView: AgentView;
   private pendingLedger: Array<{ toolCallId: string; result: ToolResult; execution: ToolExecution }> = [];
+  private inbox: InboxItem[] = [];
+  private inferenceAbort!: AbortController;
+  private inferenceSignal!: AbortSignal;
+  private inferring = false;
+  private interrupted = false;
+  private idleWake: (() => void) | undefined;
+  private closed = false;
+  private toolErrorStop: string | undefined;
 
   constructor(private readonly options: RunLoopOptions) {
     this.agent = options.agent;
@@ -154,6 +184,108 @@ export class AgentLoop {
       startedAt: Date.now(),
     };
     this.agentView = this.createAgentView();
+    this.resetInferenceSignal();
+    options.signal.addEventListener('abort', () => this.idleWake?.(), { once: true });
+    for (const task of options.taskResults ?? []) this.inbox.push({ kind: 'task', task });
+    this.reconcileTasks();
+  }
+
+  /** Model calls get their own abort signal so that `interrupt` input can stop one without ending the run. */
+  private resetInferenceSignal(): void {
+    this.inferenceAbort = new AbortController();
+    this.inferenceSignal = AbortSignal.any([this.options.signal, this.inferenceAbort.signal]);
+  }
+
+  /** Adds input to the live run: delivered at the next step boundary, before the next model call. */
+  deliver(messages: Message[], mode: DeliveryMode): void {
+    this.inbox.push({ kind: 'messages', messages, mode });
+    if (mode === 'interrupt' && this.inferring) {
+      this.interrupted = true;
+      this.inferenceAbort.abort('interrupted by new input');
+    }
+    this.idleWake?.();
+  }
+
+  /** A background task of this thread finished. */
+  deliverTask(task: TaskRecord): void {
+    this.inbox.push({ kind: 'task', task });
+    this.idleWake?.();
+  }
+
+  /** Ends a kept-alive run once it is idle. */
+  close(): void {
+    this.closed = true;
+    this.idleWake?.();
+  }
+
+  /** Tasks recorded as running that no live process of ours runs any more are reported failed. */
+  private reconcileTasks(): void {
+    const snapshot = this.state.snapshot();
+    if (!this.state.isRegistered(tasksKey) || !snapshot.has(tasksKey)) return;
+    const delivered = new Set((this.options.taskResults ?? []).map((task) => task.id));
+    for (const task of Object.values(snapshot.get(tasksKey))) {
+      if (task.status !== 'running' || delivered.has(task.id) || this.options.tasks?.isLive(task.id))
+        continue;
+      this.inbox.push({
+        kind: 'task',
+        task: {
+          ...task,
+          status: 'failed',
+          finishedAt: Date.now(),
+          error: `the process running it (${task.owner}) stopped before it finished`,
+        },
+      });
+    }
+  }
+
+  /** Moves everything in the inbox into the conversation. True when anything arrived. */
+  private drainInbox(): boolean {
+    if (this.inbox.length === 0) return false;
+    const items = this.inbox;
+    this.inbox = [];
+    for (const item of items) {
+      if (item.kind === 'task') {
+        if (this.state.isRegistered(tasksKey)) this.state.commit([{ key: tasksKey, update: item.task }]);
+        this.append({
+          id: createId(),
+          role: 'user',
+          content: [{ type: 'text', text: taskMessageText(item.task) }],
+          metadata: { taskId: item.task.id, visibility: 'internal', runId: this.options.identity.runId },
+        });
+        continue;
+      }
+      if (item.mode === 'steer') {
+        this.append({
+          id: createId(),
+          role: 'user',
+          content: [
+            {
+              type: 'text',
+              text: '[The user interjected while you were working. Take their new message into account before continuing.]',
+            },
+          ],
+          metadata: { visibility: 'internal', interjection: true },
+        });
+      }
+      for (const message of item.messages) this.append(message);
+    }
+    return true;
+  }
+
+  private pendingTasks(): TaskRecord[] {
+    if (!this.state.isRegistered(tasksKey)) return [];
+    return Object.values(this.state.snapshot().get(tasksKey)).filter((task) => task.status === 'running');
+  }
+
+  /** Resolves when input arrives, the run is closed or cancelled. */
+  private waitForInput(): Promise<void> {
+    if (this.inbox.length > 0 || this.closed || this.options.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.idleWake = () => {
+        this.idleWake = undefined;
+        resolve();
+      };
+    });
   }
 
   private createEngine(): PhaseEngine {
@@ -304,6 +436,7 @@ export class AgentLoop {
     const { signal } = this.options;
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
     this.switchAgentIfHandedOff();
+    this.drainInbox();
     this.progress = { ...this.progress, step: this.progress.step + 1 };
     this.stepToolsCalled = [];
     const step = this.progress.step;
@@ -313,7 +446,17 @@ export class AgentLoop {
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
     await this.compactIfNeeded();
     const request = this.buildRequest();
-    const response = await this.infer(request);
+    let response: ModelResponse;
+    try {
+      response = await this.infer(request);
+    } catch (error) {
+      if (!this.interrupted || signal.aborted) throw error;
+      // New input interrupted the model call: drop the partial answer and continue with the input.
+      this.interrupted = false;
+      this.resetInferenceSignal();
+      this.emitStepEnd();
+      return undefined;
+    }
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
     this.append(response.message);
     this.finalText = response.text;
@@ -329,17 +472,41 @@ export class AgentLoop {
       if (signal.aborted) termination = { type: 'cancelled', reason: abortReason(signal) };
       else if (outcome.blocked) termination = { type: 'blocked', reason: outcome.blocked };
       else if (this.openTickets().length > 0) termination = { type: 'suspended' };
+      else if (this.toolErrorStop !== undefined)
+        termination = { type: 'stopped', code: 'tool-error', detail: this.toolErrorStop };
     } else {
       termination = { type: 'natural-end' };
     }
     await this.engine.run('StepEnd', this.base(response));
     if (termination === undefined) termination = this.evaluateStopConditions();
+    if (termination?.type === 'natural-end') termination = await this.afterReply();
     this.state.commit([{ key: runProgressKey, update: this.progress }]);
     if (termination === undefined) {
       await this.checkpoint('running', undefined);
       this.emitStepEnd();
     }
     return termination;
+  }
+
+  /** The model answered without tool calls: continue with new input, wait for it, or end. */
+  private async afterReply(): Promise<TerminationReason | undefined> {
+    if (this.inbox.length > 0) return undefined;
+    if (this.options.keepAlive && !this.closed) {
+      this.state.commit([{ key: runProgressKey, update: this.progress }]);
+      await this.checkpoint('running', undefined);
+      this.emitStepEnd();
+      this.options.onTurnEnd?.({
+        finalText: this.finalText,
+        steps: this.progress.step,
+        usage: this.progress.usage,
+      });
+      await this.waitForInput();
+      if (this.options.signal.aborted) return { type: 'cancelled', reason: abortReason(this.options.signal) };
+      if (this.inbox.length > 0) return undefined;
+      return { type: 'natural-end' };
+    }
+    if (this.pendingTasks().length > 0) return { type: 'awaiting-tasks' };
+    return { type: 'natural-end' };
   }
 
   private emitStepEnd(): void {
@@ -474,50 +641,60 @@ export class AgentLoop {
     const calls = new Map<string, { toolName: string; arguments: string; done: boolean }>();
     let usage: Usage = emptyUsage();
     let stopReason: StopReason | undefined;
-    for await (const part of this.agent.model.stream(request, { signal: this.options.signal })) {
-      switch (part.type) {
-        case 'text-delta':
-          text += part.delta;
-          this.emit({ type: 'text-delta', step, delta: part.delta });
-          break;
-        case 'reasoning-delta':
-          reasoning += part.delta;
-          if (part.signature !== undefined) signature = part.signature;
-          if (part.redacted) redacted = true;
-          if (part.delta) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
-          break;
-        case 'tool-call-start':
-          calls.set(part.toolCallId, { toolName: part.toolName, arguments: '', done: false });
-          this.emit({ type: 'tool-call-start', step, toolCallId: part.toolCallId, toolName: part.toolName });
-          break;
-        case 'tool-call-delta': {
-          const call = calls.get(part.toolCallId);
-          if (call) call.arguments += part.argumentsDelta;
-          this.emit({
-            type: 'tool-call-delta',
-            step,
-            toolCallId: part.toolCallId,
-            argumentsDelta: part.argumentsDelta,
-          });
-          break;
+    this.inferring = true;
+    try {
+      for await (const part of this.agent.model.stream(request, { signal: this.inferenceSignal })) {
+        switch (part.type) {
+          case 'text-delta':
+            text += part.delta;
+            this.emit({ type: 'text-delta', step, delta: part.delta });
+            break;
+          case 'reasoning-delta':
+            reasoning += part.delta;
+            if (part.signature !== undefined) signature = part.signature;
+            if (part.redacted) redacted = true;
+            if (part.delta) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
+            break;
+          case 'tool-call-start':
+            calls.set(part.toolCallId, { toolName: part.toolName, arguments: '', done: false });
+            this.emit({
+              type: 'tool-call-start',
+              step,
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+            });
+            break;
+          case 'tool-call-delta': {
+            const call = calls.get(part.toolCallId);
+            if (call) call.arguments += part.argumentsDelta;
+            this.emit({
+              type: 'tool-call-delta',
+              step,
+              toolCallId: part.toolCallId,
+              argumentsDelta: part.argumentsDelta,
+            });
+            break;
+          }
+          case 'tool-call-end':
+            calls.set(part.toolCallId, { toolName: part.toolName, arguments: part.arguments, done: true });
+            this.emit({
+              type: 'tool-call-end',
+              step,
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+              arguments: part.arguments,
+            });
+            break;
+          case 'usage':
+            usage = addUsage(usage, part.usage);
+            break;
+          case 'finish':
+            stopReason = part.stopReason;
+            break;
         }
-        case 'tool-call-end':
-          calls.set(part.toolCallId, { toolName: part.toolName, arguments: part.arguments, done: true });
-          this.emit({
-            type: 'tool-call-end',
-            step,
-            toolCallId: part.toolCallId,
-            toolName: part.toolName,
-            arguments: part.arguments,
-          });
-          break;
-        case 'usage':
-          usage = addUsage(usage, part.usage);
-          break;
-        case 'finish':
-          stopReason = part.stopReason;
-          break;
       }
+    } finally {
+      this.inferring = false;
     }
     this.progress = { ...this.progress, usage: addUsage(this.progress.usage, usage) };
     const content: AssistantMessage['content'] = [];
@@ -788,33 +965,49 @@ export class AgentLoop {
       idempotencyKey: key,
       rerun,
       decision: item.decision,
+      background: this.backgroundFor(call.toolCallId),
       reportProgress: (progress) =>
         this.emit({ type: 'tool-progress', toolCallId: call.toolCallId, toolName: call.toolName, progress }),
       suspend: (ticket) => new ToolOutput({ status: 'pending' }, undefined, ticket),
       output: (result, command) => new ToolOutput(result, command),
     };
     let result: ToolResult;
-    try {
-      const value = await tool.execute(item.input, context);
-      if (ToolOutput.isInstance(value)) {
-        if (value.suspend && !item.decision) return { suspend: value.suspend, fromLedger: false };
-        await this.engine.apply(value.command, this.base(response));
-        result = value.result;
-      } else {
-        result = { status: 'success', ...(value === undefined ? {} : { data: toJson(value) }) };
+    const policy = this.errorPolicy(call.toolName);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const value = await tool.execute(item.input, context);
+        if (ToolOutput.isInstance(value)) {
+          if (value.suspend && !item.decision) return { suspend: value.suspend, fromLedger: false };
+          await this.engine.apply(value.command, this.base(response));
+          result = value.result;
+        } else {
+          result = { status: 'success', ...(value === undefined ? {} : { data: toJson(value) }) };
+        }
+        break;
+      } catch (error) {
+        if (signal.aborted)
+          throw new LunationError('cancelled', 'The run was cancelled during a tool call', { cause: error });
+        const retryable = LunationError.isInstance(error)
+          ? error.isRetryable
+          : (error as { retryable?: unknown })?.retryable === true;
+        if (policy.policy === 'retry' && retryable && attempt < (policy.maxRetries ?? 2)) {
+          await delay((policy.backoffMs ?? 100) * 2 ** attempt, signal);
+          continue;
+        }
+        const message = error instanceof Error ? error.message : String(error);
+        result = {
+          status: 'error',
+          message: `Tool "${call.toolName}" failed: ${message}`,
+          ...(LunationError.isInstance(error)
+            ? { metadata: { code: error.code, retryable: error.isRetryable } }
+            : {}),
+          ...(attempt > 0 ? { metadata: { attempts: attempt + 1 } } : {}),
+        };
+        break;
       }
-    } catch (error) {
-      if (signal.aborted)
-        throw new LunationError('cancelled', 'The run was cancelled during a tool call', { cause: error });
-      const message = error instanceof Error ? error.message : String(error);
-      result = {
-        status: 'error',
-        message: `Tool "${call.toolName}" failed: ${message}`,
-        ...(LunationError.isInstance(error)
-          ? { metadata: { code: error.code, retryable: error.isRetryable } }
-          : {}),
-      };
     }
+    if (result.status === 'error' && policy.policy === 'stop')
+      this.toolErrorStop = `${call.toolName}: ${result.message ?? 'error'}`;
     if (persistence.durable) {
       this.pendingLedger.push({
         toolCallId: call.toolCallId,
@@ -853,6 +1046,31 @@ export class AgentLoop {
         ...(this.options.leaseToken === undefined ? {} : { leaseToken: this.options.leaseToken }),
       });
     }
+  }
+
+  private errorPolicy(toolName: string): ToolErrorPolicy {
+    const definition = this.agent.definition;
+    return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
+  }
+
+  private backgroundFor(toolCallId: string): BackgroundTasks {
+    const host = this.options.tasks;
+    const record = (task: TaskRecord) => {
+      if (!this.state.isRegistered(tasksKey)) this.state.register(tasksKey);
+      this.state.commit([{ key: tasksKey, update: task }]);
+      return task.id;
+    };
+    const unavailable = () => {
+      throw new LunationError(
+        'invalid-argument',
+        `Background tasks are not available to tool call ${toolCallId}`,
+      );
+    };
+    return {
+      spawn: (name, work) => (host ? record(host.spawn(this.options.identity, name, work)) : unavailable()),
+      spawnAgent: (agentId, task) =>
+        host ? record(host.spawnAgent(this.options.identity, agentId, task)) : unavailable(),
+    };
   }
 
   private openTickets(): SuspensionTicket[] {
@@ -989,6 +1207,20 @@ export class AgentLoop {
       messages: this.runMessages,
     };
   }
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new LunationError('cancelled', 'The run was cancelled during a tool retry'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** Stable per tool call, across re-runs after a crash. */

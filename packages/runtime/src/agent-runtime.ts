@@ -12,11 +12,13 @@ import {
   type RunRecord,
   resumeDecisionSchema,
   type SuspensionTicket,
+  type Usage,
   type UserMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
 import type { AgentDefinition } from './agent.js';
-import { AgentLoop, type FrontendTool, type RunResult } from './agent-loop.js';
+import { AgentLoop, type DeliveryMode, type FrontendTool, type RunResult } from './agent-loop.js';
+import type { TaskHost, TaskRecord } from './background-tasks.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
 import { InProcessPersistence, type Persistence, StorePersistence } from './persistence.js';
@@ -55,8 +57,25 @@ export interface RunOptions {
   stream?: boolean;
   /** Extra sink for this run only. */
   onEvent?: (event: AgentEvent) => void;
+  /** Keep the run open after each reply, waiting for input (see `session()`). @default false */
+  keepAlive?: boolean;
   /** @internal child runs */
   parent?: { runId: string; toolCallId: string; origin: RunOrigin };
+  /** @internal background task results to deliver */
+  taskResults?: TaskRecord[];
+  /** @internal */
+  onTurnEnd?(turn: { finalText: string; steps: number; usage: Usage }): void;
+}
+
+/** A conversation kept open across inputs: one long-lived run. */
+export interface Session {
+  readonly threadId: string;
+  /** Sends input and resolves with the reply's final text once the agent waits again. */
+  send(input: RunInput): Promise<string>;
+  /** Every event of the session's run. */
+  readonly events: EventStream | undefined;
+  /** Ends the session's run and resolves with its result. */
+  close(): Promise<RunResult | undefined>;
 }
 
 /** A started run. */
@@ -84,6 +103,7 @@ export interface DecisionOutcome {
 interface ActiveRun {
   identity: RunIdentity;
   controller: AbortController;
+  loop?: AgentLoop;
   emit(event: AgentEvent): void;
   done: Promise<RunResult>;
 }
@@ -99,6 +119,14 @@ export class AgentRuntime {
   private readonly leaseTtlMs: number;
   private readonly owner: string;
   private readonly emitStateSnapshots: boolean;
+  private readonly liveTasks = new Map<
+    string,
+    { threadId: string; controller: AbortController; record: TaskRecord }
+  >();
+  /** Finished task results waiting for a run of their thread. */
+  private readonly finishedTasks = new Map<string, TaskRecord[]>();
+  /** Hosts this process's background tasks. */
+  readonly tasks: TaskHost;
 
   constructor(options: AgentRuntimeOptions) {
     this.store = options.store;
@@ -107,6 +135,7 @@ export class AgentRuntime {
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${createId().slice(0, 8)}`;
     this.emitStateSnapshots = options.emitStateSnapshots ?? false;
+    this.tasks = this.createTaskHost();
     this.registry = new AgentRegistry(
       {
         models: options.models,
@@ -234,7 +263,11 @@ export class AgentRuntime {
         };
       } else if (latest && latest.status === 'running') {
         previous = latest; // the process running it died: recover it
+      } else if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') {
+        previous = latest; // continue the run that waited for its background tasks
       }
+      const taskResults = [...(options.taskResults ?? []), ...(this.finishedTasks.get(threadId) ?? [])];
+      this.finishedTasks.delete(threadId);
       if (openTickets.length > 0 && decisions.length === 0) {
         if (input.length === 0) {
           throw new LunationError(
@@ -245,7 +278,7 @@ export class AgentRuntime {
         }
         supersede = true;
       }
-      if (!previous && input.length === 0 && decisions.length === 0) {
+      if (!previous && input.length === 0 && decisions.length === 0 && taskResults.length === 0) {
         throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
       }
       if (supersede && latest && latest.status === 'waiting') {
@@ -343,7 +376,12 @@ export class AgentRuntime {
         emit,
         registryVersion: snapshot.version,
         emitStateSnapshots: this.emitStateSnapshots,
+        tasks: this.tasks,
+        taskResults,
+        ...(options.keepAlive ? { keepAlive: true } : {}),
+        ...(options.onTurnEnd ? { onTurnEnd: options.onTurnEnd } : {}),
       });
+      reservation.loop = loop;
       const result = loop.execute().finally(async () => {
         stream.close();
         await release();
@@ -369,6 +407,74 @@ export class AgentRuntime {
   async generate(options: RunOptions): Promise<RunResult> {
     const handle = await this.run({ stream: false, ...options });
     return handle.result;
+  }
+
+  /**
+   * Sends messages to a thread's active run (by thread id or run id): `queue` delivers them at the next step
+   * boundary, before the next model call; `steer` does the same and tells the model the user interjected;
+   * `interrupt` also cancels an in-flight model call and continues with the new input. With no active run on
+   * the thread, a new run starts with the messages (and its handle is returned).
+   */
+  async sendMessages(
+    id: string,
+    input: RunInput,
+    mode: DeliveryMode = 'queue',
+  ): Promise<RunHandle | undefined> {
+    const messages = normaliseInput(input);
+    if (messages.length === 0)
+      throw new LunationError('invalid-argument', 'sendMessages() needs at least one message');
+    const active = this.activeByRun.get(id) ?? this.activeByThread.get(id);
+    if (active?.loop) {
+      active.loop.deliver(messages, mode);
+      return undefined;
+    }
+    return this.run({ threadId: active?.identity.threadId ?? id, input: messages });
+  }
+
+  /** Runs one input on a thread and returns the final text. */
+  async ask(
+    threadId: string,
+    text: string,
+    options: Omit<RunOptions, 'threadId' | 'input'> = {},
+  ): Promise<string> {
+    return (await this.generate({ ...options, threadId, input: text })).finalText;
+  }
+
+  /** Opens a session: one run kept open for a sequence of inputs, until `close()`. */
+  session(threadId: string, options: Omit<RunOptions, 'threadId' | 'input' | 'keepAlive'> = {}): Session {
+    let handle: RunHandle | undefined;
+    const turns: Array<{ resolve: (text: string) => void; reject: (error: unknown) => void }> = [];
+    const onTurnEnd = (turn: { finalText: string }) => turns.shift()?.resolve(turn.finalText);
+    const failTurns = (error: unknown) => {
+      for (const turn of turns.splice(0)) turn.reject(error);
+    };
+    return {
+      threadId,
+      get events() {
+        return handle?.events;
+      },
+      send: async (input) => {
+        const reply = new Promise<string>((resolve, reject) => turns.push({ resolve, reject }));
+        if (!handle) {
+          handle = await this.run({ ...options, threadId, input, keepAlive: true, onTurnEnd });
+          handle.result.then((result) => {
+            // A run that ended without waiting again (suspended, stopped, ...) answers pending turns with its text.
+            for (const turn of turns.splice(0)) turn.resolve(result.finalText);
+          }, failTurns);
+        } else {
+          const active = this.activeByRun.get(handle.runId);
+          if (!active?.loop)
+            throw new LunationError('invalid-argument', `The session's run ${handle.runId} has ended`);
+          active.loop.deliver(normaliseInput(input), 'queue');
+        }
+        return reply;
+      },
+      close: async () => {
+        if (!handle) return undefined;
+        this.activeByRun.get(handle.runId)?.loop?.close();
+        return handle.result;
+      },
+    };
   }
 
   /** Cancels the active run with this run id or thread id. True when one was found. */
@@ -486,6 +592,97 @@ export class AgentRuntime {
       result: Promise.resolve(result),
       cancel: (reason) => controller.abort(reason),
     };
+  }
+
+  private createTaskHost(): TaskHost {
+    const start = (
+      identity: RunIdentity,
+      name: string,
+      work: (signal: AbortSignal) => Promise<unknown>,
+    ): TaskRecord => {
+      const controller = new AbortController();
+      const record: TaskRecord = {
+        id: createId(),
+        name,
+        status: 'running',
+        owner: this.owner,
+        runId: identity.runId,
+        startedAt: Date.now(),
+      };
+      this.liveTasks.set(record.id, { threadId: identity.threadId, controller, record });
+      Promise.resolve()
+        .then(() => work(controller.signal))
+        .then(
+          (value): TaskRecord => ({
+            ...record,
+            status: 'completed',
+            finishedAt: Date.now(),
+            ...(value === undefined ? {} : { result: JSON.parse(JSON.stringify(value)) as JsonValue }),
+          }),
+          (error): TaskRecord => ({
+            ...record,
+            status: controller.signal.aborted ? 'cancelled' : 'failed',
+            finishedAt: Date.now(),
+            error: controller.signal.aborted
+              ? 'cancelled'
+              : error instanceof Error
+                ? error.message
+                : String(error),
+          }),
+        )
+        .then((finished) => {
+          this.liveTasks.delete(record.id);
+          this.taskFinished(identity.threadId, finished);
+        });
+      return record;
+    };
+    return {
+      owner: this.owner,
+      spawn: start,
+      spawnAgent: (identity, agentId, task) =>
+        start(identity, `agent:${agentId}`, async (signal) => {
+          const child = await this.run({
+            threadId: `${identity.threadId}~task~${agentId}~${createId().slice(0, 8)}`,
+            agentId,
+            input: task,
+            signal,
+            stream: false,
+            parent: { runId: identity.runId, toolCallId: 'background', origin: 'subagent' },
+          });
+          const result = await child.result;
+          if (result.termination.type !== 'natural-end') {
+            throw new LunationError(
+              'tool-execution-failed',
+              `Agent "${agentId}" ended ${result.termination.type}`,
+            );
+          }
+          return result.finalText;
+        }),
+      isLive: (taskId) => this.liveTasks.has(taskId),
+      cancel: (taskId) => {
+        const live = this.liveTasks.get(taskId);
+        if (!live) return false;
+        live.controller.abort('cancelled');
+        return true;
+      },
+    };
+  }
+
+  /** Routes a finished task to its thread's active run, or starts a continuation run once none is left. */
+  private taskFinished(threadId: string, task: TaskRecord): void {
+    const active = this.activeByThread.get(threadId);
+    if (active?.loop) {
+      active.loop.deliverTask(task);
+      return;
+    }
+    const waiting = this.finishedTasks.get(threadId) ?? [];
+    waiting.push(task);
+    this.finishedTasks.set(threadId, waiting);
+    if (active) return; // a run is starting; it picks the results up
+    const stillRunning = [...this.liveTasks.values()].some((live) => live.threadId === threadId);
+    if (stillRunning) return;
+    // If the thread is busy elsewhere, the results stay queued here for the next run of the thread.
+    this.run({ threadId, stream: false }).catch(() => {});
   }
 
   /** The tool that runs a delegate agent as a child run and returns its final answer. */

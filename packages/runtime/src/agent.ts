@@ -28,6 +28,16 @@ export interface ToolExecutionOptions {
   concurrency?: number;
 }
 
+/**
+ * What happens when a tool call fails: `continue` (the model sees the error result), `retry` (errors marked
+ * retryable are retried up to `maxRetries` times with exponential backoff from `backoffMs`), or `stop` (the
+ * run ends `stopped` with code `tool-error`, after the step's results are kept).
+ */
+export type ToolErrorPolicy =
+  | { policy: 'continue' }
+  | { policy: 'retry'; maxRetries?: number; backoffMs?: number }
+  | { policy: 'stop' };
+
 /** A plugin reference in an agent: the plugin (or its id in the builder) and its config. */
 export type PluginReference =
   | Plugin<unknown>
@@ -51,6 +61,10 @@ export interface AgentDefinition {
   /** Ids of agents this one may delegate to; each becomes a tool `agent_<id>`. */
   delegates?: string[];
   toolExecution?: ToolExecutionOptions;
+  /** @default { policy: 'continue' } */
+  toolErrorPolicy?: ToolErrorPolicy;
+  /** Per-tool overrides of `toolErrorPolicy`, by tool name. */
+  toolErrorPolicies?: Record<string, ToolErrorPolicy>;
   /** Default model settings for this agent. */
   overrides?: ModelOverrides;
 }

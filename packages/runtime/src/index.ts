@@ -20,7 +20,17 @@ export {
   type RunHandle,
   type RunInput,
   type RunOptions,
+  type Session,
 } from './agent-runtime.js';
+export {
+  type BackgroundTasks,
+  backgroundTasksPlugin,
+  type TaskHost,
+  type TaskRecord,
+  type TaskStatus,
+  taskMessageText,
+  tasksKey,
+} from './background-tasks.js';
 export { AgentRuntimeBuilder, createRuntime } from './builder.js';
 export {
   type ActionType,

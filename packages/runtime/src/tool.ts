@@ -7,6 +7,7 @@ import type {
   ToolResult,
 } from '@lunation/contract';
 import { z } from 'zod';
+import type { BackgroundTasks } from './background-tasks.js';
 import type { Command } from './command.js';
 import type { StateSnapshot } from './state.js';
 
@@ -53,6 +54,8 @@ export interface ToolContext {
   readonly rerun: boolean;
   /** The decision that resumed this call (`pass-decision-to-tool` / `replay-tool-call`). */
   readonly decision: ResumeDecision | undefined;
+  /** Starts work that outlives this call; its result reaches the run at a later step. */
+  readonly background: BackgroundTasks;
   /** Reports progress to the run's event stream. */
   reportProgress(progress: JsonValue): void;
   /** Suspends this call until a decision arrives. */

@@ -1,0 +1,108 @@
+import { type JsonValue, LunationError, type RunIdentity } from '@lunation/contract';
+import { z } from 'zod';
+import { definePlugin } from './plugin.js';
+import { defineStateKey } from './state.js';
+import { defineTool } from './tool.js';
+
+export const taskStatusSchema = z.enum(['running', 'completed', 'failed', 'cancelled']);
+export type TaskStatus = z.infer<typeof taskStatusSchema>;
+
+/** A background task as kept in thread state (persisted with the thread). */
+export interface TaskRecord {
+  id: string;
+  name: string;
+  status: TaskStatus;
+  /** The runtime process that runs it. */
+  owner: string;
+  /** The run whose tool started it. */
+  runId: string;
+  startedAt: number;
+  finishedAt?: number;
+  result?: JsonValue;
+  error?: string;
+}
+
+export const taskRecordSchema: z.ZodType<TaskRecord> = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: taskStatusSchema,
+  owner: z.string(),
+  runId: z.string(),
+  startedAt: z.number(),
+  finishedAt: z.number().optional(),
+  result: z.any().optional(),
+  error: z.string().optional(),
+});
+
+/** The thread's background tasks by id. */
+export const tasksKey = defineStateKey<Record<string, TaskRecord>, TaskRecord>({
+  name: 'runtime.tasks',
+  schema: z.record(z.string(), taskRecordSchema),
+  initial: () => ({}),
+  scope: 'thread',
+  apply: (value, task) => ({ ...value, [task.id]: task }),
+});
+
+/** What tools use to start work that outlives their call. */
+export interface BackgroundTasks {
+  /** Starts `work` now and returns its task id at once; its result reaches the run at the next step. */
+  spawn(name: string, work: (signal: AbortSignal) => Promise<unknown>): string;
+  /** Starts a run of another agent on a child thread in the background; its final answer is the result. */
+  spawnAgent(agentId: string, task: string): string;
+}
+
+/** Where the runtime keeps live tasks (one per process). */
+export interface TaskHost {
+  readonly owner: string;
+  spawn(identity: RunIdentity, name: string, work: (signal: AbortSignal) => Promise<unknown>): TaskRecord;
+  spawnAgent(identity: RunIdentity, agentId: string, task: string): TaskRecord;
+  isLive(taskId: string): boolean;
+  cancel(taskId: string): boolean;
+}
+
+/** The message the model gets when a task finished. */
+export function taskMessageText(task: TaskRecord): string {
+  const head = `[background task "${task.name}" (${task.id}) ${task.status}]`;
+  if (task.status === 'completed')
+    return `${head}\n${typeof task.result === 'string' ? task.result : JSON.stringify(task.result ?? null)}`;
+  return `${head}${task.error ? `: ${task.error}` : ''}`;
+}
+
+/** Offers `list_tasks` and `cancel_task` to the model. Agents that start background work should use it. */
+export function backgroundTasksPlugin(host: () => TaskHost) {
+  return definePlugin({
+    name: 'background-tasks',
+    register(registrar) {
+      registrar.stateKey(tasksKey);
+      registrar.tool(
+        defineTool({
+          name: 'list_tasks',
+          description: 'Lists the background tasks of this conversation with their status and results',
+          input: z.object({}),
+          execute: (_, context) =>
+            Object.values(context.state.get(tasksKey)).map((task) => ({
+              id: task.id,
+              name: task.name,
+              status: task.status,
+              ...(task.error ? { error: task.error } : {}),
+            })),
+        }),
+      );
+      registrar.tool(
+        defineTool({
+          name: 'cancel_task',
+          description: 'Cancels a running background task',
+          input: z.object({ taskId: z.string() }),
+          execute: ({ taskId }, context) => {
+            const task = context.state.get(tasksKey)[taskId];
+            if (!task) throw new LunationError('not-found', `No background task "${taskId}"`);
+            if (task.status !== 'running') return `Task ${taskId} already ${task.status}.`;
+            if (!host().cancel(taskId))
+              throw new LunationError('not-found', `Task ${taskId} is not running in this process`);
+            return `Cancelling task ${taskId}.`;
+          },
+        }),
+      );
+    },
+  });
+}
