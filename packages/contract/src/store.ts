@@ -188,6 +188,33 @@ export interface CheckpointStore {
   loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined>;
 }
 
+export interface CompleteToolExecutionInput {
+  runId: string;
+  toolCallId: string;
+  result: ToolResult;
+  leaseToken?: number;
+}
+
+export interface AcquireLeaseInput {
+  threadId: string;
+  /** Who takes it, e.g. a process id. */
+  owner: string;
+  /** The run it is taken for. */
+  runId: string;
+  ttlMs: number;
+}
+
+export interface RenewLeaseInput {
+  threadId: string;
+  token: number;
+  ttlMs: number;
+}
+
+export interface ReleaseLeaseInput {
+  threadId: string;
+  token: number;
+}
+
 export interface BeginToolExecutionInput {
   runId: string;
   toolCallId: string;
@@ -205,12 +232,7 @@ export interface ToolExecutionLedger {
    */
   beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution>;
   /** Records the result; `not-found` when no entry was begun. */
-  completeToolExecution(input: {
-    runId: string;
-    toolCallId: string;
-    result: ToolResult;
-    leaseToken?: number;
-  }): Promise<ToolExecution>;
+  completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution>;
   getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
   listToolExecutions(runId: string): Promise<ToolExecution[]>;
 }
@@ -221,16 +243,33 @@ export interface LeaseManager {
    * Takes the thread's lease for `ttlMs`. Fails with `thread-busy` (details: `runId`, `owner`) while another
    * unexpired lease exists. The token is larger than any token issued for the thread before.
    */
-  acquireLease(input: { threadId: string; owner: string; runId: string; ttlMs: number }): Promise<Lease>;
+  acquireLease(input: AcquireLeaseInput): Promise<Lease>;
   /** Extends a held lease; `lease-lost` if it expired and was taken, or the token is not current. */
-  renewLease(input: { threadId: string; token: number; ttlMs: number }): Promise<Lease>;
+  renewLease(input: RenewLeaseInput): Promise<Lease>;
   /** Gives the lease up; false if the token no longer holds it. */
-  releaseLease(input: { threadId: string; token: number }): Promise<boolean>;
+  releaseLease(input: ReleaseLeaseInput): Promise<boolean>;
   /** The current unexpired lease, if any. */
   getLease(threadId: string): Promise<Lease | undefined>;
 }
 
-/** Everything the runtime needs from a durable store. Every store passes `@lunation/store-testkit`. */
+/**
+ * Everything the runtime needs from a durable store. Every store passes `@lunation/store-testkit`.
+ *
+ * @remarks Rules the conformance suite checks, beyond each method's own description:
+ * - Reads of a missing (or deleted) thread return empty values: `listMessages` → `[]`, `listRuns` →
+ *   `{ items: [] }`, `getThreadState` → `{}`, `getLatestRun` and `getLease` → `undefined`.
+ * - Runs are ordered by `createdAt`, ties going to the later insert (`getLatestRun`, `listRuns`).
+ * - Cursors are keyset cursors: they survive inserts and deletes between pages; `nextCursor` is absent on the
+ *   page holding the last item, even when that page is exactly full. A malformed cursor is `invalid-argument`.
+ * - The per-thread lease token counter survives release, expiry and `deleteThread`; `renewLease` after
+ *   `releaseLease` is `lease-lost`.
+ * - A `leaseToken` is stale only when a higher token was issued for the thread: a thread never leased accepts
+ *   any token, and the latest token still commits after its lease expired.
+ * - A commit checks, in order: the thread exists (`not-found`), the lease token (`stale-lease`), the message
+ *   count (`store-conflict`).
+ * - Completing an already completed ledger entry returns it unchanged (the first result wins); a repeated
+ *   `beginToolExecution` keeps the first `startedAt`.
+ */
 export interface LunationStore
   extends ThreadStore,
     MessageStore,

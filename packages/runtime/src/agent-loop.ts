@@ -5,6 +5,7 @@ import {
   type ContentPart,
   emptyUsage,
   type JsonSchema,
+  type JsonValue,
   LunationError,
   type Message,
   type ModelRequest,
@@ -33,6 +34,7 @@ import {
   taskMessageText,
   tasksKey,
 } from './background-tasks.js';
+import type { Command } from './command.js';
 import {
   applyCompaction,
   DEFAULT_COMPACTION_PROMPT,
@@ -53,7 +55,7 @@ import {
   requestAdjustmentsKey,
   runProgressKey,
 } from './runtime-keys.js';
-import { StateStore, type StateUpdate } from './state.js';
+import { type StateSnapshot, StateStore, type StateUpdate } from './state.js';
 import { formatIssues, type TicketInput, type ToolContext, ToolOutput, toJsonSchema } from './tool.js';
 
 /** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
@@ -89,6 +91,8 @@ export interface RunLoopOptions {
   tasks?: TaskHost;
   /** Results of background tasks that finished while no run was active. */
   taskResults?: TaskRecord[];
+  /** False when nobody consumes events: the loop then skips building them. @default true */
+  listening?: boolean;
   /** Stay open after a reply and wait for more input (a session), until `close()`. */
   keepAlive?: boolean;
   /** Called each time a kept-alive run has answered and waits for input. */
@@ -167,7 +171,11 @@ export class AgentLoop {
   private closed = false;
   private toolErrorStop: string | undefined;
 
+  /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */
+  private readonly listening: boolean;
+
   constructor(private readonly options: RunLoopOptions) {
+    this.listening = options.listening ?? true;
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys.values());
     this.state.restore(options.threadState);
@@ -185,15 +193,23 @@ export class AgentLoop {
     };
     this.agentView = this.createAgentView();
     this.resetInferenceSignal();
-    options.signal.addEventListener('abort', () => this.idleWake?.(), { once: true });
+    options.signal.addEventListener(
+      'abort',
+      () => {
+        this.inferenceAbort.abort(options.signal.reason);
+        this.idleWake?.();
+      },
+      { once: true },
+    );
     for (const task of options.taskResults ?? []) this.inbox.push({ kind: 'task', task });
     this.reconcileTasks();
   }
 
   /** Model calls get their own abort signal so that `interrupt` input can stop one without ending the run. */
   private resetInferenceSignal(): void {
-    this.inferenceAbort = new AbortController();
-    this.inferenceSignal = AbortSignal.any([this.options.signal, this.inferenceAbort.signal]);
+    const controller = new AbortController();
+    this.inferenceAbort = controller;
+    this.inferenceSignal = controller.signal;
   }
 
   /** Adds input to the live run: delivered at the next step boundary, before the next model call. */
@@ -304,7 +320,8 @@ export class AgentLoop {
     };
   }
 
-  private emit(event: Record<string, unknown> & { type: AgentEvent['type'] }): void {
+  /** @internal */
+  emit(event: Record<string, unknown> & { type: AgentEvent['type'] }): void {
     const target = event as unknown as { identity: RunIdentity; seq: number };
     target.identity = this.options.identity;
     target.seq = this.seq++;
@@ -332,16 +349,17 @@ export class AgentLoop {
 
   async execute(): Promise<RunResult> {
     const { options } = this;
-    this.emit({
-      type: 'run-start',
-      input: options.input,
-      resumed: options.previous !== undefined,
-      timestamp: Date.now(),
-    });
+    if (this.listening)
+      this.emit({
+        type: 'run-start',
+        input: options.input,
+        resumed: options.previous !== undefined,
+        timestamp: Date.now(),
+      });
     let termination: TerminationReason | undefined;
     try {
       this.state.commit([{ key: runProgressKey, update: this.progress }]);
-      await this.engine.run('RunStart', this.base());
+      if (this.engine.isActive('RunStart')) await this.engine.run('RunStart', this.base());
       termination = await this.settlePendingCalls();
       for (const message of options.input) this.append(message);
       while (termination === undefined) termination = await this.step();
@@ -356,7 +374,7 @@ export class AgentLoop {
       return { type: 'cancelled', reason: abortReason(this.options.signal) };
     }
     const info = toErrorInfo(error);
-    this.emit({ type: 'error', error: info });
+    if (this.listening) this.emit({ type: 'error', error: info });
     return { type: 'error', error: info };
   }
 
@@ -398,7 +416,7 @@ export class AgentLoop {
         continue;
       } else {
         appliedDecisionIds.push(decision.decisionId);
-        this.emit({ type: 'tool-call-resumed', toolCallId: call.toolCallId, decision });
+        if (this.listening) this.emit({ type: 'tool-call-resumed', toolCallId: call.toolCallId, decision });
         if (decision.action === 'cancel') {
           item.result = {
             status: 'error',
@@ -440,9 +458,9 @@ export class AgentLoop {
     this.progress = { ...this.progress, step: this.progress.step + 1 };
     this.stepToolsCalled = [];
     const step = this.progress.step;
-    this.emit({ type: 'step-start', step });
-    await this.engine.run('StepStart', this.base());
-    await this.engine.run('BeforeInference', this.base());
+    if (this.listening) this.emit({ type: 'step-start', step });
+    if (this.engine.isActive('StepStart')) await this.engine.run('StepStart', this.base());
+    if (this.engine.isActive('BeforeInference')) await this.engine.run('BeforeInference', this.base());
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
     await this.compactIfNeeded();
     const request = this.buildRequest();
@@ -461,7 +479,7 @@ export class AgentLoop {
     this.append(response.message);
     this.finalText = response.text;
     this.lastStopReason = response.stopReason;
-    await this.engine.run('AfterInference', this.base(response));
+    if (this.engine.isActive('AfterInference')) await this.engine.run('AfterInference', this.base(response));
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
 
     let termination: TerminationReason | undefined;
@@ -477,12 +495,12 @@ export class AgentLoop {
     } else {
       termination = { type: 'natural-end' };
     }
-    await this.engine.run('StepEnd', this.base(response));
+    if (this.engine.isActive('StepEnd')) await this.engine.run('StepEnd', this.base(response));
     if (termination === undefined) termination = this.evaluateStopConditions();
     if (termination?.type === 'natural-end') termination = await this.afterReply();
     this.state.commit([{ key: runProgressKey, update: this.progress }]);
     if (termination === undefined) {
-      await this.checkpoint('running', undefined);
+      if (this.options.persistence.durable) await this.checkpoint('running', undefined);
       this.emitStepEnd();
     }
     return termination;
@@ -493,7 +511,7 @@ export class AgentLoop {
     if (this.inbox.length > 0) return undefined;
     if (this.options.keepAlive && !this.closed) {
       this.state.commit([{ key: runProgressKey, update: this.progress }]);
-      await this.checkpoint('running', undefined);
+      if (this.options.persistence.durable) await this.checkpoint('running', undefined);
       this.emitStepEnd();
       this.options.onTurnEnd?.({
         finalText: this.finalText,
@@ -512,18 +530,20 @@ export class AgentLoop {
   private emitStepEnd(): void {
     if (this.options.emitStateSnapshots) {
       const snapshot = this.state.snapshot();
-      this.emit({
-        type: 'state-snapshot',
-        revision: snapshot.revision,
-        state: { ...snapshot.export('thread'), ...snapshot.export('run') },
-      });
+      if (this.listening)
+        this.emit({
+          type: 'state-snapshot',
+          revision: snapshot.revision,
+          state: { ...snapshot.export('thread'), ...snapshot.export('run') },
+        });
     }
-    this.emit({
-      type: 'step-end',
-      step: this.progress.step,
-      stopReason: this.lastStopReason,
-      usage: this.progress.usage,
-    });
+    if (this.listening)
+      this.emit({
+        type: 'step-end',
+        step: this.progress.step,
+        stopReason: this.lastStopReason,
+        usage: this.progress.usage,
+      });
   }
 
   private switchAgentIfHandedOff(): void {
@@ -647,7 +667,7 @@ export class AgentLoop {
         switch (part.type) {
           case 'text-delta':
             text += part.delta;
-            this.emit({ type: 'text-delta', step, delta: part.delta });
+            if (this.listening) this.emit({ type: 'text-delta', step, delta: part.delta });
             break;
           case 'reasoning-delta':
             reasoning += part.delta;
@@ -657,33 +677,36 @@ export class AgentLoop {
             break;
           case 'tool-call-start':
             calls.set(part.toolCallId, { toolName: part.toolName, arguments: '', done: false });
-            this.emit({
-              type: 'tool-call-start',
-              step,
-              toolCallId: part.toolCallId,
-              toolName: part.toolName,
-            });
+            if (this.listening)
+              this.emit({
+                type: 'tool-call-start',
+                step,
+                toolCallId: part.toolCallId,
+                toolName: part.toolName,
+              });
             break;
           case 'tool-call-delta': {
             const call = calls.get(part.toolCallId);
             if (call) call.arguments += part.argumentsDelta;
-            this.emit({
-              type: 'tool-call-delta',
-              step,
-              toolCallId: part.toolCallId,
-              argumentsDelta: part.argumentsDelta,
-            });
+            if (this.listening)
+              this.emit({
+                type: 'tool-call-delta',
+                step,
+                toolCallId: part.toolCallId,
+                argumentsDelta: part.argumentsDelta,
+              });
             break;
           }
           case 'tool-call-end':
             calls.set(part.toolCallId, { toolName: part.toolName, arguments: part.arguments, done: true });
-            this.emit({
-              type: 'tool-call-end',
-              step,
-              toolCallId: part.toolCallId,
-              toolName: part.toolName,
-              arguments: part.arguments,
-            });
+            if (this.listening)
+              this.emit({
+                type: 'tool-call-end',
+                step,
+                toolCallId: part.toolCallId,
+                toolName: part.toolName,
+                arguments: part.arguments,
+              });
             break;
           case 'usage':
             usage = addUsage(usage, part.usage);
@@ -872,7 +895,8 @@ export class AgentLoop {
     let status: 'succeeded' | 'failed' | 'cancelled' = item.status ?? 'succeeded';
     let fromLedger = false;
     if (result === undefined && item.suspend === undefined) {
-      await this.engine.run('BeforeToolExecute', this.base(response, toolCall, undefined, item.decision));
+      if (this.engine.isActive('BeforeToolExecute'))
+        await this.engine.run('BeforeToolExecute', this.base(response, toolCall, undefined, item.decision));
       const outcome = await this.invoke(item, response);
       if (outcome.suspend) item.suspend = outcome.suspend;
       else {
@@ -884,7 +908,7 @@ export class AgentLoop {
     if (item.suspend !== undefined) {
       const ticket = this.createTicket(call, item.suspend);
       this.state.commit([{ key: pendingCallsKey, update: { type: 'suspend', ticket } }]);
-      this.emit({ type: 'tool-call-suspended', ticket });
+      if (this.listening) this.emit({ type: 'tool-call-suspended', ticket });
       return undefined;
     }
     const finalResult = result as ToolResult;
@@ -895,15 +919,16 @@ export class AgentLoop {
       ...this.progress,
       consecutiveToolErrors: finalResult.status === 'error' ? this.progress.consecutiveToolErrors + 1 : 0,
     };
-    this.emit({
-      type: 'tool-result',
-      step,
-      toolCallId: call.toolCallId,
-      toolName: call.toolName,
-      status,
-      result: finalResult,
-      fromLedger,
-    });
+    if (this.listening)
+      this.emit({
+        type: 'tool-result',
+        step,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        status,
+        result: finalResult,
+        fromLedger,
+      });
     return { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, result: finalResult };
   }
 
@@ -947,30 +972,26 @@ export class AgentLoop {
       attempts = entry?.attempts ?? 1;
       rerun = attempts > 1;
     }
-    this.emit({
-      type: 'tool-execution-start',
-      step: this.progress.step,
-      toolCallId: call.toolCallId,
-      toolName: call.toolName,
-      idempotencyKey: key,
-      rerun,
-    });
+    if (this.listening)
+      this.emit({
+        type: 'tool-execution-start',
+        step: this.progress.step,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        idempotencyKey: key,
+        rerun,
+      });
     const signal = this.options.signal;
-    const context: ToolContext = {
-      toolCallId: call.toolCallId,
-      toolName: call.toolName,
+    const context = new ToolCallContext(
+      this,
+      call,
       identity,
-      state: this.state.snapshot(),
+      this.state.snapshot(),
       signal,
-      idempotencyKey: key,
+      key,
       rerun,
-      decision: item.decision,
-      background: this.backgroundFor(call.toolCallId),
-      reportProgress: (progress) =>
-        this.emit({ type: 'tool-progress', toolCallId: call.toolCallId, toolName: call.toolName, progress }),
-      suspend: (ticket) => new ToolOutput({ status: 'pending' }, undefined, ticket),
-      output: (result, command) => new ToolOutput(result, command),
-    };
+      item.decision,
+    );
     let result: ToolResult;
     const policy = this.errorPolicy(call.toolName);
     for (let attempt = 0; ; attempt++) {
@@ -1053,7 +1074,8 @@ export class AgentLoop {
     return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
   }
 
-  private backgroundFor(toolCallId: string): BackgroundTasks {
+  /** @internal */
+  backgroundFor(toolCallId: string): BackgroundTasks {
     const host = this.options.tasks;
     const record = (task: TaskRecord) => {
       if (!this.state.isRegistered(tasksKey)) this.state.register(tasksKey);
@@ -1171,31 +1193,32 @@ export class AgentLoop {
     const status = statusForTermination(termination);
     try {
       if (termination.type !== 'cancelled' || !this.options.signal.aborted) {
-        await this.engine.run('RunEnd', this.base());
+        if (this.engine.isActive('RunEnd')) await this.engine.run('RunEnd', this.base());
       }
     } catch (error) {
-      this.emit({ type: 'error', error: toErrorInfo(error) });
+      if (this.listening) this.emit({ type: 'error', error: toErrorInfo(error) });
     }
     this.state.commit([{ key: runProgressKey, update: this.progress }]);
     try {
       await this.flushLedger(false);
       await this.checkpoint(status, termination);
     } catch (error) {
-      this.emit({ type: 'error', error: toErrorInfo(error) });
+      if (this.listening) this.emit({ type: 'error', error: toErrorInfo(error) });
       if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
     }
     if (this.progress.step > 0) this.emitStepEnd();
     const openTickets = this.openTickets();
-    this.emit({
-      type: 'run-end',
-      status,
-      termination,
-      finalText: this.finalText,
-      steps: this.progress.step,
-      usage: this.progress.usage,
-      openTickets,
-      timestamp: Date.now(),
-    });
+    if (this.listening)
+      this.emit({
+        type: 'run-end',
+        status,
+        termination,
+        finalText: this.finalText,
+        steps: this.progress.step,
+        usage: this.progress.usage,
+        openTickets,
+        timestamp: Date.now(),
+      });
     return {
       identity: this.options.identity,
       status,
@@ -1221,6 +1244,44 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The context of one tool execution. */
+class ToolCallContext implements ToolContext {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  private backgroundTasks: BackgroundTasks | undefined;
+
+  constructor(
+    private readonly loop: AgentLoop,
+    call: ToolCall,
+    readonly identity: RunIdentity,
+    readonly state: StateSnapshot,
+    readonly signal: AbortSignal,
+    readonly idempotencyKey: string,
+    readonly rerun: boolean,
+    readonly decision: ResumeDecision | undefined,
+  ) {
+    this.toolCallId = call.toolCallId;
+    this.toolName = call.toolName;
+  }
+
+  get background(): BackgroundTasks {
+    if (!this.backgroundTasks) this.backgroundTasks = this.loop.backgroundFor(this.toolCallId);
+    return this.backgroundTasks;
+  }
+
+  reportProgress(progress: JsonValue): void {
+    this.loop.emit({ type: 'tool-progress', toolCallId: this.toolCallId, toolName: this.toolName, progress });
+  }
+
+  suspend(ticket: TicketInput): ToolOutput {
+    return new ToolOutput({ status: 'pending' }, undefined, ticket);
+  }
+
+  output(result: ToolResult, command?: Command): ToolOutput {
+    return new ToolOutput(result, command);
+  }
 }
 
 /** Stable per tool call, across re-runs after a crash. */

@@ -378,6 +378,7 @@ export class AgentRuntime {
         emitStateSnapshots: this.emitStateSnapshots,
         tasks: this.tasks,
         taskResults,
+        listening: buffer || sinks.length > 0 || onEvent !== undefined,
         ...(options.keepAlive ? { keepAlive: true } : {}),
         ...(options.onTurnEnd ? { onTurnEnd: options.onTurnEnd } : {}),
       });
