@@ -20,7 +20,10 @@ describe('LunationError', () => {
   });
 
   it('is recognised across copies of the package through a global symbol', () => {
-    const foreign = Object.assign(new Error('x'), { [Symbol.for('lunation.error')]: true, code: 'not-found' });
+    const foreign = Object.assign(new Error('x'), {
+      [Symbol.for('lunation.error')]: true,
+      code: 'not-found',
+    });
     expect(LunationError.isInstance(foreign)).toBe(true);
     expect(LunationError.isInstance(new Error('plain'))).toBe(false);
     expect(LunationError.isInstance('string')).toBe(false);
@@ -30,14 +33,20 @@ describe('LunationError', () => {
   });
 
   it('serialises to a valid ErrorInfo, and unknown throwables become internal', () => {
-    const info = new LunationError('not-found', 'Thread "t1" does not exist', { details: { threadId: 't1' } }).toJSON();
+    const info = new LunationError('not-found', 'Thread "t1" does not exist', {
+      details: { threadId: 't1' },
+    }).toJSON();
     expect(errorInfoSchema.parse(JSON.parse(JSON.stringify(info)))).toEqual({
       code: 'not-found',
       message: 'Thread "t1" does not exist',
       retryable: false,
       details: { threadId: 't1' },
     });
-    expect(toErrorInfo(new TypeError('boom'))).toEqual({ code: 'internal', message: 'boom', retryable: false });
+    expect(toErrorInfo(new TypeError('boom'))).toEqual({
+      code: 'internal',
+      message: 'boom',
+      retryable: false,
+    });
     expect(toErrorInfo('weird')).toEqual({ code: 'internal', message: 'weird', retryable: false });
   });
 

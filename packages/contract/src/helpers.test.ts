@@ -3,7 +3,13 @@ import { addUsage, emptyUsage, messageText, statusForTermination, toolResultText
 
 describe('helpers', () => {
   it('sums usage field by field', () => {
-    const a = { inputTokens: 1, outputTokens: 2, cacheReadTokens: 3, cacheWriteTokens: 4, reasoningTokens: 5 };
+    const a = {
+      inputTokens: 1,
+      outputTokens: 2,
+      cacheReadTokens: 3,
+      cacheWriteTokens: 4,
+      reasoningTokens: 5,
+    };
     expect(addUsage(a, a)).toEqual({
       inputTokens: 2,
       outputTokens: 4,

@@ -72,7 +72,10 @@ export const stopReasonSchema = z.enum([
 export type StopReason = z.infer<typeof stopReasonSchema>;
 
 export const textDeltaPartSchema = z.object({ type: z.literal('text-delta'), delta: z.string() });
-/** A piece of reasoning text; `signature` arrives once, usually with an empty delta at the block's end. */
+/**
+ * A piece of reasoning text. A part carrying `signature` (usually with an empty delta) or `redacted: true` closes
+ * the current reasoning block; the next reasoning delta starts a new block. Consumers keep blocks apart.
+ */
 export const reasoningDeltaPartSchema = z.object({
   type: z.literal('reasoning-delta'),
   delta: z.string(),

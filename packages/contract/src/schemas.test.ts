@@ -23,7 +23,13 @@ import {
 } from './index.js';
 
 const identity = { threadId: 't1', runId: 'r1', agentId: 'assistant', origin: 'user' as const };
-const usage = { inputTokens: 10, outputTokens: 5, cacheReadTokens: 2, cacheWriteTokens: 0, reasoningTokens: 1 };
+const usage = {
+  inputTokens: 10,
+  outputTokens: 5,
+  cacheReadTokens: 2,
+  cacheWriteTokens: 0,
+  reasoningTokens: 1,
+};
 const ticket = {
   id: 'k1',
   toolCallId: 'c1',
@@ -86,7 +92,12 @@ const cases: Case[] = [
         id: 'm3',
         role: 'tool',
         content: [
-          { type: 'tool-result', toolCallId: 'c1', toolName: 'add', result: { status: 'success', data: { sum: 3 } } },
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 'add',
+            result: { status: 'success', data: { sum: 3 } },
+          },
         ],
       },
     ],
@@ -124,7 +135,11 @@ const cases: Case[] = [
     schema: toolDescriptorSchema,
     valid: [{ name: 'add', description: 'Adds', parameters: { type: 'object', properties: {} } }],
     invalid: [
-      { value: { name: 'has space', description: '', parameters: {} }, path: ['name'], message: /tool names/ },
+      {
+        value: { name: 'has space', description: '', parameters: {} },
+        path: ['name'],
+        message: /tool names/,
+      },
       { value: { name: 'add', description: 'x' }, path: ['parameters'], message: /expected record/i },
     ],
   },
@@ -132,7 +147,9 @@ const cases: Case[] = [
     name: 'tool call',
     schema: toolCallSchema,
     valid: [{ toolCallId: 'c1', toolName: 'add', arguments: '{not json' }],
-    invalid: [{ value: { toolCallId: 'c1', toolName: 'add' }, path: ['arguments'], message: /expected string/i }],
+    invalid: [
+      { value: { toolCallId: 'c1', toolName: 'add' }, path: ['arguments'], message: /expected string/i },
+    ],
   },
   {
     name: 'tool result',
@@ -170,7 +187,11 @@ const cases: Case[] = [
         path: ['overrides', 'temperature'],
         message: /<=2|too big/i,
       },
-      { value: { messages: [], tools: [], toolChoice: 'sometimes' }, path: ['toolChoice'], message: /invalid/i },
+      {
+        value: { messages: [], tools: [], toolChoice: 'sometimes' },
+        path: ['toolChoice'],
+        message: /invalid/i,
+      },
     ],
   },
   {
@@ -187,7 +208,11 @@ const cases: Case[] = [
     ],
     invalid: [
       { value: { type: 'finish', stopReason: 'done' }, path: ['stopReason'], message: /expected one of/i },
-      { value: { type: 'usage', usage: { ...usage, inputTokens: -1 } }, path: ['usage', 'inputTokens'], message: />=0/ },
+      {
+        value: { type: 'usage', usage: { ...usage, inputTokens: -1 } },
+        path: ['usage', 'inputTokens'],
+        message: />=0/,
+      },
     ],
   },
   {
@@ -231,7 +256,9 @@ const cases: Case[] = [
       { decisionId: 'd1', ticketId: 'k1', action: 'resume', payload: { ok: true } },
       { decisionId: 'd2', ticketId: 'k1', action: 'cancel', reason: 'no' },
     ],
-    invalid: [{ value: { decisionId: 'd1', ticketId: 'k1', action: 'maybe' }, path: ['action'], message: /one of/ }],
+    invalid: [
+      { value: { decisionId: 'd1', ticketId: 'k1', action: 'maybe' }, path: ['action'], message: /one of/ },
+    ],
   },
   {
     name: 'agent event',
@@ -297,33 +324,54 @@ const cases: Case[] = [
       },
     ],
     invalid: [
-      { value: { threadId: 't1', expectedMessageCount: -1, messages: [] }, path: ['expectedMessageCount'], message: />=0/ },
-      { value: { threadId: 't1', expectedMessageCount: 0, messages: [], leaseToken: 0 }, path: ['leaseToken'], message: />0/ },
+      {
+        value: { threadId: 't1', expectedMessageCount: -1, messages: [] },
+        path: ['expectedMessageCount'],
+        message: />=0/,
+      },
+      {
+        value: { threadId: 't1', expectedMessageCount: 0, messages: [], leaseToken: 0 },
+        path: ['leaseToken'],
+        message: />0/,
+      },
     ],
   },
 ];
 
 describe.each(cases)('$name schema', ({ schema, valid, invalid }) => {
-  it.each(valid.map((value, index) => [index, value]))('accepts valid value #%i and round-trips it through JSON', (_, value) => {
-    const parsed = schema.parse(value);
-    expect(parsed).toEqual(value);
-    expect(schema.parse(JSON.parse(JSON.stringify(parsed)))).toEqual(value);
-  });
+  it.each(valid.map((value, index) => [index, value]))(
+    'accepts valid value #%i and round-trips it through JSON',
+    (_, value) => {
+      const parsed = schema.parse(value);
+      expect(parsed).toEqual(value);
+      expect(schema.parse(JSON.parse(JSON.stringify(parsed)))).toEqual(value);
+    },
+  );
 
-  it.each(invalid.map((entry, index) => [index, entry] as const))('rejects malformed value #%i naming the field', (_, entry) => {
-    const result = schema.safeParse(entry.value);
-    expect(result.success).toBe(false);
-    const issue = result.error?.issues.find((candidate) =>
-      JSON.stringify(candidate.path).endsWith(JSON.stringify(entry.path).slice(1)),
-    );
-    expect(issue, JSON.stringify(result.error?.issues)).toBeDefined();
-    expect(issue?.message).toMatch(entry.message);
-  });
+  it.each(invalid.map((entry, index) => [index, entry] as const))(
+    'rejects malformed value #%i naming the field',
+    (_, entry) => {
+      const result = schema.safeParse(entry.value);
+      expect(result.success).toBe(false);
+      const issue = result.error?.issues.find((candidate) =>
+        JSON.stringify(candidate.path).endsWith(JSON.stringify(entry.path).slice(1)),
+      );
+      expect(issue, JSON.stringify(result.error?.issues)).toBeDefined();
+      expect(issue?.message).toMatch(entry.message);
+    },
+  );
 });
 
 describe('store record schemas', () => {
   it('accept thread, message, run, ledger and lease records', () => {
-    const thread = { id: 't1', resourceId: 'u1', metadata: { title: 'Hi' }, messageCount: 2, createdAt: 1, updatedAt: 2 };
+    const thread = {
+      id: 't1',
+      resourceId: 'u1',
+      metadata: { title: 'Hi' },
+      messageCount: 2,
+      createdAt: 1,
+      updatedAt: 2,
+    };
     expect(threadRecordSchema.parse(thread)).toEqual(thread);
     const record = { threadId: 't1', seq: 1, message: assistant, runId: 'r1', createdAt: 1 };
     expect(messageRecordSchema.parse(record)).toEqual(record);
@@ -344,7 +392,9 @@ describe('store record schemas', () => {
   });
 
   it('reject a message record with seq 0 and a run record with a bad status', () => {
-    expect(messageRecordSchema.safeParse({ threadId: 't1', seq: 0, message: assistant, createdAt: 1 }).success).toBe(false);
+    expect(
+      messageRecordSchema.safeParse({ threadId: 't1', seq: 0, message: assistant, createdAt: 1 }).success,
+    ).toBe(false);
     const result = runRecordSchema.safeParse({ ...run, status: 'paused' });
     expect(result.error?.issues[0]?.path).toEqual(['status']);
   });

@@ -358,7 +358,7 @@ export class AgentLoop {
       });
     let termination: TerminationReason | undefined;
     try {
-      this.state.commit([{ key: runProgressKey, update: this.progress }]);
+      this.state.commit([{ key: runProgressKey, update: { ...this.progress } }]);
       if (this.engine.isActive('RunStart')) await this.engine.run('RunStart', this.base());
       termination = await this.settlePendingCalls();
       for (const message of options.input) this.append(message);
@@ -455,7 +455,7 @@ export class AgentLoop {
     if (signal.aborted) return { type: 'cancelled', reason: abortReason(signal) };
     this.switchAgentIfHandedOff();
     this.drainInbox();
-    this.progress = { ...this.progress, step: this.progress.step + 1 };
+    this.progress.step++;
     this.stepToolsCalled = [];
     const step = this.progress.step;
     if (this.listening) this.emit({ type: 'step-start', step });
@@ -498,7 +498,7 @@ export class AgentLoop {
     if (this.engine.isActive('StepEnd')) await this.engine.run('StepEnd', this.base(response));
     if (termination === undefined) termination = this.evaluateStopConditions();
     if (termination?.type === 'natural-end') termination = await this.afterReply();
-    this.state.commit([{ key: runProgressKey, update: this.progress }]);
+    this.state.commit([{ key: runProgressKey, update: { ...this.progress } }]);
     if (termination === undefined) {
       if (this.options.persistence.durable) await this.checkpoint('running', undefined);
       this.emitStepEnd();
@@ -510,7 +510,7 @@ export class AgentLoop {
   private async afterReply(): Promise<TerminationReason | undefined> {
     if (this.inbox.length > 0) return undefined;
     if (this.options.keepAlive && !this.closed) {
-      this.state.commit([{ key: runProgressKey, update: this.progress }]);
+      this.state.commit([{ key: runProgressKey, update: { ...this.progress } }]);
       if (this.options.persistence.durable) await this.checkpoint('running', undefined);
       this.emitStepEnd();
       this.options.onTurnEnd?.({
@@ -654,11 +654,15 @@ export class AgentLoop {
 
   private async infer(request: ModelRequest): Promise<ModelResponse> {
     const step = this.progress.step;
+    // Parts in stream order; each signed (or redacted) reasoning block stays its own part.
+    const content: AssistantMessage['content'] = [];
+    let openText: { type: 'text'; text: string } | undefined;
+    let openReasoning:
+      | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
+      | undefined;
     let text = '';
-    let reasoning = '';
-    let signature: string | undefined;
-    let redacted = false;
-    const calls = new Map<string, { toolName: string; arguments: string; done: boolean }>();
+    const calls = new Map<string, { toolName: string; arguments: string }>();
+    const toolCalls: ToolCall[] = [];
     let usage: Usage = emptyUsage();
     let stopReason: StopReason | undefined;
     this.inferring = true;
@@ -667,47 +671,66 @@ export class AgentLoop {
         switch (part.type) {
           case 'text-delta':
             text += part.delta;
+            if (openText) openText.text += part.delta;
+            else {
+              openText = { type: 'text', text: part.delta };
+              content.push(openText);
+            }
+            openReasoning = undefined;
             if (this.listening) this.emit({ type: 'text-delta', step, delta: part.delta });
             break;
           case 'reasoning-delta':
-            reasoning += part.delta;
-            if (part.signature !== undefined) signature = part.signature;
-            if (part.redacted) redacted = true;
-            if (part.delta) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
+            if (!openReasoning) {
+              openReasoning = { type: 'reasoning', text: '' };
+              content.push(openReasoning);
+            }
+            openText = undefined;
+            openReasoning.text += part.delta;
+            if (part.redacted) openReasoning.redacted = true;
+            if (part.signature !== undefined || part.redacted) {
+              if (part.signature !== undefined) openReasoning.signature = part.signature;
+              openReasoning = undefined; // a signature or redaction closes the block
+            }
+            if (part.delta && this.listening) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
             break;
           case 'tool-call-start':
-            calls.set(part.toolCallId, { toolName: part.toolName, arguments: '', done: false });
-            if (this.listening)
+            calls.set(part.toolCallId, { toolName: part.toolName, arguments: '' });
+            if (this.listening) {
               this.emit({
                 type: 'tool-call-start',
                 step,
                 toolCallId: part.toolCallId,
                 toolName: part.toolName,
               });
+            }
             break;
           case 'tool-call-delta': {
             const call = calls.get(part.toolCallId);
             if (call) call.arguments += part.argumentsDelta;
-            if (this.listening)
+            if (this.listening) {
               this.emit({
                 type: 'tool-call-delta',
                 step,
                 toolCallId: part.toolCallId,
                 argumentsDelta: part.argumentsDelta,
               });
+            }
             break;
           }
-          case 'tool-call-end':
-            calls.set(part.toolCallId, { toolName: part.toolName, arguments: part.arguments, done: true });
-            if (this.listening)
-              this.emit({
-                type: 'tool-call-end',
-                step,
-                toolCallId: part.toolCallId,
-                toolName: part.toolName,
-                arguments: part.arguments,
-              });
+          case 'tool-call-end': {
+            calls.delete(part.toolCallId);
+            const call: ToolCall = {
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+              arguments: part.arguments,
+            };
+            toolCalls.push(call);
+            content.push({ type: 'tool-call', ...call });
+            openText = undefined;
+            openReasoning = undefined;
+            if (this.listening) this.emit({ type: 'tool-call-end', step, ...call });
             break;
+          }
           case 'usage':
             usage = addUsage(usage, part.usage);
             break;
@@ -719,22 +742,13 @@ export class AgentLoop {
     } finally {
       this.inferring = false;
     }
-    this.progress = { ...this.progress, usage: addUsage(this.progress.usage, usage) };
-    const content: AssistantMessage['content'] = [];
-    if (reasoning || signature) {
-      content.push({
-        type: 'reasoning',
-        text: reasoning,
-        ...(signature === undefined ? {} : { signature }),
-        ...(redacted ? { redacted } : {}),
-      });
-    }
-    if (text) content.push({ type: 'text', text });
-    const toolCalls: ToolCall[] = [];
+    // Calls that started but never ended (a provider that only streams pieces) are kept as they are.
     for (const [toolCallId, call] of calls) {
-      toolCalls.push({ toolCallId, toolName: call.toolName, arguments: call.arguments });
-      content.push({ type: 'tool-call', toolCallId, toolName: call.toolName, arguments: call.arguments });
+      const complete: ToolCall = { toolCallId, toolName: call.toolName, arguments: call.arguments };
+      toolCalls.push(complete);
+      content.push({ type: 'tool-call', ...complete });
     }
+    this.progress.usage = addUsage(this.progress.usage, usage);
     const message: AssistantMessage = {
       id: createId(),
       role: 'assistant',
@@ -915,10 +929,8 @@ export class AgentLoop {
     if (this.engine.isActive('AfterToolExecute')) {
       await this.engine.run('AfterToolExecute', this.base(response, toolCall, finalResult, item.decision));
     }
-    this.progress = {
-      ...this.progress,
-      consecutiveToolErrors: finalResult.status === 'error' ? this.progress.consecutiveToolErrors + 1 : 0,
-    };
+    this.progress.consecutiveToolErrors =
+      finalResult.status === 'error' ? this.progress.consecutiveToolErrors + 1 : 0;
     if (this.listening)
       this.emit({
         type: 'tool-result',
@@ -1174,8 +1186,7 @@ export class AgentLoop {
     let summary = '';
     for await (const part of this.agent.model.stream(request, { signal: this.options.signal })) {
       if (part.type === 'text-delta') summary += part.delta;
-      else if (part.type === 'usage')
-        this.progress = { ...this.progress, usage: addUsage(this.progress.usage, part.usage) };
+      else if (part.type === 'usage') this.progress.usage = addUsage(this.progress.usage, part.usage);
     }
     this.append({
       id: createId(),
@@ -1198,7 +1209,7 @@ export class AgentLoop {
     } catch (error) {
       if (this.listening) this.emit({ type: 'error', error: toErrorInfo(error) });
     }
-    this.state.commit([{ key: runProgressKey, update: this.progress }]);
+    this.state.commit([{ key: runProgressKey, update: { ...this.progress } }]);
     try {
       await this.flushLedger(false);
       await this.checkpoint(status, termination);

@@ -92,6 +92,33 @@ describe('agent loop', () => {
     expect(end).toMatchObject({ finalText: 'The sum is 3.', steps: 2, termination: { type: 'natural-end' } });
   });
 
+  it('keeps each signed reasoning block as its own part, in stream order', async () => {
+    const model = new ScriptedModel([
+      {
+        parts: [
+          { type: 'reasoning-delta', delta: 'first ' },
+          { type: 'reasoning-delta', delta: 'thought' },
+          { type: 'reasoning-delta', delta: '', signature: 'sig-1' },
+          { type: 'text-delta', delta: 'Let me check. ' },
+          { type: 'reasoning-delta', delta: 'second thought' },
+          { type: 'reasoning-delta', delta: '', signature: 'sig-2' },
+          { type: 'reasoning-delta', delta: 'opaque', redacted: true },
+          { type: 'text-delta', delta: 'Done.' },
+          { type: 'finish', stopReason: 'end-turn' },
+        ],
+      },
+    ]);
+    const result = await runtimeWith(model).generate({ threadId: 't', input: 'think' });
+    expect(result.finalText).toBe('Let me check. Done.');
+    expect(result.messages.at(-1)?.content).toEqual([
+      { type: 'reasoning', text: 'first thought', signature: 'sig-1' },
+      { type: 'text', text: 'Let me check. ' },
+      { type: 'reasoning', text: 'second thought', signature: 'sig-2' },
+      { type: 'reasoning', text: 'opaque', redacted: true },
+      { type: 'text', text: 'Done.' },
+    ]);
+  });
+
   it('keeps the thread history across runs', async () => {
     const model = new ScriptedModel([reply('first'), reply('second')]);
     const runtime = runtimeWith(model);

@@ -21,6 +21,8 @@ export interface ScriptedResponse {
   error?: Error;
   /** Wait this long (abortably) before answering. */
   delayMs?: number;
+  /** Stream exactly these parts instead (text, reasoning and tool calls above are then ignored). */
+  parts?: ModelStreamPart[];
 }
 
 export type Script =
@@ -73,6 +75,13 @@ export class ScriptedModel implements ModelProvider {
     if (response.delayMs) await sleep(response.delayMs, signal);
     checkAbort(signal);
     if (response.error) throw response.error;
+    if (response.parts) {
+      for (const part of response.parts) {
+        checkAbort(signal);
+        yield part;
+      }
+      return;
+    }
     const partDelay = this.options.partDelayMs ?? 0;
     const pause = async () => {
       if (partDelay > 0) await sleep(partDelay, signal);
