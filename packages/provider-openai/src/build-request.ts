@@ -29,7 +29,10 @@ export interface BuildRequestSettings {
 }
 
 /** The Chat Completions streaming body for a contract request. */
-export function buildRequest(request: ModelRequest, settings: BuildRequestSettings): ChatCompletionCreateParamsStreaming {
+export function buildRequest(
+  request: ModelRequest,
+  settings: BuildRequestSettings,
+): ChatCompletionCreateParamsStreaming {
   const overrides = request.overrides ?? {};
   const body: ChatCompletionCreateParamsStreaming = {
     model: overrides.model ?? settings.model,
@@ -47,8 +50,10 @@ export function buildRequest(request: ModelRequest, settings: BuildRequestSettin
   if (overrides.temperature !== undefined) body.temperature = overrides.temperature;
   if (overrides.topP !== undefined) body.top_p = overrides.topP;
   if (overrides.maxTokens !== undefined) body[settings.maxTokensField] = overrides.maxTokens;
-  if (overrides.stopSequences !== undefined && overrides.stopSequences.length > 0) body.stop = overrides.stopSequences;
-  if (overrides.reasoningEffort !== undefined) body.reasoning_effort = toReasoningEffort(overrides.reasoningEffort);
+  if (overrides.stopSequences !== undefined && overrides.stopSequences.length > 0)
+    body.stop = overrides.stopSequences;
+  if (overrides.reasoningEffort !== undefined)
+    body.reasoning_effort = toReasoningEffort(overrides.reasoningEffort);
 
   const extraBody = settings.providerOptions?.extraBody;
   if (extraBody !== undefined) {
@@ -90,7 +95,9 @@ function userContent(message: UserMessage): string | ChatCompletionContentPart[]
     return textContent(message.content as ReadonlyArray<{ text: string }>);
   }
   return message.content.map((part) =>
-    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: imageUrl(part) } },
+    part.type === 'text'
+      ? { type: 'text', text: part.text }
+      : { type: 'image_url', image_url: { url: imageUrl(part) } },
   );
 }
 
@@ -102,7 +109,8 @@ function imageUrl(part: ImagePart): string {
 /** Reasoning parts are dropped: Chat Completions takes no reasoning back. */
 function assistantMessages(message: AssistantMessage): ChatCompletionMessageParam[] {
   let text = '';
-  const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = [];
+  const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> =
+    [];
   for (const part of message.content) {
     if (part.type === 'text') text += part.text;
     else if (part.type === 'tool-call') {
@@ -129,7 +137,9 @@ function toToolChoice(choice: ToolChoice): ChatCompletionToolChoiceOption {
 }
 
 /** A token budget maps to the nearest effort level. */
-function toReasoningEffort(effort: ReasoningEffort): NonNullable<ChatCompletionCreateParamsStreaming['reasoning_effort']> {
+function toReasoningEffort(
+  effort: ReasoningEffort,
+): NonNullable<ChatCompletionCreateParamsStreaming['reasoning_effort']> {
   if (typeof effort === 'string') return effort;
   const budget = effort.budgetTokens;
   if (budget < 1_024) return 'minimal';

@@ -84,7 +84,8 @@ export function providerError(input: ProviderErrorInput): LunationError {
   return new LunationError(code, message, {
     cause: input.cause,
     status: input.status,
-    retryAfterMs: code === 'rate-limited' || code === 'overloaded' ? parseRetryAfter(input.headers) : undefined,
+    retryAfterMs:
+      code === 'rate-limited' || code === 'overloaded' ? parseRetryAfter(input.headers) : undefined,
     retryable: shouldRetry === 'true' ? true : shouldRetry === 'false' ? false : undefined,
     details,
   });
@@ -92,10 +93,14 @@ export function providerError(input: ProviderErrorInput): LunationError {
 
 /** The error thrown when the caller's AbortSignal aborts. */
 export function cancelledError(label: ProviderLabel, signal: AbortSignal | undefined): LunationError {
-  return new LunationError('cancelled', `The ${label.name} call for model "${label.model}" was cancelled through its AbortSignal.`, {
-    cause: signal?.reason,
-    details: { provider: label.name, model: label.model },
-  });
+  return new LunationError(
+    'cancelled',
+    `The ${label.name} call for model "${label.model}" was cancelled through its AbortSignal.`,
+    {
+      cause: signal?.reason,
+      details: { provider: label.name, model: label.model },
+    },
+  );
 }
 
 /** The error thrown when a stream ends before the vendor's final event. */

@@ -21,12 +21,24 @@ interface OpenAIErrorBody {
 export function mapError(error: unknown, label: ProviderLabel, phase: 'request' | 'stream'): LunationError {
   if (LunationError.isInstance(error)) return error;
   if (error instanceof APIConnectionTimeoutError) {
-    return providerError({ label, code: 'timeout', summary: 'did not answer in time', apiMessage: undefined, cause: error });
+    return providerError({
+      label,
+      code: 'timeout',
+      summary: 'did not answer in time',
+      apiMessage: undefined,
+      cause: error,
+    });
   }
   if (error instanceof APIConnectionError) {
     if (phase === 'stream') return streamInterruptedError(label, error.message, error);
     const reason = error.cause instanceof Error ? error.cause.message : error.message;
-    return providerError({ label, code: 'provider-error', summary: 'could not be reached', apiMessage: reason, cause: error });
+    return providerError({
+      label,
+      code: 'provider-error',
+      summary: 'could not be reached',
+      apiMessage: reason,
+      cause: error,
+    });
   }
   if (error instanceof APIError) {
     const body = (error.error ?? {}) as OpenAIErrorBody;

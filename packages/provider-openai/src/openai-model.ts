@@ -60,7 +60,10 @@ export class OpenAIModel implements ModelProvider {
 
   constructor(options: OpenAIModelOptions) {
     if (!options.model) {
-      throw new LunationError('invalid-argument', 'OpenAIModel needs a model id, e.g. { model: "gpt-4.1-mini" }');
+      throw new LunationError(
+        'invalid-argument',
+        'OpenAIModel needs a model id, e.g. { model: "gpt-4.1-mini" }',
+      );
     }
     this.#options = options;
     this.#policy = resolveRetryPolicy(options.retry, options.maxRetries);
@@ -125,7 +128,8 @@ export class OpenAIModel implements ModelProvider {
 
   #label(model: string): ProviderLabel {
     const { baseURL, client } = this.#options;
-    const name = baseURL === undefined || client !== undefined ? 'OpenAI' : `OpenAI-compatible server at ${baseURL}`;
+    const name =
+      baseURL === undefined || client !== undefined ? 'OpenAI' : `OpenAI-compatible server at ${baseURL}`;
     return { name, model, apiKeyHint: 'the `apiKey` option or OPENAI_API_KEY' };
   }
 }

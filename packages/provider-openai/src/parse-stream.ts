@@ -1,4 +1,10 @@
-import { emptyUsage, LunationError, type ModelStreamPart, type StopReason, type Usage } from '@lunation/contract';
+import {
+  emptyUsage,
+  LunationError,
+  type ModelStreamPart,
+  type StopReason,
+  type Usage,
+} from '@lunation/contract';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import { type ProviderLabel, streamInterruptedError } from './http-error.js';
@@ -32,8 +38,10 @@ export async function* parseStream(
       const delta = choice.delta ?? {};
       const reasoning = reasoningText(delta);
       if (reasoning !== '') yield { type: 'reasoning-delta', delta: reasoning };
-      if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text-delta', delta: delta.content };
-      if (typeof delta.refusal === 'string' && delta.refusal !== '') yield { type: 'text-delta', delta: delta.refusal };
+      if (typeof delta.content === 'string' && delta.content !== '')
+        yield { type: 'text-delta', delta: delta.content };
+      if (typeof delta.refusal === 'string' && delta.refusal !== '')
+        yield { type: 'text-delta', delta: delta.refusal };
       for (const toolCall of delta.tool_calls ?? []) {
         const index = toolCall.index ?? calls.size;
         let call = calls.get(index);
@@ -48,7 +56,8 @@ export async function* parseStream(
           call.id ??= `call_${index}`;
           call.started = true;
           yield { type: 'tool-call-start', toolCallId: call.id, toolName: call.name };
-          if (call.arguments !== '') yield { type: 'tool-call-delta', toolCallId: call.id, argumentsDelta: call.arguments };
+          if (call.arguments !== '')
+            yield { type: 'tool-call-delta', toolCallId: call.id, argumentsDelta: call.arguments };
         }
         if (piece !== '') {
           call.arguments += piece;
@@ -66,7 +75,11 @@ export async function* parseStream(
     throw streamInterruptedError(label, 'the response ended without a finish_reason');
   }
   yield { type: 'usage', usage: usage ?? emptyUsage() };
-  yield { type: 'finish', stopReason: toStopReason(finishReason, calls.size > 0), rawStopReason: finishReason };
+  yield {
+    type: 'finish',
+    stopReason: toStopReason(finishReason, calls.size > 0),
+    rawStopReason: finishReason,
+  };
 }
 
 function* endCalls(calls: Map<number, ToolCallState>, label: ProviderLabel): Generator<ModelStreamPart> {

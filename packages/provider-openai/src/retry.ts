@@ -15,7 +15,10 @@ export interface RetryOptions {
 
 export type RetryPolicy = Required<RetryOptions>;
 
-export function resolveRetryPolicy(retry: RetryOptions | undefined, maxRetries: number | undefined): RetryPolicy {
+export function resolveRetryPolicy(
+  retry: RetryOptions | undefined,
+  maxRetries: number | undefined,
+): RetryPolicy {
   return {
     maxRetries: retry?.maxRetries ?? maxRetries ?? 2,
     initialDelayMs: retry?.initialDelayMs ?? 500,
@@ -41,7 +44,10 @@ interface HeaderReader {
 }
 
 /** Milliseconds from `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
-export function parseRetryAfter(headers: HeaderReader | undefined, now: number = Date.now()): number | undefined {
+export function parseRetryAfter(
+  headers: HeaderReader | undefined,
+  now: number = Date.now(),
+): number | undefined {
   if (headers === undefined) return undefined;
   const milliseconds = Number.parseFloat(headers.get('retry-after-ms') ?? '');
   if (Number.isFinite(milliseconds) && milliseconds >= 0) return Math.round(milliseconds);

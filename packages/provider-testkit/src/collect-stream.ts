@@ -131,14 +131,17 @@ export function summarizeParts(parts: readonly ModelStreamPart[]): StreamSummary
  */
 export function assertStreamInvariants(parts: readonly ModelStreamPart[]): void {
   const fail = (index: number, problem: string): never => {
-    throw new Error(`Stream part #${index} (${JSON.stringify(parts[index])}) breaks the contract: ${problem}`);
+    throw new Error(
+      `Stream part #${index} (${JSON.stringify(parts[index])}) breaks the contract: ${problem}`,
+    );
   };
   const open = new Map<string, { toolName: string; streamed: string }>();
   const ended = new Set<string>();
   let usageSeen = false;
   let finishSeen = false;
   parts.forEach((part, index) => {
-    if (!modelStreamPartSchema.safeParse(part).success) fail(index, 'it does not match modelStreamPartSchema');
+    if (!modelStreamPartSchema.safeParse(part).success)
+      fail(index, 'it does not match modelStreamPartSchema');
     if (finishSeen) fail(index, 'a part came after `finish`');
     const isContent = part.type !== 'usage' && part.type !== 'finish';
     if (isContent && usageSeen) fail(index, 'content came after `usage`');
@@ -159,7 +162,8 @@ export function assertStreamInvariants(parts: readonly ModelStreamPart[]): void 
           fail(index, 'an end for a call that is not open');
           break;
         }
-        if (call.toolName !== part.toolName) fail(index, `the end names tool "${part.toolName}", the start "${call.toolName}"`);
+        if (call.toolName !== part.toolName)
+          fail(index, `the end names tool "${part.toolName}", the start "${call.toolName}"`);
         if (call.streamed !== part.arguments) {
           fail(index, `the end's arguments differ from the streamed pieces ${JSON.stringify(call.streamed)}`);
         }

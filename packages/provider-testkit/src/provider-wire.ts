@@ -22,8 +22,9 @@ export interface ScriptedStream {
   /** @default 'tool-use' when the events hold a tool call, otherwise 'end-turn' */
   stopReason?: StopReason;
   /**
-   * `complete` sends the vendor's closing events; the others stop right after `events`, without them:
-   * `close` ends the HTTP response cleanly, `reset` destroys the connection, `hang` keeps it open.
+   * `complete` sends the vendor's closing events; the others stop right after `events`, inside the last
+   * content block (which is not closed) and without the closing events: `close` ends the HTTP response
+   * cleanly, `reset` destroys the connection, `hang` keeps it open.
    * @default 'complete'
    */
   ending?: 'complete' | 'close' | 'reset' | 'hang';

@@ -7,7 +7,12 @@ import {
   type Usage,
 } from '@lunation/contract';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { assertStreamInvariants, type CollectedStream, collectStream, summarizeParts } from './collect-stream.js';
+import {
+  assertStreamInvariants,
+  type CollectedStream,
+  collectStream,
+  summarizeParts,
+} from './collect-stream.js';
 import type { ProviderWire, ScriptedEvent, ScriptedResponse } from './provider-wire.js';
 import { ScriptedServer } from './scripted-server.js';
 
@@ -51,7 +56,12 @@ const textUsage: Usage = {
 };
 
 /** HTTP status, the scripted body, and the code and retryability the adapter must report. */
-const errorTable: ReadonlyArray<{ status: number; code: ErrorCode; retryable: boolean; contextOverflow?: boolean }> = [
+const errorTable: ReadonlyArray<{
+  status: number;
+  code: ErrorCode;
+  retryable: boolean;
+  contextOverflow?: boolean;
+}> = [
   { status: 400, code: 'invalid-request', retryable: false },
   { status: 400, code: 'context-overflow', retryable: false, contextOverflow: true },
   { status: 401, code: 'unauthorized', retryable: false },
@@ -102,7 +112,10 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
     }
 
     function expectLunationError(error: unknown, code: ErrorCode): LunationError {
-      expect(LunationError.isInstance(error), `expected a LunationError "${code}", got ${String(error)}`).toBe(true);
+      expect(
+        LunationError.isInstance(error),
+        `expected a LunationError "${code}", got ${String(error)}`,
+      ).toBe(true);
       const lunationError = error as LunationError;
       expect(lunationError.code).toBe(code);
       return lunationError;
@@ -194,7 +207,13 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       expect(error).toBeUndefined();
       assertStreamInvariants(parts);
       const summary = summarizeParts(parts);
-      expect(summary.toolCalls.map(({ toolCallId, toolName, arguments: args }) => ({ toolCallId, toolName, args }))).toEqual([
+      expect(
+        summary.toolCalls.map(({ toolCallId, toolName, arguments: args }) => ({
+          toolCallId,
+          toolName,
+          args,
+        })),
+      ).toEqual([
         { toolCallId: 'call_a', toolName: 'get_weather', args: '{"city": "Paris"}' },
         { toolCallId: 'call_b', toolName: 'get_weather', args: '{"city": "Oslo"}' },
         { toolCallId: 'call_c', toolName: 'get_weather', args: '{"city": "Rome"}' },
@@ -202,7 +221,9 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       expect(parts.filter((part) => part.type === 'tool-call-delta')).toHaveLength(5);
       expect(parts.filter((part) => part.type === 'tool-call-end')).toHaveLength(3);
       if (capabilities.interleavedToolCalls) {
-        const deltaOrder = parts.flatMap((part) => (part.type === 'tool-call-delta' ? [part.toolCallId] : []));
+        const deltaOrder = parts.flatMap((part) =>
+          part.type === 'tool-call-delta' ? [part.toolCallId] : [],
+        );
         expect(deltaOrder).toEqual(['call_a', 'call_b', 'call_a', 'call_c', 'call_b']);
       }
       expect(summary.stopReason).toBe('tool-use');
@@ -249,7 +270,9 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
         ]);
         expect(error).toBeUndefined();
         assertStreamInvariants(parts);
-        expect(summarizeParts(parts).reasoning).toEqual([{ text: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT', redacted: true }]);
+        expect(summarizeParts(parts).reasoning).toEqual([
+          { text: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT', redacted: true },
+        ]);
       },
     );
 
@@ -425,7 +448,9 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
     });
 
     it('breaking out of the stream early closes the HTTP stream', async () => {
-      server.enqueue(wire.encode({ type: 'stream', events: [{ type: 'text', text: 'Hel' }], ending: 'hang' }));
+      server.enqueue(
+        wire.encode({ type: 'stream', events: [{ type: 'text', text: 'Hel' }], ending: 'hang' }),
+      );
       for await (const part of model().stream(conformanceRequest)) {
         expect(part).toEqual({ type: 'text-delta', delta: 'Hel' });
         break;

@@ -71,7 +71,13 @@ const finishReasons: Partial<Record<StopReason, string>> = {
   'content-filter': 'content_filter',
 };
 
-const zeroUsage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+const zeroUsage: Usage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+};
 
 function encodeStream(stream: ScriptedStream): HttpResponseScript {
   const steps: HttpBodyStep[] = [];
@@ -95,7 +101,12 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
         push(
           chunk({
             tool_calls: [
-              { index, id: event.toolCallId, type: 'function', function: { name: event.toolName, arguments: '' } },
+              {
+                index,
+                id: event.toolCallId,
+                type: 'function',
+                function: { name: event.toolName, arguments: '' },
+              },
             ],
           }),
         );
@@ -104,7 +115,9 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
       case 'tool-call-delta':
         push(
           chunk({
-            tool_calls: [{ index: callIndexes.get(event.toolCallId), function: { arguments: event.argumentsDelta } }],
+            tool_calls: [
+              { index: callIndexes.get(event.toolCallId), function: { arguments: event.argumentsDelta } },
+            ],
           }),
         );
         break;
@@ -117,7 +130,8 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
   if (ending === 'complete') {
     const stopReason = scriptedStopReason(stream);
     const finishReason = finishReasons[stopReason];
-    if (finishReason === undefined) throw new Error(`Chat Completions has no finish_reason for "${stopReason}"`);
+    if (finishReason === undefined)
+      throw new Error(`Chat Completions has no finish_reason for "${stopReason}"`);
     push(chunk({}, finishReason));
     push(usageChunk(stream.usage ?? zeroUsage));
     push(done);
@@ -131,7 +145,11 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
 }
 
 /** OpenAI's error bodies by status: `{ error: { message, type, param, code } }`. */
-export function errorBody(status: number, message?: string, contextOverflow = false): Record<string, unknown> {
+export function errorBody(
+  status: number,
+  message?: string,
+  contextOverflow = false,
+): Record<string, unknown> {
   if (contextOverflow) {
     return {
       error: {
@@ -151,7 +169,11 @@ export function errorBody(status: number, message?: string, contextOverflow = fa
 function errorDefaults(status: number): [string, string, string | null] {
   switch (status) {
     case 400:
-      return ["Invalid value for 'temperature': expected a number between 0 and 2.", 'invalid_request_error', null];
+      return [
+        "Invalid value for 'temperature': expected a number between 0 and 2.",
+        'invalid_request_error',
+        null,
+      ];
     case 401:
       return [
         'Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.',
@@ -159,7 +181,11 @@ function errorDefaults(status: number): [string, string, string | null] {
         'invalid_api_key',
       ];
     case 403:
-      return ['Country, region, or territory not supported', 'request_forbidden', 'unsupported_country_region_territory'];
+      return [
+        'Country, region, or territory not supported',
+        'request_forbidden',
+        'unsupported_country_region_territory',
+      ];
     case 404:
       return [
         'The model `gpt-4.1-mini` does not exist or you do not have access to it.',

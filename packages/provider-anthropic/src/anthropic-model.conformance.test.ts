@@ -1,0 +1,15 @@
+import { runProviderConformance } from '@lunation/provider-testkit';
+import { anthropicWire } from './__fixtures__/anthropic-wire.js';
+import { AnthropicModel } from './anthropic-model.js';
+
+runProviderConformance({
+  name: 'AnthropicModel',
+  wire: anthropicWire,
+  createModel: ({ baseURL, maxRetries }) =>
+    new AnthropicModel({
+      model: 'claude-sonnet-5-5',
+      apiKey: 'sk-ant-test',
+      baseURL,
+      retry: { maxRetries, initialDelayMs: 1, maxDelayMs: 4 },
+    }),
+});

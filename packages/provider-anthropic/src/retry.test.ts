@@ -1,0 +1,88 @@
+import { LunationError } from '@lunation/contract';
+import { describe, expect, it } from 'vitest';
+import { parseRetryAfter, resolveRetryPolicy, retryDelay, streamWithRetries } from './retry.js';
+
+const policy = resolveRetryPolicy({ initialDelayMs: 100, maxDelayMs: 1_000 }, undefined);
+
+describe('retryDelay', () => {
+  it('draws a full-jitter delay below an exponentially growing ceiling, capped at maxDelayMs', () => {
+    expect([0, 1, 2, 3, 4, 5].map((retry) => retryDelay(policy, retry, undefined, () => 0.999_999))).toEqual([
+      99, 199, 399, 799, 999, 999,
+    ]);
+    expect(retryDelay(policy, 3, undefined, () => 0)).toBe(0);
+    expect(retryDelay(policy, 1, undefined, () => 0.5)).toBe(100);
+  });
+
+  it('never waits less than Retry-After', () => {
+    expect(retryDelay(policy, 0, 2_500, () => 0.5)).toBe(2_500);
+    expect(retryDelay(policy, 4, 10, () => 0.5)).toBe(500);
+  });
+
+  it('defaults to 2 retries from 500 ms up to 8 s; maxRetries is a shorthand', () => {
+    expect(resolveRetryPolicy(undefined, undefined)).toEqual({
+      maxRetries: 2,
+      initialDelayMs: 500,
+      maxDelayMs: 8_000,
+      maxRetryAfterMs: 60_000,
+    });
+    expect(resolveRetryPolicy(undefined, 5).maxRetries).toBe(5);
+    expect(resolveRetryPolicy({ maxRetries: 1 }, 5).maxRetries).toBe(1);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const headers = (values: Record<string, string>) => new Headers(values);
+  const now = Date.parse('2025-06-01T12:00:00Z');
+
+  it('reads retry-after-ms first, then retry-after seconds or an HTTP date', () => {
+    expect(parseRetryAfter(headers({ 'retry-after-ms': '250.4', 'retry-after': '9' }), now)).toBe(250);
+    expect(parseRetryAfter(headers({ 'retry-after': '3' }), now)).toBe(3_000);
+    expect(parseRetryAfter(headers({ 'retry-after': '0.5' }), now)).toBe(500);
+    expect(parseRetryAfter(headers({ 'retry-after': 'Sun, 01 Jun 2025 12:00:20 GMT' }), now)).toBe(20_000);
+    expect(parseRetryAfter(headers({ 'retry-after': 'Sun, 01 Jun 2025 11:00:00 GMT' }), now)).toBe(0);
+  });
+
+  it('ignores missing or malformed values', () => {
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+    expect(parseRetryAfter(headers({}))).toBeUndefined();
+    expect(parseRetryAfter(headers({ 'retry-after': 'soon' }))).toBeUndefined();
+    expect(parseRetryAfter(headers({ 'retry-after-ms': '-1' }))).toBeUndefined();
+  });
+});
+
+describe('streamWithRetries', () => {
+  const failing = (error: unknown): AsyncIterable<never> => ({
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }),
+  });
+  const cancelled = () => new LunationError('cancelled', 'cancelled');
+
+  it('does not wait for a Retry-After longer than maxRetryAfterMs', async () => {
+    let attempts = 0;
+    const stream = streamWithRetries({
+      policy: { ...policy, maxRetryAfterMs: 1_000 },
+      signal: undefined,
+      cancelled,
+      attempt: () => {
+        attempts++;
+        return failing(new LunationError('rate-limited', 'slow down', { retryAfterMs: 30_000 }));
+      },
+    });
+    await expect(stream.next()).rejects.toMatchObject({ code: 'rate-limited', retryAfterMs: 30_000 });
+    expect(attempts).toBe(1);
+  });
+
+  it('wraps a non-Lunation error as "internal" and does not retry it', async () => {
+    let attempts = 0;
+    const stream = streamWithRetries({
+      policy,
+      signal: undefined,
+      cancelled,
+      attempt: () => {
+        attempts++;
+        return failing(new TypeError('boom'));
+      },
+    });
+    await expect(stream.next()).rejects.toMatchObject({ code: 'internal' });
+    expect(attempts).toBe(1);
+  });
+});
