@@ -3,6 +3,8 @@ export * from './events.js';
 export * from './json.js';
 export * from './messages.js';
 export * from './model.js';
+export * from './provider-errors.js';
+export * from './provider-retry.js';
 export * from './run.js';
 export * from './store.js';
 export * from './tools.js';

@@ -4,18 +4,22 @@ import type {
   RawMessageStreamEvent,
 } from '@anthropic-ai/sdk/resources/messages';
 import {
+  cancelledError,
   type JsonObject,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+  type ProviderLabel,
+  type RetryOptions,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  streamWithRetries,
 } from '@lunation/contract';
 import { buildRequest, type ThinkingMode } from './build-request.js';
-import { cancelledError, type ProviderLabel } from './http-error.js';
 import { mapError } from './map-error.js';
 import { parseStream } from './parse-stream.js';
-import { type RetryOptions, type RetryPolicy, resolveRetryPolicy, streamWithRetries } from './retry.js';
 
 /** The part of an `Anthropic` client the adapter uses. */
 export type AnthropicClient = Pick<Anthropic, 'messages'>;

@@ -1,6 +1,6 @@
 import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import type { ModelStreamPart, StopReason, Usage } from '@lunation/contract';
-import { type ProviderLabel, streamInterruptedError } from './http-error.js';
+import { type ProviderLabel, streamInterruptedError } from '@lunation/contract';
 
 type BlockState =
   | { kind: 'thinking'; signature: string | undefined; signatureSent: boolean }

@@ -1,12 +1,12 @@
-import { LunationError } from '@lunation/contract';
-import { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from 'openai';
 import {
   errorCodeForErrorType,
   errorCodeForStatus,
+  LunationError,
   type ProviderLabel,
   providerError,
   streamInterruptedError,
-} from './http-error.js';
+} from '@lunation/contract';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from 'openai';
 
 interface OpenAIErrorBody {
   message?: unknown;

@@ -1,18 +1,22 @@
 import {
+  cancelledError,
   type JsonObject,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+  type ProviderLabel,
+  type RetryOptions,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  streamWithRetries,
 } from '@lunation/contract';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { buildRequest, type MaxTokensField } from './build-request.js';
-import { cancelledError, type ProviderLabel } from './http-error.js';
 import { mapError } from './map-error.js';
 import { parseStream } from './parse-stream.js';
-import { type RetryOptions, type RetryPolicy, resolveRetryPolicy, streamWithRetries } from './retry.js';
 
 /** The part of an `OpenAI` client the adapter uses. */
 export type OpenAIClient = Pick<OpenAI, 'chat'>;

@@ -2,12 +2,13 @@ import {
   emptyUsage,
   LunationError,
   type ModelStreamPart,
+  type ProviderLabel,
   type StopReason,
+  streamInterruptedError,
   type Usage,
 } from '@lunation/contract';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
-import { type ProviderLabel, streamInterruptedError } from './http-error.js';
 
 interface ToolCallState {
   index: number;

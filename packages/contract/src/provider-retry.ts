@@ -1,5 +1,4 @@
-// Kept identical in provider-openai and provider-anthropic so both follow one retry policy.
-import { LunationError } from '@lunation/contract';
+import { LunationError } from './errors.js';
 
 /** How retryable errors that happen before the first streamed part are retried. */
 export interface RetryOptions {

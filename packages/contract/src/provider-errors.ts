@@ -1,6 +1,5 @@
-// Kept identical in provider-openai and provider-anthropic so both map errors the same way.
-import { type ErrorCode, LunationError } from '@lunation/contract';
-import { parseRetryAfter } from './retry.js';
+import { type ErrorCode, LunationError } from './errors.js';
+import { parseRetryAfter } from './provider-retry.js';
 
 const CONTEXT_OVERFLOW =
   /context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|context window|input is too long|too many (input )?tokens|exceeds? the (model's )?(maximum )?context/i;

@@ -1,6 +1,6 @@
-import { LunationError } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, resolveRetryPolicy, retryDelay, streamWithRetries } from './retry.js';
+import { LunationError } from './errors.js';
+import { parseRetryAfter, resolveRetryPolicy, retryDelay, streamWithRetries } from './provider-retry.js';
 
 const policy = resolveRetryPolicy({ initialDelayMs: 100, maxDelayMs: 1_000 }, undefined);
 
