@@ -1,1 +1,7 @@
-export {};
+export {
+  type RedisClient,
+  RedisStore,
+  type RedisStoreClientOptions,
+  type RedisStoreOptions,
+  type RedisStoreUrlOptions,
+} from './redis-store.js';

@@ -20,6 +20,8 @@ export const sqliteMigrations: Readonly<Record<string, Migration>> = {
         .addColumn('message_count', 'integer', (column) => column.notNull().defaultTo(0))
         .addColumn('created_at', 'integer', (column) => column.notNull())
         .addColumn('updated_at', 'integer', (column) => column.notNull())
+        // The thread-scoped state as JSON (NULL: none yet). Last, so reads of other columns skip it.
+        .addColumn('state', 'text')
         .execute();
       await db.schema
         .createIndex('lunation_threads_created_at')
@@ -40,7 +42,8 @@ export const sqliteMigrations: Readonly<Record<string, Migration>> = {
 
       await db.schema
         .createTable('lunation_runs')
-        .addColumn('seq', 'integer', (column) => column.primaryKey().autoIncrement())
+        // Insertion order, the tie-breaker between runs created in the same millisecond.
+        .addColumn('seq', 'integer', (column) => column.primaryKey())
         .addColumn('run_id', 'text', (column) => column.notNull().unique())
         .addColumn('thread_id', 'text', (column) =>
           column.notNull().references('lunation_threads.id').onDelete('cascade'),
@@ -52,14 +55,6 @@ export const sqliteMigrations: Readonly<Record<string, Migration>> = {
         .createIndex('lunation_runs_thread')
         .on('lunation_runs')
         .columns(['thread_id', 'created_at', 'seq'])
-        .execute();
-
-      await db.schema
-        .createTable('lunation_thread_states')
-        .addColumn('thread_id', 'text', (column) =>
-          column.primaryKey().references('lunation_threads.id').onDelete('cascade'),
-        )
-        .addColumn('state', 'text', (column) => column.notNull())
         .execute();
 
       await db.schema
@@ -158,7 +153,10 @@ async function migrateNow(client: SqliteDatabase, target: string | undefined): P
       // SQLite already rolled back (it does so itself after some errors).
     }
     const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
-    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    let reason = result.error instanceof Error ? result.error.message : String(result.error);
+    if (/previously executed migration .* is missing/.test(reason)) {
+      reason += ' (the database was migrated by a newer @lunation/store-sqlite; upgrade the package)';
+    }
     throw new LunationError(
       'migration-failed',
       `SQLite schema migration${failed ? ` ${failed}` : ''} failed: ${reason}; the database keeps its previous version`,

@@ -1,7 +1,9 @@
 import {
+  type AcquireLeaseInput,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
+  type CompleteToolExecutionInput,
   type CreateThreadInput,
   type Lease,
   type ListMessagesOptions,
@@ -11,11 +13,12 @@ import {
   type LunationStore,
   type MessageRecord,
   type Page,
+  type ReleaseLeaseInput,
+  type RenewLeaseInput,
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolExecution,
-  type ToolResult,
 } from '@lunation/contract';
 import Database from 'better-sqlite3';
 import type { Kysely, SqliteStatement as KyselySqliteStatement, SqliteDatabase } from 'kysely';
@@ -112,10 +115,16 @@ function prepareStatements(client: SqliteClient) {
     ),
     deleteMessages: prepare('DELETE FROM lunation_messages WHERE thread_id = ?'),
     deleteRuns: prepare('DELETE FROM lunation_runs WHERE thread_id = ?'),
-    deleteThreadState: prepare('DELETE FROM lunation_thread_states WHERE thread_id = ?'),
     deleteToolExecutions: prepare('DELETE FROM lunation_tool_executions WHERE thread_id = ?'),
     deleteThread: prepare('DELETE FROM lunation_threads WHERE id = ?'),
 
+    // Checks the count and the fencing token and bumps the thread in one statement; no row: diagnose.
+    bumpThread: prepare(
+      `UPDATE lunation_threads SET message_count = ?, updated_at = ?, state = coalesce(?, state)
+       WHERE id = ? AND message_count = ?
+         AND (? IS NULL OR NOT EXISTS (SELECT 1 FROM lunation_leases WHERE thread_id = ? AND token > ?))
+       RETURNING message_count`,
+    ),
     commitHead: prepare(
       `SELECT t.message_count AS messageCount, l.token AS leaseToken
        FROM lunation_threads t LEFT JOIN lunation_leases l ON l.thread_id = t.id WHERE t.id = ?`,
@@ -123,27 +132,22 @@ function prepareStatements(client: SqliteClient) {
     insertMessage: prepare(
       'INSERT INTO lunation_messages (thread_id, seq, message, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
     ),
-    upsertRun: prepare(
+    // A run keeps the position (created_at, seq) of its first commit; later commits replace the record.
+    updateRun: prepare('UPDATE lunation_runs SET record = ? WHERE run_id = ? AND thread_id = ?'),
+    insertRun: prepare(
       `INSERT INTO lunation_runs (run_id, thread_id, record, created_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET record = excluded.record, created_at = excluded.created_at
-       WHERE lunation_runs.thread_id = excluded.thread_id
-       RETURNING seq`,
-    ),
-    upsertThreadState: prepare(
-      `INSERT INTO lunation_thread_states (thread_id, state) VALUES (?, ?)
-       ON CONFLICT (thread_id) DO UPDATE SET state = excluded.state`,
+       ON CONFLICT (run_id) DO NOTHING`,
     ),
     upsertToolExecution: prepare(
       `INSERT INTO lunation_tool_executions (run_id, tool_call_id, thread_id, record) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, record = excluded.record`,
     ),
-    bumpThread: prepare('UPDATE lunation_threads SET message_count = ?, updated_at = ? WHERE id = ?'),
 
     listMessages: prepare(
       `SELECT seq, message, run_id AS runId, created_at AS createdAt FROM lunation_messages
        WHERE thread_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
-    selectThreadState: prepare('SELECT state FROM lunation_thread_states WHERE thread_id = ?'),
+    selectThreadState: prepare('SELECT state FROM lunation_threads WHERE id = ?'),
     selectRun: prepare('SELECT record FROM lunation_runs WHERE run_id = ?'),
     latestRun: prepare(
       'SELECT record FROM lunation_runs WHERE thread_id = ? ORDER BY created_at DESC, seq DESC LIMIT 1',
@@ -156,7 +160,9 @@ function prepareStatements(client: SqliteClient) {
     selectToolExecution: prepare(
       'SELECT record FROM lunation_tool_executions WHERE run_id = ? AND tool_call_id = ?',
     ),
-    listToolExecutions: prepare('SELECT record FROM lunation_tool_executions WHERE run_id = ? ORDER BY rowid'),
+    listToolExecutions: prepare(
+      'SELECT record FROM lunation_tool_executions WHERE run_id = ? ORDER BY rowid',
+    ),
 
     selectLease: prepare(`SELECT ${leaseColumns} FROM lunation_leases WHERE thread_id = ?`),
     selectLeaseToken: prepare('SELECT token FROM lunation_leases WHERE thread_id = ?'),
@@ -293,7 +299,9 @@ export class SqliteStore implements LunationStore {
     assertObject(metadata, 'metadata');
     const metadataJson = toJson(metadata, 'metadata');
     return this.#run((statements) => {
-      const row = statements.updateMetadata.get([metadataJson, Date.now(), threadId]) as ThreadRow | undefined;
+      const row = statements.updateMetadata.get([metadataJson, Date.now(), threadId]) as
+        | ThreadRow
+        | undefined;
       if (!row) throw threadNotFound(threadId);
       return toThread(row);
     });
@@ -306,7 +314,6 @@ export class SqliteStore implements LunationStore {
         if (!statements.selectThread.get([threadId])) return false;
         statements.deleteMessages.run([threadId]);
         statements.deleteRuns.run([threadId]);
-        statements.deleteThreadState.run([threadId]);
         statements.deleteToolExecutions.run([threadId]);
         statements.endAnyLease.run([threadId]);
         statements.deleteThread.run([threadId]);
@@ -394,33 +401,34 @@ export class SqliteStore implements LunationStore {
 
     return this.#run((statements) =>
       this.#write(statements, () => {
-        const head = statements.commitHead.get([threadId]) as
-          | { messageCount: number; leaseToken: number | null }
-          | undefined;
-        if (!head) throw threadNotFound(threadId);
-        if (leaseToken !== undefined && head.leaseToken !== null && leaseToken < head.leaseToken) {
-          throw staleLease(threadId, leaseToken, head.leaseToken);
-        }
-        if (head.messageCount !== expectedMessageCount) {
-          throw new LunationError(
-            'store-conflict',
-            `Thread "${threadId}" has ${head.messageCount} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
-            { details: { threadId, expectedMessageCount, messageCount: head.messageCount } },
-          );
-        }
         const now = Date.now();
+        const messageCount = expectedMessageCount + messages.length;
+        const token = leaseToken ?? null;
+        const bumped = statements.bumpThread.get([
+          messageCount,
+          now,
+          stateJson ?? null,
+          threadId,
+          expectedMessageCount,
+          token,
+          threadId,
+          token,
+        ]);
+        if (!bumped) throw commitRejection(statements, commit);
         let seq = expectedMessageCount;
         for (const message of messages) {
           seq += 1;
           statements.insertMessage.run([threadId, seq, message, runId ?? null, now]);
         }
-        if (run !== undefined && !statements.upsertRun.get([runId, threadId, runJson, run.createdAt])) {
+        if (
+          run !== undefined &&
+          statements.updateRun.run([runJson, runId, threadId]).changes === 0 &&
+          statements.insertRun.run([runId, threadId, runJson, run.createdAt]).changes === 0
+        ) {
           throw invalidCommit(`run "${runId}" already belongs to another thread`);
         }
-        if (stateJson !== undefined) statements.upsertThreadState.run([threadId, stateJson]);
         for (const execution of toolExecutions) statements.upsertToolExecution.run(execution);
-        statements.bumpThread.run([seq, now, threadId]);
-        return { messageCount: seq };
+        return { messageCount };
       }),
     );
   }
@@ -432,7 +440,12 @@ export class SqliteStore implements LunationStore {
       try {
         const row = statements.selectThread.get([threadId]) as ThreadRow | undefined;
         if (!row) return undefined;
-        const messages = statements.listMessages.all([threadId, 1, Number.MAX_SAFE_INTEGER, -1]) as MessageRow[];
+        const messages = statements.listMessages.all([
+          threadId,
+          1,
+          Number.MAX_SAFE_INTEGER,
+          -1,
+        ]) as MessageRow[];
         return {
           thread: toThread(row),
           messages: messages.map((message) => toMessage(threadId, message)),
@@ -482,12 +495,7 @@ export class SqliteStore implements LunationStore {
     );
   }
 
-  async completeToolExecution(input: {
-    runId: string;
-    toolCallId: string;
-    result: ToolResult;
-    leaseToken?: number;
-  }): Promise<ToolExecution> {
+  async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
     assertId(input.runId, 'runId');
     assertId(input.toolCallId, 'toolCallId');
     assertObject(input.result, 'result');
@@ -506,6 +514,7 @@ export class SqliteStore implements LunationStore {
           );
         }
         assertFreshLease(statements, existing.threadId, input.leaseToken);
+        if (existing.status === 'completed') return existing;
         const execution: ToolExecution = {
           ...existing,
           status: 'completed',
@@ -540,7 +549,7 @@ export class SqliteStore implements LunationStore {
     );
   }
 
-  async acquireLease(input: { threadId: string; owner: string; runId: string; ttlMs: number }): Promise<Lease> {
+  async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
     assertId(input.threadId, 'threadId');
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
@@ -565,7 +574,7 @@ export class SqliteStore implements LunationStore {
     );
   }
 
-  async renewLease(input: { threadId: string; token: number; ttlMs: number }): Promise<Lease> {
+  async renewLease(input: RenewLeaseInput): Promise<Lease> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     assertInteger(input.ttlMs, 'ttlMs', 1);
@@ -585,7 +594,7 @@ export class SqliteStore implements LunationStore {
     });
   }
 
-  async releaseLease(input: { threadId: string; token: number }): Promise<boolean> {
+  async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     return this.#run((statements) => statements.endLease.run([input.threadId, input.token]).changes > 0);
@@ -633,9 +642,13 @@ export class SqliteStore implements LunationStore {
   #ready(): Promise<Statements> {
     if (this.#closed) {
       return Promise.reject(
-        new LunationError('store-unavailable', 'SqliteStore is closed; create a new store to keep using the database', {
-          retryable: false,
-        }),
+        new LunationError(
+          'store-unavailable',
+          'SqliteStore is closed; create a new store to keep using the database',
+          {
+            retryable: false,
+          },
+        ),
       );
     }
     if (this.#statements) return Promise.resolve(this.#statements);
@@ -693,7 +706,12 @@ function toThread(row: ThreadRow): ThreadRecord {
 }
 
 function toMessage(threadId: string, row: MessageRow): MessageRecord {
-  const record: MessageRecord = { threadId, seq: row.seq, message: JSON.parse(row.message), createdAt: row.createdAt };
+  const record: MessageRecord = {
+    threadId,
+    seq: row.seq,
+    message: JSON.parse(row.message),
+    createdAt: row.createdAt,
+  };
   if (row.runId !== null) record.runId = row.runId;
   return record;
 }
@@ -713,8 +731,25 @@ function parseRecord<T>(row: unknown): T | undefined {
 }
 
 function readThreadState(statements: Statements, threadId: string): Record<string, unknown> {
-  const row = statements.selectThreadState.get([threadId]) as { state: string } | undefined;
-  return row ? JSON.parse(row.state) : {};
+  const row = statements.selectThreadState.get([threadId]) as { state: string | null } | undefined;
+  return row?.state ? JSON.parse(row.state) : {};
+}
+
+/** Why `bumpThread` matched no row: the thread is missing, the lease is stale or the count is. */
+function commitRejection(statements: Statements, commit: CheckpointCommit): LunationError {
+  const { threadId, expectedMessageCount, leaseToken } = commit;
+  const head = statements.commitHead.get([threadId]) as
+    | { messageCount: number; leaseToken: number | null }
+    | undefined;
+  if (!head) return threadNotFound(threadId);
+  if (leaseToken !== undefined && head.leaseToken !== null && leaseToken < head.leaseToken) {
+    return staleLease(threadId, leaseToken, head.leaseToken);
+  }
+  return new LunationError(
+    'store-conflict',
+    `Thread "${threadId}" has ${head.messageCount} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
+    { details: { threadId, expectedMessageCount, messageCount: head.messageCount } },
+  );
 }
 
 function assertFreshLease(statements: Statements, threadId: string, token: number | undefined): void {
@@ -724,9 +759,13 @@ function assertFreshLease(statements: Statements, threadId: string, token: numbe
 }
 
 function threadNotFound(threadId: string): LunationError {
-  return new LunationError('not-found', `Thread "${threadId}" does not exist; create it with createThread first`, {
-    details: { threadId },
-  });
+  return new LunationError(
+    'not-found',
+    `Thread "${threadId}" does not exist; create it with createThread first`,
+    {
+      details: { threadId },
+    },
+  );
 }
 
 function staleLease(threadId: string, token: number, currentToken: number): LunationError {

@@ -1,6 +1,7 @@
 import { LunationError } from '@lunation/contract';
 
-const unavailableCodes = /^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY|NOTADB|CORRUPT|PERM|AUTH|PROTOCOL)/;
+const unavailableCodes =
+  /^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY|NOTADB|CORRUPT|PERM|AUTH|PROTOCOL)/;
 const retryableCodes = /^SQLITE_(BUSY|LOCKED|IOERR|PROTOCOL)/;
 
 /** Maps anything a SQLite call threw to a LunationError; LunationErrors pass through unchanged. */

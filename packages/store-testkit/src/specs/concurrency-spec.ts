@@ -140,6 +140,43 @@ export function concurrencySpec(context: StoreSpecContext): void {
       expect(texts[1]).toBe(`${texts[0]} again`);
     });
 
+    it('loadCheckpoint reads consistently while the other instance commits', async () => {
+      await open();
+      const thread = await createThread(first);
+      const run = makeRunRecord({ threadId: thread.id });
+      const steps = 30;
+      const writer = (async () => {
+        for (let step = 1; step <= steps; step += 1) {
+          await second.commit({
+            threadId: thread.id,
+            expectedMessageCount: step - 1,
+            messages: [makeUserMessage(`step ${step}`)],
+            run: { ...run, steps: step },
+            threadState: { step },
+          });
+        }
+      })();
+      const seen: number[] = [];
+      const reader = (async () => {
+        for (let read = 0; read < steps; read += 1) {
+          const checkpoint = await first.loadCheckpoint(thread.id);
+          const count = checkpoint?.thread.messageCount ?? -1;
+          seen.push(count);
+          expect(checkpoint?.messages).toHaveLength(count);
+          expect(checkpoint?.messages.map((record) => record.seq)).toEqual(
+            Array.from({ length: count }, (_, index) => index + 1),
+          );
+          if (count > 0) {
+            expect(checkpoint?.threadState).toEqual({ step: count });
+            expect(checkpoint?.latestRun?.steps).toBe(count);
+          }
+        }
+      })();
+      await Promise.all([writer, reader]);
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      expect((await first.loadCheckpoint(thread.id))?.thread.messageCount).toBe(steps);
+    });
+
     it('of two racing createThread calls with one id, exactly one succeeds and the other gets store-conflict', async () => {
       await open();
       const id = uniqueId('thread');

@@ -123,7 +123,9 @@ export function isolationSpec(context: StoreSpecContext): void {
       expect(await context.store.getLatestRun(thread.id)).toEqual(run);
       expect((await context.store.listRuns(thread.id)).items).toEqual([run]);
       expect((await context.store.listThreads()).items).toEqual([pristine.thread]);
-      expect((await context.store.listMessages(thread.id)).map((record) => record.message)).toEqual([message]);
+      expect((await context.store.listMessages(thread.id)).map((record) => record.message)).toEqual([
+        message,
+      ]);
       expect(await context.store.getThreadState(thread.id)).toEqual({ nested: { count: 1 } });
       expect(await context.store.getToolExecution(input.runId, input.toolCallId)).toEqual(pristine.entry);
       expect(await context.store.listToolExecutions(input.runId)).toEqual([pristine.entry]);

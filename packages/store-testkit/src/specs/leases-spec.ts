@@ -87,9 +87,11 @@ export function leasesSpec(context: StoreSpecContext): void {
     it('releaseLease returns true once for the holder and false otherwise', async () => {
       const threadId = uniqueId('thread');
       expect(await context.store.releaseLease({ threadId, token: 1 })).toBe(false);
+      const earlier = await context.store.acquireLease({ threadId, owner: 'w0', runId: 'r0', ttlMs: 30_000 });
+      expect(await context.store.releaseLease({ threadId, token: earlier.token })).toBe(true);
       const lease = await context.store.acquireLease({ threadId, owner: 'w', runId: 'r', ttlMs: 30_000 });
       expect(await context.store.releaseLease({ threadId, token: lease.token + 1 })).toBe(false);
-      expect(await context.store.releaseLease({ threadId, token: lease.token - 1 })).toBe(false);
+      expect(await context.store.releaseLease({ threadId, token: earlier.token })).toBe(false);
       expect(await context.store.getLease(threadId)).toEqual(lease);
       expect(await context.store.releaseLease({ threadId, token: lease.token })).toBe(true);
       expect(await context.store.getLease(threadId)).toBeUndefined();

@@ -213,7 +213,7 @@ export function threadsSpec(context: StoreSpecContext): void {
       expect(updated.resourceId).toBe('user-1');
       expect(updated.messageCount).toBe(1);
       expect(updated.createdAt).toBe(thread.createdAt);
-      expect(updated.updatedAt).toBeGreaterThanOrEqual(before!.updatedAt);
+      expect(updated.updatedAt).toBeGreaterThan(before!.updatedAt);
       expect(await context.store.getThread(thread.id)).toEqual(updated);
       const cleared = await context.store.updateThreadMetadata(thread.id, {});
       expect(cleared.metadata).toEqual({});

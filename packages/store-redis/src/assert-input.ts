@@ -1,0 +1,55 @@
+import { LunationError } from '@lunation/contract';
+
+/** Default page size of `listThreads` and `listRuns`. */
+export const defaultPageLimit = 50;
+
+function invalid(message: string): LunationError {
+  return new LunationError('invalid-argument', message);
+}
+
+/** Throws `invalid-argument` unless `value` is a non-empty string. */
+export function assertId(value: unknown, name: string): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw invalid(`${name} must be a non-empty string, got ${describe(value)}`);
+  }
+}
+
+/** Throws `invalid-argument` unless `value` is an integer >= `minimum`. */
+export function assertInteger(value: unknown, name: string, minimum: number): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) {
+    throw invalid(`${name} must be an integer >= ${minimum}, got ${describe(value)}`);
+  }
+}
+
+/** Throws `invalid-argument` unless `value` is a plain JSON object (not an array or null). */
+export function assertObject(value: unknown, name: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(`${name} must be a JSON object, got ${describe(value)}`);
+  }
+}
+
+/** The page size to use; `invalid-argument` unless it is a positive integer. */
+export function pageLimit(limit: number | undefined): number {
+  if (limit === undefined) return defaultPageLimit;
+  assertInteger(limit, 'limit', 1);
+  return limit;
+}
+
+/** JSON text of `value`; `invalid-argument` when it cannot be serialised. */
+export function toJson(value: unknown, name: string): string {
+  try {
+    const json = JSON.stringify(value);
+    if (json === undefined) throw new TypeError('value is not JSON');
+    return json;
+  } catch (error) {
+    throw new LunationError('invalid-argument', `${name} is not JSON-serialisable: ${String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (Array.isArray(value)) return 'an array';
+  return value === null ? 'null' : typeof value;
+}

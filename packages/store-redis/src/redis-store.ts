@@ -1,0 +1,562 @@
+import {
+  type AcquireLeaseInput,
+  type BeginToolExecutionInput,
+  type CheckpointCommit,
+  type CheckpointResult,
+  type CompleteToolExecutionInput,
+  type CreateThreadInput,
+  type Lease,
+  type ListMessagesOptions,
+  type ListRunsOptions,
+  type ListThreadsOptions,
+  LunationError,
+  type LunationStore,
+  type MessageRecord,
+  type Page,
+  type ReleaseLeaseInput,
+  type RenewLeaseInput,
+  type RunRecord,
+  type ThreadCheckpoint,
+  type ThreadRecord,
+  type ToolExecution,
+} from '@lunation/contract';
+import { Redis } from 'ioredis';
+import { assertId, assertInteger, assertObject, pageLimit, toJson } from './assert-input.js';
+import { type LuaScript, redisScripts } from './redis-scripts.js';
+import { toStoreError } from './to-store-error.js';
+
+/** The part of an ioredis client the store uses: every call is one Lua script. */
+export interface RedisClient {
+  evalsha(sha1: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  readonly options?: { keyPrefix?: string | undefined };
+}
+
+interface RedisStoreCommonOptions {
+  /** Prepended to every key, so several stores (or apps) can share one database. @default 'lunation:' */
+  keyPrefix?: string;
+}
+
+export interface RedisStoreUrlOptions extends RedisStoreCommonOptions {
+  /** Where to connect; the store opens and closes its own connection. @default 'redis://127.0.0.1:6379' */
+  url?: string;
+}
+
+export interface RedisStoreClientOptions extends RedisStoreCommonOptions {
+  /** An ioredis client (without its own `keyPrefix`), left open by `close()`. */
+  client: RedisClient;
+}
+
+export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions;
+
+/** A Redis hash as HGETALL returns it: field, value, field, value, ... */
+type FlatHash = string[];
+
+/** Width of the zero-padded createdAt in index members, so lexical order is numeric order. */
+const timestampWidth = 15;
+
+/**
+ * A `LunationStore` in Redis. Every call is one Lua script, so each is atomic and one round trip.
+ *
+ * @remarks Standalone Redis (or one primary) only: scripts build keys from ids, which Redis Cluster forbids.
+ */
+export class RedisStore implements LunationStore {
+  readonly kind = 'redis';
+  readonly #client: RedisClient;
+  readonly #ownedClient: Redis | undefined;
+  readonly #prefix: string;
+  #lastConnectionError: unknown;
+  #closed = false;
+
+  constructor(options: RedisStoreOptions = {}) {
+    const prefix = options.keyPrefix ?? 'lunation:';
+    if (typeof prefix !== 'string') throw invalid(`keyPrefix must be a string, got ${typeof prefix}`);
+    this.#prefix = prefix;
+    if ('client' in options) {
+      if (options.client.options?.keyPrefix) {
+        throw invalid(
+          `The injected Redis client has keyPrefix "${options.client.options.keyPrefix}", which Lua scripts do not see; pass keyPrefix to RedisStore instead`,
+        );
+      }
+      this.#client = options.client;
+    } else {
+      const url = options.url ?? 'redis://127.0.0.1:6379';
+      const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+      client.on('error', (error: unknown) => {
+        this.#lastConnectionError = error;
+      });
+      client.on('ready', () => {
+        this.#lastConnectionError = undefined;
+      });
+      this.#ownedClient = client;
+      this.#client = client;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const client = this.#ownedClient;
+    if (client === undefined) return;
+    if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+    else client.disconnect();
+  }
+
+  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+    assertId(input.id, 'id');
+    if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
+    const metadata = input.metadata ?? {};
+    assertObject(metadata, 'metadata');
+    const metadataJson = toJson(metadata, 'metadata');
+    const now = Date.now();
+    const created = await this.#run(redisScripts.createThread, [
+      input.id,
+      input.resourceId ?? '',
+      metadataJson,
+      now,
+      indexMember(now, input.id),
+    ]);
+    if (created === 0) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${input.id}" already exists; pick another id or load the existing thread`,
+        { details: { threadId: input.id } },
+      );
+    }
+    const thread: ThreadRecord = {
+      id: input.id,
+      metadata: JSON.parse(metadataJson),
+      messageCount: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (input.resourceId !== undefined) thread.resourceId = input.resourceId;
+    return thread;
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+    assertId(threadId, 'threadId');
+    return toThread((await this.#run(redisScripts.getThread, [threadId])) as FlatHash);
+  }
+
+  async listThreads(options: ListThreadsOptions = {}): Promise<Page<ThreadRecord>> {
+    const limit = pageLimit(options.limit);
+    if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
+    const start = options.cursor === undefined ? '-' : `(${decodeCursor(options.cursor, 'threads')}`;
+    const [members, hashes] = (await this.#run(redisScripts.listThreads, [
+      options.resourceId ?? '',
+      start,
+      limit + 1,
+    ])) as [string[], FlatHash[]];
+    const threads = hashes.map((hash) => toThread(hash)!);
+    return toPage(threads, members, limit, 'threads');
+  }
+
+  async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
+    assertId(threadId, 'threadId');
+    assertObject(metadata, 'metadata');
+    const hash = (await this.#run(redisScripts.updateThreadMetadata, [
+      threadId,
+      toJson(metadata, 'metadata'),
+      Date.now(),
+    ])) as FlatHash | null;
+    if (hash === null) throw threadNotFound(threadId);
+    return toThread(hash)!;
+  }
+
+  async deleteThread(threadId: string): Promise<boolean> {
+    assertId(threadId, 'threadId');
+    return (await this.#run(redisScripts.deleteThread, [threadId])) === 1;
+  }
+
+  async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
+    assertId(threadId, 'threadId');
+    const fromSeq = options.fromSeq ?? 1;
+    assertInteger(fromSeq, 'fromSeq', 1);
+    if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
+    if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
+    const lastSeq = Math.min(
+      options.toSeq ?? Number.POSITIVE_INFINITY,
+      options.limit === undefined ? Number.POSITIVE_INFINITY : fromSeq + options.limit - 1,
+    );
+    if (lastSeq < fromSeq) return [];
+    const records = (await this.#run(redisScripts.listMessages, [
+      threadId,
+      fromSeq - 1,
+      lastSeq === Number.POSITIVE_INFINITY ? -1 : lastSeq - 1,
+    ])) as string[];
+    return records.map((record) => JSON.parse(record) as MessageRecord);
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    assertId(runId, 'runId');
+    return parseJson<RunRecord>(await this.#run(redisScripts.getRun, [runId]));
+  }
+
+  async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
+    assertId(threadId, 'threadId');
+    return parseJson<RunRecord>(await this.#run(redisScripts.getLatestRun, [threadId]));
+  }
+
+  async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
+    assertId(threadId, 'threadId');
+    const limit = pageLimit(options.limit);
+    const start = options.cursor === undefined ? '-' : `(${decodeCursor(options.cursor, 'runs')}`;
+    const [members, records] = (await this.#run(redisScripts.listRuns, [threadId, start, limit + 1])) as [
+      string[],
+      string[],
+    ];
+    return toPage(
+      records.map((record) => JSON.parse(record) as RunRecord),
+      members,
+      limit,
+      'runs',
+    );
+  }
+
+  async getThreadState(threadId: string): Promise<Record<string, unknown>> {
+    assertId(threadId, 'threadId');
+    return parseJson(await this.#run(redisScripts.getThreadState, [threadId])) ?? {};
+  }
+
+  async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
+    const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
+    assertId(threadId, 'threadId');
+    assertInteger(expectedMessageCount, 'expectedMessageCount', 0);
+    if (leaseToken !== undefined) assertInteger(leaseToken, 'leaseToken', 1);
+    if (!Array.isArray(commit.messages)) throw invalid('Invalid commit: messages must be an array');
+    const runId = run?.identity.runId;
+    const args: (string | number)[] = [threadId, expectedMessageCount, leaseToken ?? ''];
+    const now = Date.now();
+    args.push(now);
+    if (threadState !== undefined) assertObject(threadState, 'threadState');
+    args.push(threadState === undefined ? '' : toJson(threadState, 'threadState'));
+    if (run === undefined) {
+      args.push('', '', '');
+    } else {
+      assertId(runId, 'run.identity.runId');
+      if (run.identity.threadId !== threadId) {
+        throw invalid(
+          `Invalid commit: run "${runId}" belongs to thread "${run.identity.threadId}", not "${threadId}"`,
+        );
+      }
+      assertInteger(run.createdAt, 'run.createdAt', 0);
+      args.push(runId, padTimestamp(run.createdAt), toJson(run, 'run'));
+    }
+    const toolExecutions = commit.toolExecutions ?? [];
+    args.push(toolExecutions.length);
+    toolExecutions.forEach((execution, index) => {
+      assertId(execution.runId, `toolExecutions[${index}].runId`);
+      assertId(execution.toolCallId, `toolExecutions[${index}].toolCallId`);
+      if (execution.threadId !== threadId) {
+        throw invalid(`Invalid commit: toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
+      }
+      const { status, attempts, result, completedAt, ...record } = execution;
+      args.push(
+        execution.runId,
+        execution.toolCallId,
+        toJson(record, `toolExecutions[${index}]`),
+        status,
+        attempts,
+        result === undefined ? '' : toJson(result, `toolExecutions[${index}].result`),
+        completedAt ?? '',
+      );
+    });
+    commit.messages.forEach((message, index) => {
+      const record: MessageRecord = {
+        threadId,
+        seq: expectedMessageCount + index + 1,
+        message,
+        createdAt: now,
+      };
+      if (runId !== undefined) record.runId = runId;
+      args.push(toJson(record, `messages[${index}]`));
+    });
+
+    const [outcome, value] = (await this.#run(redisScripts.commit, args)) as [string, unknown];
+    switch (outcome) {
+      case 'ok':
+        return { messageCount: Number(value) };
+      case 'not-found':
+        throw threadNotFound(threadId);
+      case 'stale-lease':
+        throw staleLease(threadId, leaseToken!, Number(value));
+      case 'store-conflict':
+        throw new LunationError(
+          'store-conflict',
+          `Thread "${threadId}" has ${value} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
+          { details: { threadId, expectedMessageCount, messageCount: Number(value) } },
+        );
+      default:
+        throw invalid(`Invalid commit: run "${runId}" already belongs to thread "${String(value)}"`);
+    }
+  }
+
+  async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
+    assertId(threadId, 'threadId');
+    const reply = (await this.#run(redisScripts.loadCheckpoint, [threadId])) as
+      | [FlatHash, string[], string | null, string | null]
+      | null;
+    if (reply === null) return undefined;
+    const [thread, messages, state, latestRun] = reply;
+    return {
+      thread: toThread(thread)!,
+      messages: messages.map((record) => JSON.parse(record) as MessageRecord),
+      threadState: parseJson(state) ?? {},
+      latestRun: parseJson<RunRecord>(latestRun),
+    };
+  }
+
+  async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
+    assertId(input.runId, 'runId');
+    assertId(input.toolCallId, 'toolCallId');
+    assertId(input.threadId, 'threadId');
+    assertId(input.toolName, 'toolName');
+    assertId(input.idempotencyKey, 'idempotencyKey');
+    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    const record = {
+      runId: input.runId,
+      toolCallId: input.toolCallId,
+      threadId: input.threadId,
+      toolName: input.toolName,
+      idempotencyKey: input.idempotencyKey,
+      startedAt: Date.now(),
+    };
+    const [outcome, value] = (await this.#run(redisScripts.beginToolExecution, [
+      input.runId,
+      input.toolCallId,
+      input.threadId,
+      JSON.stringify(record),
+      input.leaseToken ?? '',
+    ])) as [string, unknown];
+    if (outcome === 'stale-lease') throw staleLease(input.threadId, input.leaseToken!, Number(value));
+    return toToolExecution(value as FlatHash)!;
+  }
+
+  async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
+    assertId(input.runId, 'runId');
+    assertId(input.toolCallId, 'toolCallId');
+    assertObject(input.result, 'result');
+    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    const [outcome, value, threadId] = (await this.#run(redisScripts.completeToolExecution, [
+      input.runId,
+      input.toolCallId,
+      toJson(input.result, 'result'),
+      Date.now(),
+      input.leaseToken ?? '',
+    ])) as [string, unknown, string?];
+    if (outcome === 'not-found') {
+      throw new LunationError(
+        'not-found',
+        `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+        { details: { runId: input.runId, toolCallId: input.toolCallId } },
+      );
+    }
+    if (outcome === 'stale-lease') throw staleLease(threadId!, input.leaseToken!, Number(value));
+    return toToolExecution(value as FlatHash)!;
+  }
+
+  async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+    assertId(runId, 'runId');
+    assertId(toolCallId, 'toolCallId');
+    return toToolExecution((await this.#run(redisScripts.getToolExecution, [runId, toolCallId])) as FlatHash);
+  }
+
+  async listToolExecutions(runId: string): Promise<ToolExecution[]> {
+    assertId(runId, 'runId');
+    const hashes = (await this.#run(redisScripts.listToolExecutions, [runId])) as FlatHash[];
+    return hashes.map((hash) => toToolExecution(hash)!);
+  }
+
+  async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
+    assertId(input.threadId, 'threadId');
+    assertId(input.owner, 'owner');
+    assertId(input.runId, 'runId');
+    assertInteger(input.ttlMs, 'ttlMs', 1);
+    const [outcome, first, second] = (await this.#run(redisScripts.acquireLease, [
+      input.threadId,
+      input.owner,
+      input.runId,
+      input.ttlMs,
+    ])) as [string, string | number, string];
+    if (outcome === 'thread-busy') {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${input.threadId}" already has an active run (run ${second}); wait for it or cancel it`,
+        { details: { threadId: input.threadId, runId: second, owner: first } },
+      );
+    }
+    return {
+      threadId: input.threadId,
+      owner: input.owner,
+      runId: input.runId,
+      token: Number(first),
+      expiresAt: Number(second),
+    };
+  }
+
+  async renewLease(input: RenewLeaseInput): Promise<Lease> {
+    assertId(input.threadId, 'threadId');
+    assertInteger(input.token, 'token', 1);
+    assertInteger(input.ttlMs, 'ttlMs', 1);
+    const [outcome, owner, runId, expiresAt] = (await this.#run(redisScripts.renewLease, [
+      input.threadId,
+      input.token,
+      input.ttlMs,
+    ])) as [string, string | null, string, string];
+    if (outcome === 'lease-lost') {
+      const current = owner === null ? undefined : Number(owner);
+      throw new LunationError(
+        'lease-lost',
+        `Lease token ${input.token} no longer holds thread "${input.threadId}"${current !== undefined && current !== input.token ? ` (token ${current} was issued since)` : ''}; stop the run, another process may own the thread`,
+        { details: { threadId: input.threadId, token: input.token, currentToken: current } },
+      );
+    }
+    return {
+      threadId: input.threadId,
+      owner: owner!,
+      runId,
+      token: input.token,
+      expiresAt: Number(expiresAt),
+    };
+  }
+
+  async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
+    assertId(input.threadId, 'threadId');
+    assertInteger(input.token, 'token', 1);
+    return (await this.#run(redisScripts.releaseLease, [input.threadId, input.token])) === 1;
+  }
+
+  async getLease(threadId: string): Promise<Lease | undefined> {
+    assertId(threadId, 'threadId');
+    const hash = fromFlatHash((await this.#run(redisScripts.getLease, [threadId])) as FlatHash);
+    if (hash === undefined) return undefined;
+    return {
+      threadId,
+      owner: hash.owner!,
+      runId: hash.runId!,
+      token: Number(hash.token),
+      expiresAt: Number(hash.expiresAt),
+    };
+  }
+
+  /** Runs `script` with EVALSHA, loading it with EVAL when the server does not know it yet. */
+  async #run(script: LuaScript, args: (string | number)[]): Promise<unknown> {
+    if (this.#closed) {
+      throw new LunationError(
+        'store-unavailable',
+        'RedisStore is closed; create a new store to keep using Redis',
+        {
+          retryable: false,
+        },
+      );
+    }
+    try {
+      try {
+        return await this.#client.evalsha(script.sha, 0, this.#prefix, ...args);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        return await this.#client.eval(script.source, 0, this.#prefix, ...args);
+      }
+    } catch (error) {
+      throw toStoreError(error, script.name, this.#lastConnectionError);
+    }
+  }
+}
+
+function padTimestamp(timestamp: number): string {
+  return String(timestamp).padStart(timestampWidth, '0');
+}
+
+/** A thread's member in the thread indexes: ordered by createdAt, then id. */
+function indexMember(createdAt: number, threadId: string): string {
+  return `${padTimestamp(createdAt)}:${threadId}`;
+}
+
+/** What the index member in a cursor looks like, per listing; a cursor is `<listing>:<member>` in base64url. */
+const cursorMembers = { threads: /^\d{15}:./s, runs: /^\d{15}:\d{12}:./s };
+
+type Listing = keyof typeof cursorMembers;
+
+function encodeCursor(listing: Listing, member: string): string {
+  return Buffer.from(`${listing}:${member}`).toString('base64url');
+}
+
+/** The index member after which the page starts; `invalid-argument` for anything but our own cursor. */
+function decodeCursor(cursor: string, listing: Listing): string {
+  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const member = text.slice(listing.length + 1);
+  if (
+    !text.startsWith(`${listing}:`) ||
+    !cursorMembers[listing].test(member) ||
+    encodeCursor(listing, member) !== cursor
+  ) {
+    throw invalid(`Invalid cursor ${JSON.stringify(cursor)}; pass the nextCursor of a previous page`);
+  }
+  return member;
+}
+
+function toPage<T>(items: T[], members: string[], limit: number, listing: Listing): Page<T> {
+  if (items.length <= limit) return { items };
+  return { items: items.slice(0, limit), nextCursor: encodeCursor(listing, members[limit - 1]!) };
+}
+
+function fromFlatHash(flat: FlatHash | null): Record<string, string> | undefined {
+  if (flat === null || flat.length === 0) return undefined;
+  const hash: Record<string, string> = {};
+  for (let index = 0; index < flat.length; index += 2) hash[flat[index]!] = flat[index + 1]!;
+  return hash;
+}
+
+function toThread(flat: FlatHash): ThreadRecord | undefined {
+  const hash = fromFlatHash(flat);
+  if (hash === undefined) return undefined;
+  const thread: ThreadRecord = {
+    id: hash.id!,
+    metadata: JSON.parse(hash.metadata!),
+    messageCount: Number(hash.messageCount),
+    createdAt: Number(hash.createdAt),
+    updatedAt: Number(hash.updatedAt),
+  };
+  if (hash.resourceId !== undefined) thread.resourceId = hash.resourceId;
+  return thread;
+}
+
+function toToolExecution(flat: FlatHash): ToolExecution | undefined {
+  const hash = fromFlatHash(flat);
+  if (hash === undefined) return undefined;
+  const execution: ToolExecution = {
+    ...JSON.parse(hash.record!),
+    status: hash.status,
+    attempts: Number(hash.attempts),
+  };
+  if (hash.result !== undefined) execution.result = JSON.parse(hash.result);
+  if (hash.completedAt !== undefined) execution.completedAt = Number(hash.completedAt);
+  return execution;
+}
+
+function parseJson<T = Record<string, unknown>>(value: unknown): T | undefined {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : undefined;
+}
+
+function invalid(message: string): LunationError {
+  return new LunationError('invalid-argument', message);
+}
+
+function threadNotFound(threadId: string): LunationError {
+  return new LunationError(
+    'not-found',
+    `Thread "${threadId}" does not exist; create it with createThread first`,
+    {
+      details: { threadId },
+    },
+  );
+}
+
+function staleLease(threadId: string, token: number, currentToken: number): LunationError {
+  return new LunationError(
+    'stale-lease',
+    `Lease token ${token} of thread "${threadId}" is stale (token ${currentToken} was issued since); nothing was written, stop this run`,
+    { details: { threadId, token, currentToken } },
+  );
+}

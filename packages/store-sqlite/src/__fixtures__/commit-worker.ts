@@ -1,0 +1,35 @@
+// Run in a child process: opens (and maybe creates and migrates) the database, creates the thread unless the
+// other writer did, appends `count` messages retrying on store-conflict, and prints how many conflicts it met.
+// Usage: commit-worker.ts <database path> <thread id> <writer name> <count> <other writer names...>
+import { existsSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LunationError } from '@lunation/contract';
+import { SqliteStore } from '../sqlite-store.js';
+
+const [path, threadId, writer, count, ...others] = process.argv.slice(2) as [string, string, string, string];
+const store = await SqliteStore.open({ path });
+await store.createThread({ id: threadId }).catch((error: unknown) => {
+  if (!LunationError.hasCode(error, 'store-conflict')) throw error;
+});
+// Start together: wait until every other writer has opened the database too.
+writeFileSync(`${path}.${writer}.ready`, '');
+while (!others.every((other) => existsSync(`${path}.${other}.ready`))) await sleep(5);
+let conflicts = 0;
+for (let index = 0; index < Number(count); index += 1) {
+  for (;;) {
+    const thread = await store.getThread(threadId);
+    try {
+      await store.commit({
+        threadId,
+        expectedMessageCount: thread!.messageCount,
+        messages: [{ id: `${writer}-${index}`, role: 'user', content: [{ type: 'text', text: writer }] }],
+      });
+      break;
+    } catch (error) {
+      if (!LunationError.hasCode(error, 'store-conflict')) throw error;
+      conflicts += 1;
+    }
+  }
+}
+await store.close();
+process.stdout.write(JSON.stringify({ conflicts }));

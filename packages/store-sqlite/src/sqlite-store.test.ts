@@ -1,0 +1,311 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { type ErrorCode, LunationError, type RunRecord } from '@lunation/contract';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from './sqlite-store.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'lunation-sqlite-'));
+let files = 0;
+const stores: SqliteStore[] = [];
+
+function databasePath(): string {
+  files += 1;
+  return join(directory, `test-${files}.db`);
+}
+
+async function openStore(path = databasePath()): Promise<SqliteStore> {
+  const store = await SqliteStore.open({ path });
+  stores.push(store);
+  return store;
+}
+
+async function rejection(promise: Promise<unknown>, code: ErrorCode): Promise<LunationError> {
+  const error = await promise.then(
+    (value) => expect.fail(`expected a "${code}" error, got ${JSON.stringify(value)}`),
+    (reason: unknown) => reason,
+  );
+  if (!LunationError.isInstance(error)) expect.fail(`expected a LunationError, got ${String(error)}`);
+  expect(error.code, error.message).toBe(code);
+  return error;
+}
+
+function runRecord(threadId: string, runId: string): RunRecord {
+  const now = Date.now();
+  return {
+    identity: { threadId, runId, agentId: 'assistant', origin: 'user' },
+    status: 'running',
+    steps: 0,
+    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+    openTickets: [],
+    state: {},
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+});
+
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describe('SqliteStore connection', () => {
+  it('opens the file in WAL mode', async () => {
+    const path = databasePath();
+    await openStore(path);
+    const inspector = new Database(path, { readonly: true });
+    expect(inspector.pragma('journal_mode', { simple: true })).toBe('wal');
+    inspector.close();
+  });
+
+  it('waits busyTimeoutMs for the write lock of another connection, then fails with a retryable store-unavailable', async () => {
+    const path = databasePath();
+    const store = new SqliteStore({ path, busyTimeoutMs: 150 });
+    stores.push(store);
+    await store.init();
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    const started = Date.now();
+    const error = await rejection(store.createThread({ id: 't1' }), 'store-unavailable');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(error.isRetryable).toBe(true);
+    expect((error.cause as { code?: string }).code).toBe('SQLITE_BUSY');
+    other.exec('COMMIT');
+    other.close();
+    expect((await store.createThread({ id: 't1' })).id).toBe('t1');
+  });
+
+  it('records the schema version and creates exactly the documented tables', async () => {
+    const path = databasePath();
+    const store = await openStore(path);
+    expect(await store.schemaVersion()).toBe('002_message_run_id');
+    const inspector = new Database(path, { readonly: true });
+    const tables = inspector
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
+      .pluck()
+      .all();
+    inspector.close();
+    expect(tables).toEqual([
+      'lunation_leases',
+      'lunation_messages',
+      'lunation_migration',
+      'lunation_migration_lock',
+      'lunation_runs',
+      'lunation_threads',
+      'lunation_tool_executions',
+    ]);
+  });
+
+  it('uses an injected better-sqlite3 client as configured and leaves it open on close', async () => {
+    const client = new Database(databasePath());
+    client.pragma('foreign_keys = OFF');
+    const store = new SqliteStore({ client });
+    await store.createThread({ id: 't1', metadata: { via: 'client' } });
+    expect(client.pragma('foreign_keys', { simple: true })).toBe(0);
+    expect(client.pragma('journal_mode', { simple: true })).toBe('delete');
+    await store.close();
+    expect(client.open).toBe(true);
+    expect(client.prepare('SELECT metadata FROM lunation_threads WHERE id = ?').pluck().get('t1')).toBe(
+      '{"via":"client"}',
+    );
+    client.close();
+  });
+
+  it('migrates lazily on first use, and SqliteStore.open migrates up front', async () => {
+    const path = databasePath();
+    const lazy = new SqliteStore({ path });
+    stores.push(lazy);
+    expect(await lazy.getThread('t1')).toBeUndefined();
+    expect(await lazy.schemaVersion()).toBe('002_message_run_id');
+  });
+
+  it('fails with store-unavailable, naming the path and keeping the cause, when the file cannot be opened', async () => {
+    const path = join(directory, 'missing-directory', 'store.db');
+    const store = new SqliteStore({ path });
+    const error = await rejection(store.getThread('t1'), 'store-unavailable');
+    expect(error.message).toContain(path);
+    expect(error.cause).toBeInstanceOf(Error);
+    expect(error.isRetryable).toBe(false);
+    await rejection(SqliteStore.open({ path }), 'store-unavailable');
+  });
+
+  it('fails with store-unavailable once closed, and close is idempotent', async () => {
+    const store = await openStore();
+    await store.close();
+    await store.close();
+    await rejection(store.getThread('t1'), 'store-unavailable');
+    await rejection(store.createThread({ id: 't1' }), 'store-unavailable');
+  });
+});
+
+describe('SqliteStore input checks', () => {
+  it('rejects bad ids, limits, cursors and counts with invalid-argument', async () => {
+    const store = await openStore();
+    await store.createThread({ id: 't1' });
+    await rejection(store.createThread({ id: '' }), 'invalid-argument');
+    await rejection(
+      store.createThread({ id: 't2', metadata: [] as unknown as Record<string, unknown> }),
+      'invalid-argument',
+    );
+    await rejection(store.listThreads({ limit: 0 }), 'invalid-argument');
+    await rejection(store.listThreads({ limit: 1.5 }), 'invalid-argument');
+    await rejection(store.listThreads({ cursor: 'not-a-cursor' }), 'invalid-argument');
+    await rejection(
+      store.listRuns('t1', { cursor: Buffer.from('["x","y"]').toString('base64url') }),
+      'invalid-argument',
+    );
+    await rejection(
+      store.commit({ threadId: 't1', expectedMessageCount: -1, messages: [] }),
+      'invalid-argument',
+    );
+    await rejection(
+      store.acquireLease({ threadId: 't1', owner: 'w', runId: 'r', ttlMs: 0 }),
+      'invalid-argument',
+    );
+    expect((await store.getThread('t1'))?.messageCount).toBe(0);
+    expect(await store.listThreads()).toEqual({ items: [await store.getThread('t1')] });
+  });
+
+  it('rejects a run of another thread and rolls the whole commit back', async () => {
+    const store = await openStore();
+    await store.createThread({ id: 'left' });
+    await store.createThread({ id: 'right' });
+    await store.commit({
+      threadId: 'left',
+      expectedMessageCount: 0,
+      messages: [],
+      run: runRecord('left', 'r1'),
+    });
+    const message = { id: 'm1', role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }] };
+
+    const mismatch = await rejection(
+      store.commit({
+        threadId: 'right',
+        expectedMessageCount: 0,
+        messages: [message],
+        run: runRecord('left', 'r2'),
+      }),
+      'invalid-argument',
+    );
+    expect(mismatch.message).toContain('belongs to thread "left"');
+    // The run id exists on another thread: detected inside the transaction, after the messages were inserted.
+    await rejection(
+      store.commit({
+        threadId: 'right',
+        expectedMessageCount: 0,
+        messages: [message],
+        run: runRecord('right', 'r1'),
+        threadState: { written: true },
+      }),
+      'invalid-argument',
+    );
+    expect(await store.listMessages('right')).toEqual([]);
+    expect((await store.getThread('right'))?.messageCount).toBe(0);
+    expect(await store.getThreadState('right')).toEqual({});
+    expect((await store.getRun('r1'))?.identity.threadId).toBe('left');
+  });
+
+  it('rejects a cursor of another listing and a commit that cannot be stored as JSON', async () => {
+    const store = await openStore();
+    await store.createThread({ id: 't1' });
+    await store.createThread({ id: 't2' });
+    const page = await store.listThreads({ limit: 1 });
+    expect(page.nextCursor).toEqual(expect.any(String));
+    await rejection(store.listRuns('t1', { cursor: page.nextCursor }), 'invalid-argument');
+    await rejection(
+      store.commit({
+        threadId: 't1',
+        expectedMessageCount: 0,
+        messages: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+        run: runRecord('t1', 'r1'),
+        threadState: { count: BigInt(1) } as unknown as Record<string, never>,
+      }),
+      'invalid-argument',
+    );
+    expect(await store.loadCheckpoint('t1')).toEqual({
+      thread: await store.getThread('t1'),
+      messages: [],
+      threadState: {},
+      latestRun: undefined,
+    });
+    expect((await store.getThread('t1'))?.messageCount).toBe(0);
+  });
+});
+
+describe('SqliteStore ledger', () => {
+  it('keeps the first result when a tool execution is completed twice', async () => {
+    const store = await openStore();
+    const input = {
+      runId: 'r1',
+      toolCallId: 'c1',
+      threadId: 't1',
+      toolName: 'send',
+      idempotencyKey: 'r1:c1',
+    };
+    await store.beginToolExecution(input);
+    const first = await store.completeToolExecution({
+      runId: 'r1',
+      toolCallId: 'c1',
+      result: { status: 'success', data: 1 },
+    });
+    const again = await store.completeToolExecution({
+      runId: 'r1',
+      toolCallId: 'c1',
+      result: { status: 'success', data: 2 },
+    });
+    expect(again).toEqual(first);
+    expect((await store.getToolExecution('r1', 'c1'))?.result).toEqual({ status: 'success', data: 1 });
+  });
+});
+
+describe('SqliteStore across processes', () => {
+  it('lets two processes create, migrate and commit to one new file without losing or duplicating a message', async () => {
+    const path = databasePath();
+    const worker = join(dirname(fileURLToPath(import.meta.url)), '__fixtures__', 'commit-worker.ts');
+    const run = promisify(execFile);
+    const perWriter = 100;
+    const outputs = await Promise.all(
+      ['alpha', 'beta'].map((writer) =>
+        run(
+          process.execPath,
+          [
+            '--conditions=@lunation/source',
+            '--import',
+            'tsx',
+            worker,
+            path,
+            'shared',
+            writer,
+            String(perWriter),
+            writer === 'alpha' ? 'beta' : 'alpha',
+          ],
+          { cwd: dirname(worker) },
+        ),
+      ),
+    );
+    for (const output of outputs)
+      expect(JSON.parse(output.stdout)).toEqual({ conflicts: expect.any(Number) });
+
+    const store = await openStore(path);
+    expect(await store.schemaVersion()).toBe('002_message_run_id');
+    const records = await store.listMessages('shared');
+    expect(records.map((record) => record.seq)).toEqual(
+      Array.from({ length: 2 * perWriter }, (_, index) => index + 1),
+    );
+    for (const writer of ['alpha', 'beta']) {
+      expect(
+        records
+          .filter((record) => record.message.id.startsWith(`${writer}-`))
+          .map((record) => record.message.id),
+      ).toEqual(Array.from({ length: perWriter }, (_, index) => `${writer}-${index}`));
+    }
+    expect((await store.getThread('shared'))?.messageCount).toBe(2 * perWriter);
+  });
+});
