@@ -78,6 +78,12 @@ export type ToolExecution = z.infer<typeof toolExecutionSchema>;
  * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted).
  * A stale `expectedMessageCount` raises `store-conflict`, a stale `leaseToken` raises `stale-lease`, and in
  * both cases nothing is written.
+ *
+ * @remarks Also `invalid-argument`, writing nothing: `run.identity.threadId` or a `toolExecutions[].threadId`
+ * differs from `threadId`, or the run id already belongs to another thread. Stores check ids, counts, tokens
+ * and that values serialise to JSON; the shapes of messages and runs are the runtime's responsibility (it
+ * builds them from these schemas), so stores need not re-validate them on this hot path. A run's position in
+ * `listRuns` / `getLatestRun` is fixed by its first commit.
  */
 export const checkpointCommitSchema = z.object({
   threadId: z.string().min(1),
@@ -134,6 +140,7 @@ export interface ListMessagesOptions {
   fromSeq?: number;
   /** Last seq to return (inclusive). */
   toSeq?: number;
+  /** @default unlimited */
   limit?: number;
 }
 
@@ -231,7 +238,7 @@ export interface ToolExecutionLedger {
    * (the earlier attempt died). `completed`: changes nothing. Returns the entry as it now is.
    */
   beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution>;
-  /** Records the result; `not-found` when no entry was begun. */
+  /** Records the result; `not-found` when no entry was begun. Ledger entries do not require the thread to exist. */
   completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution>;
   getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
   listToolExecutions(runId: string): Promise<ToolExecution[]>;
@@ -246,7 +253,7 @@ export interface LeaseManager {
   acquireLease(input: AcquireLeaseInput): Promise<Lease>;
   /** Extends a held lease; `lease-lost` if it expired and was taken, or the token is not current. */
   renewLease(input: RenewLeaseInput): Promise<Lease>;
-  /** Gives the lease up; false if the token no longer holds it. */
+  /** Gives the lease up; false if the token no longer holds it (an expired lease nobody took still counts as held). */
   releaseLease(input: ReleaseLeaseInput): Promise<boolean>;
   /** The current unexpired lease, if any. */
   getLease(threadId: string): Promise<Lease | undefined>;
