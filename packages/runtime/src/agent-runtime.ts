@@ -319,6 +319,12 @@ export class AgentRuntime {
               : {}),
             origin: options.parent?.origin ?? 'user',
           };
+      if (leaseToken !== undefined && identity.runId !== reservation.identity.runId) {
+        // Continuing an earlier run: retake the lease in that run's name so thread-busy errors name it.
+        await this.persistence.releaseLease(threadId, leaseToken);
+        leaseToken = undefined;
+        leaseToken = (await this.persistence.acquireLease(threadId, identity.runId, this.owner, this.leaseTtlMs))?.token;
+      }
       reservation.identity = identity;
       const stream = new EventStream();
       const buffer = options.stream !== false;
