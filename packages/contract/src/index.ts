@@ -7,4 +7,5 @@ export * from './provider-errors.js';
 export * from './provider-retry.js';
 export * from './run.js';
 export * from './store.js';
+export * from './store-input.js';
 export * from './tools.js';

@@ -1,5 +1,8 @@
 import {
   type AcquireLeaseInput,
+  assertId,
+  assertInteger,
+  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -13,15 +16,16 @@ import {
   type LunationStore,
   type MessageRecord,
   type Page,
+  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolExecution,
+  toJsonText,
 } from '@lunation/contract';
 import { Redis } from 'ioredis';
-import { assertId, assertInteger, assertObject, pageLimit, toJson } from './assert-input.js';
 import { type LuaScript, redisScripts } from './redis-scripts.js';
 import { toStoreError } from './to-store-error.js';
 
@@ -107,7 +111,7 @@ export class RedisStore implements LunationStore {
     if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
     const metadata = input.metadata ?? {};
     assertObject(metadata, 'metadata');
-    const metadataJson = toJson(metadata, 'metadata');
+    const metadataJson = toJsonText(metadata, 'metadata');
     const now = Date.now();
     const created = await this.#run(redisScripts.createThread, [
       input.id,
@@ -157,7 +161,7 @@ export class RedisStore implements LunationStore {
     assertObject(metadata, 'metadata');
     const hash = (await this.#run(redisScripts.updateThreadMetadata, [
       threadId,
-      toJson(metadata, 'metadata'),
+      toJsonText(metadata, 'metadata'),
       Date.now(),
     ])) as FlatHash | null;
     if (hash === null) throw threadNotFound(threadId);
@@ -230,7 +234,7 @@ export class RedisStore implements LunationStore {
     const now = Date.now();
     args.push(now);
     if (threadState !== undefined) assertObject(threadState, 'threadState');
-    args.push(threadState === undefined ? '' : toJson(threadState, 'threadState'));
+    args.push(threadState === undefined ? '' : toJsonText(threadState, 'threadState'));
     if (run === undefined) {
       args.push('', '', '');
     } else {
@@ -241,7 +245,7 @@ export class RedisStore implements LunationStore {
         );
       }
       assertInteger(run.createdAt, 'run.createdAt', 0);
-      args.push(runId, padTimestamp(run.createdAt), toJson(run, 'run'));
+      args.push(runId, padTimestamp(run.createdAt), toJsonText(run, 'run'));
     }
     const toolExecutions = commit.toolExecutions ?? [];
     args.push(toolExecutions.length);
@@ -255,10 +259,10 @@ export class RedisStore implements LunationStore {
       args.push(
         execution.runId,
         execution.toolCallId,
-        toJson(record, `toolExecutions[${index}]`),
+        toJsonText(record, `toolExecutions[${index}]`),
         status,
         attempts,
-        result === undefined ? '' : toJson(result, `toolExecutions[${index}].result`),
+        result === undefined ? '' : toJsonText(result, `toolExecutions[${index}].result`),
         completedAt ?? '',
       );
     });
@@ -270,7 +274,7 @@ export class RedisStore implements LunationStore {
         createdAt: now,
       };
       if (runId !== undefined) record.runId = runId;
-      args.push(toJson(record, `messages[${index}]`));
+      args.push(toJsonText(record, `messages[${index}]`));
     });
 
     const [outcome, value] = (await this.#run(redisScripts.commit, args)) as [string, unknown];
@@ -341,7 +345,7 @@ export class RedisStore implements LunationStore {
     const [outcome, value, threadId] = (await this.#run(redisScripts.completeToolExecution, [
       input.runId,
       input.toolCallId,
-      toJson(input.result, 'result'),
+      toJsonText(input.result, 'result'),
       Date.now(),
       input.leaseToken ?? '',
     ])) as [string, unknown, string?];

@@ -1,5 +1,8 @@
 import {
   type AcquireLeaseInput,
+  assertId,
+  assertInteger,
+  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -13,23 +16,40 @@ import {
   type LunationStore,
   type MessageRecord,
   type Page,
+  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolExecution,
+  toJsonText,
 } from '@lunation/contract';
 import Database from 'better-sqlite3';
-import type { Kysely, SqliteStatement as KyselySqliteStatement, SqliteDatabase } from 'kysely';
-import { assertId, assertInteger, assertObject, pageLimit, toJson } from './assert-input.js';
+import {
+  CompiledQuery,
+  type Kysely,
+  type SqliteStatement as KyselySqliteStatement,
+  type SqliteDatabase,
+} from 'kysely';
+import { type AnyKysely, KyselyRunner } from './kysely-runner.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
+import {
+  allStatement,
+  getStatement,
+  type OperationRunner,
+  runStatement,
+  type SqliteOperation,
+  type Transaction,
+} from './sqlite-operation.js';
+import { SyncRunner } from './sync-runner.js';
 import { toStoreError } from './to-store-error.js';
 
 /** The part of a better-sqlite3 statement the store uses. */
 export interface SqliteStatement extends KyselySqliteStatement {
   get(parameters: ReadonlyArray<unknown>): unknown;
+  run(parameters: ReadonlyArray<unknown>): { changes: number; lastInsertRowid: number | bigint };
 }
 
 /** The part of a better-sqlite3 `Database` the store uses. */
@@ -54,7 +74,18 @@ export interface SqliteStoreClientOptions {
   client: SqliteClient;
 }
 
-export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions;
+export interface SqliteStoreKyselyOptions {
+  /**
+   * A Kysely instance on kysely's `SqliteDialect` (better-sqlite3), used as configured (its plugins are
+   * bypassed) and left open by `close()`.
+   *
+   * @remarks Every write transaction spans `await`s: in this process, write to the file only through this
+   * instance (see the README).
+   */
+  database: AnyKysely;
+}
+
+export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions | SqliteStoreKyselyOptions;
 
 interface ThreadRow {
   id: string;
@@ -78,6 +109,10 @@ interface RunRow {
   seq: number;
 }
 
+interface RecordRow {
+  record: string;
+}
+
 interface LeaseRow {
   token: number;
   owner: string;
@@ -89,103 +124,97 @@ const threadColumns =
   'id, resource_id AS resourceId, metadata, message_count AS messageCount, created_at AS createdAt, updated_at AS updatedAt';
 const leaseColumns = 'token, owner, run_id AS runId, expires_at AS expiresAt';
 
-function prepareStatements(client: SqliteClient) {
-  const prepare = (sql: string) => client.prepare(sql);
-  return {
-    begin: prepare('BEGIN'),
-    beginImmediate: prepare('BEGIN IMMEDIATE'),
-    commit: prepare('COMMIT'),
-    rollback: prepare('ROLLBACK'),
+/** Every statement of the store, prepared once per connection by `SyncRunner`. */
+const statements = {
+  insertThread: runStatement(
+    `INSERT INTO lunation_threads (id, resource_id, metadata, message_count, created_at, updated_at)
+     VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  ),
+  selectThread: getStatement<ThreadRow>(`SELECT ${threadColumns} FROM lunation_threads WHERE id = ?`),
+  listThreads: allStatement<ThreadRow>(
+    `SELECT ${threadColumns} FROM lunation_threads
+     WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+  ),
+  listThreadsOfResource: allStatement<ThreadRow>(
+    `SELECT ${threadColumns} FROM lunation_threads
+     WHERE resource_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+  ),
+  updateMetadata: getStatement<ThreadRow>(
+    `UPDATE lunation_threads SET metadata = ?, updated_at = ? WHERE id = ? RETURNING ${threadColumns}`,
+  ),
+  deleteMessages: runStatement('DELETE FROM lunation_messages WHERE thread_id = ?'),
+  deleteRuns: runStatement('DELETE FROM lunation_runs WHERE thread_id = ?'),
+  deleteToolExecutions: runStatement('DELETE FROM lunation_tool_executions WHERE thread_id = ?'),
+  deleteThread: runStatement('DELETE FROM lunation_threads WHERE id = ?'),
 
-    insertThread: prepare(
-      `INSERT INTO lunation_threads (id, resource_id, metadata, message_count, created_at, updated_at)
-       VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`,
-    ),
-    selectThread: prepare(`SELECT ${threadColumns} FROM lunation_threads WHERE id = ?`),
-    listThreads: prepare(
-      `SELECT ${threadColumns} FROM lunation_threads
-       WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
-    ),
-    listThreadsOfResource: prepare(
-      `SELECT ${threadColumns} FROM lunation_threads
-       WHERE resource_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
-    ),
-    updateMetadata: prepare(
-      `UPDATE lunation_threads SET metadata = ?, updated_at = ? WHERE id = ? RETURNING ${threadColumns}`,
-    ),
-    deleteMessages: prepare('DELETE FROM lunation_messages WHERE thread_id = ?'),
-    deleteRuns: prepare('DELETE FROM lunation_runs WHERE thread_id = ?'),
-    deleteToolExecutions: prepare('DELETE FROM lunation_tool_executions WHERE thread_id = ?'),
-    deleteThread: prepare('DELETE FROM lunation_threads WHERE id = ?'),
+  // Checks the count and the fencing token and bumps the thread in one statement; no row: diagnose.
+  bumpThread: getStatement<{ message_count: number }>(
+    `UPDATE lunation_threads SET message_count = ?, updated_at = ?, state = coalesce(?, state)
+     WHERE id = ? AND message_count = ?
+       AND (? IS NULL OR NOT EXISTS (SELECT 1 FROM lunation_leases WHERE thread_id = ? AND token > ?))
+     RETURNING message_count`,
+  ),
+  commitHead: getStatement<{ messageCount: number; leaseToken: number | null }>(
+    `SELECT t.message_count AS messageCount, l.token AS leaseToken
+     FROM lunation_threads t LEFT JOIN lunation_leases l ON l.thread_id = t.id WHERE t.id = ?`,
+  ),
+  insertMessage: runStatement(
+    'INSERT INTO lunation_messages (thread_id, seq, message, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
+  ),
+  // A run keeps the position (created_at, seq) of its first commit; later commits replace the record.
+  updateRun: runStatement('UPDATE lunation_runs SET record = ? WHERE run_id = ? AND thread_id = ?'),
+  insertRun: runStatement(
+    `INSERT INTO lunation_runs (run_id, thread_id, record, created_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (run_id) DO NOTHING`,
+  ),
+  upsertToolExecution: runStatement(
+    `INSERT INTO lunation_tool_executions (run_id, tool_call_id, thread_id, record) VALUES (?, ?, ?, ?)
+     ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, record = excluded.record`,
+  ),
 
-    // Checks the count and the fencing token and bumps the thread in one statement; no row: diagnose.
-    bumpThread: prepare(
-      `UPDATE lunation_threads SET message_count = ?, updated_at = ?, state = coalesce(?, state)
-       WHERE id = ? AND message_count = ?
-         AND (? IS NULL OR NOT EXISTS (SELECT 1 FROM lunation_leases WHERE thread_id = ? AND token > ?))
-       RETURNING message_count`,
-    ),
-    commitHead: prepare(
-      `SELECT t.message_count AS messageCount, l.token AS leaseToken
-       FROM lunation_threads t LEFT JOIN lunation_leases l ON l.thread_id = t.id WHERE t.id = ?`,
-    ),
-    insertMessage: prepare(
-      'INSERT INTO lunation_messages (thread_id, seq, message, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
-    ),
-    // A run keeps the position (created_at, seq) of its first commit; later commits replace the record.
-    updateRun: prepare('UPDATE lunation_runs SET record = ? WHERE run_id = ? AND thread_id = ?'),
-    insertRun: prepare(
-      `INSERT INTO lunation_runs (run_id, thread_id, record, created_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id) DO NOTHING`,
-    ),
-    upsertToolExecution: prepare(
-      `INSERT INTO lunation_tool_executions (run_id, tool_call_id, thread_id, record) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, record = excluded.record`,
-    ),
+  listMessages: allStatement<MessageRow>(
+    `SELECT seq, message, run_id AS runId, created_at AS createdAt FROM lunation_messages
+     WHERE thread_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`,
+  ),
+  selectThreadState: getStatement<{ state: string | null }>(
+    'SELECT state FROM lunation_threads WHERE id = ?',
+  ),
+  selectRun: getStatement<RecordRow>('SELECT record FROM lunation_runs WHERE run_id = ?'),
+  latestRun: getStatement<RecordRow>(
+    'SELECT record FROM lunation_runs WHERE thread_id = ? ORDER BY created_at DESC, seq DESC LIMIT 1',
+  ),
+  listRuns: allStatement<RunRow>(
+    `SELECT record, created_at AS createdAt, seq FROM lunation_runs
+     WHERE thread_id = ? AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?`,
+  ),
 
-    listMessages: prepare(
-      `SELECT seq, message, run_id AS runId, created_at AS createdAt FROM lunation_messages
-       WHERE thread_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`,
-    ),
-    selectThreadState: prepare('SELECT state FROM lunation_threads WHERE id = ?'),
-    selectRun: prepare('SELECT record FROM lunation_runs WHERE run_id = ?'),
-    latestRun: prepare(
-      'SELECT record FROM lunation_runs WHERE thread_id = ? ORDER BY created_at DESC, seq DESC LIMIT 1',
-    ),
-    listRuns: prepare(
-      `SELECT record, created_at AS createdAt, seq FROM lunation_runs
-       WHERE thread_id = ? AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?`,
-    ),
+  selectToolExecution: getStatement<RecordRow>(
+    'SELECT record FROM lunation_tool_executions WHERE run_id = ? AND tool_call_id = ?',
+  ),
+  listToolExecutions: allStatement<RecordRow>(
+    'SELECT record FROM lunation_tool_executions WHERE run_id = ? ORDER BY rowid',
+  ),
 
-    selectToolExecution: prepare(
-      'SELECT record FROM lunation_tool_executions WHERE run_id = ? AND tool_call_id = ?',
-    ),
-    listToolExecutions: prepare(
-      'SELECT record FROM lunation_tool_executions WHERE run_id = ? ORDER BY rowid',
-    ),
-
-    selectLease: prepare(`SELECT ${leaseColumns} FROM lunation_leases WHERE thread_id = ?`),
-    selectLeaseToken: prepare('SELECT token FROM lunation_leases WHERE thread_id = ?'),
-    upsertLease: prepare(
-      `INSERT INTO lunation_leases (thread_id, token, owner, run_id, expires_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (thread_id) DO UPDATE SET token = excluded.token, owner = excluded.owner,
-         run_id = excluded.run_id, expires_at = excluded.expires_at`,
-    ),
-    renewLease: prepare(
-      `UPDATE lunation_leases SET expires_at = ?
-       WHERE thread_id = ? AND token = ? AND expires_at IS NOT NULL RETURNING ${leaseColumns}`,
-    ),
-    endLease: prepare(
-      'UPDATE lunation_leases SET expires_at = NULL WHERE thread_id = ? AND token = ? AND expires_at IS NOT NULL',
-    ),
-    endAnyLease: prepare('UPDATE lunation_leases SET expires_at = NULL WHERE thread_id = ?'),
-  };
-}
-
-type Statements = ReturnType<typeof prepareStatements>;
+  selectLease: getStatement<LeaseRow>(`SELECT ${leaseColumns} FROM lunation_leases WHERE thread_id = ?`),
+  selectLeaseToken: getStatement<{ token: number }>('SELECT token FROM lunation_leases WHERE thread_id = ?'),
+  upsertLease: runStatement(
+    `INSERT INTO lunation_leases (thread_id, token, owner, run_id, expires_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (thread_id) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+       run_id = excluded.run_id, expires_at = excluded.expires_at`,
+  ),
+  renewLease: getStatement<LeaseRow>(
+    `UPDATE lunation_leases SET expires_at = ?
+     WHERE thread_id = ? AND token = ? AND expires_at IS NOT NULL RETURNING ${leaseColumns}`,
+  ),
+  endLease: runStatement(
+    'UPDATE lunation_leases SET expires_at = NULL WHERE thread_id = ? AND token = ? AND expires_at IS NOT NULL',
+  ),
+  endAnyLease: runStatement('UPDATE lunation_leases SET expires_at = NULL WHERE thread_id = ?'),
+};
 
 /**
- * A `LunationStore` in one SQLite file (kysely migrations, better-sqlite3 prepared statements).
+ * A `LunationStore` in one SQLite file (kysely migrations; better-sqlite3 prepared statements, or an injected
+ * Kysely instance).
  *
  * @remarks The schema is migrated on first use; call `init()` (or use `SqliteStore.open`) to do it up front.
  */
@@ -195,13 +224,21 @@ export class SqliteStore implements LunationStore {
   readonly #ownsClient: boolean;
   #client: SqliteClient | undefined;
   #kysely: Kysely<unknown> | undefined;
-  #statements: Statements | undefined;
-  #initializing: Promise<Statements> | undefined;
+  #runner: OperationRunner | undefined;
+  #initializing: Promise<OperationRunner> | undefined;
   #closed = false;
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
-    if ('client' in options) {
+    if ('database' in options) {
+      if (typeof options.database?.connection !== 'function' || options.database.isTransaction) {
+        throw new LunationError(
+          'invalid-argument',
+          'database must be a Kysely instance (not a transaction), e.g. new Kysely({ dialect: new SqliteDialect({ database }) })',
+        );
+      }
+      this.#ownsClient = false;
+    } else if ('client' in options) {
       this.#client = options.client;
       this.#ownsClient = false;
     } else {
@@ -233,9 +270,10 @@ export class SqliteStore implements LunationStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#statements = undefined;
+    this.#runner = undefined;
     if (this.#ownsClient) this.#client?.close();
     this.#client = undefined;
+    this.#kysely = undefined;
   }
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
@@ -243,10 +281,10 @@ export class SqliteStore implements LunationStore {
     if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
     const metadata = input.metadata ?? {};
     assertObject(metadata, 'metadata');
-    const metadataJson = toJson(metadata, 'metadata');
-    return this.#run((statements) => {
+    const metadataJson = toJsonText(metadata, 'metadata');
+    return this.#run('none', function* () {
       const now = Date.now();
-      const { changes } = statements.insertThread.run([
+      const { changes } = yield* statements.insertThread([
         input.id,
         input.resourceId ?? null,
         metadataJson,
@@ -274,8 +312,8 @@ export class SqliteStore implements LunationStore {
 
   async getThread(threadId: string): Promise<ThreadRecord | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) => {
-      const row = statements.selectThread.get([threadId]) as ThreadRow | undefined;
+    return this.#run('none', function* () {
+      const row = yield* statements.selectThread([threadId]);
       return row && toThread(row);
     });
   }
@@ -284,12 +322,11 @@ export class SqliteStore implements LunationStore {
     const limit = pageLimit(options.limit);
     if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
     const [createdAt, id] = options.cursor === undefined ? [-1, ''] : decodeCursor(options.cursor, 'string');
-    return this.#run((statements) => {
-      const rows = (
+    return this.#run('none', function* () {
+      const rows =
         options.resourceId === undefined
-          ? statements.listThreads.all([createdAt, id, limit + 1])
-          : statements.listThreadsOfResource.all([options.resourceId, createdAt, id, limit + 1])
-      ) as ThreadRow[];
+          ? yield* statements.listThreads([createdAt, id, limit + 1])
+          : yield* statements.listThreadsOfResource([options.resourceId, createdAt, id, limit + 1]);
       return toPage(rows.map(toThread), limit, (thread) => encodeCursor([thread.createdAt, thread.id]));
     });
   }
@@ -297,11 +334,9 @@ export class SqliteStore implements LunationStore {
   async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
     assertId(threadId, 'threadId');
     assertObject(metadata, 'metadata');
-    const metadataJson = toJson(metadata, 'metadata');
-    return this.#run((statements) => {
-      const row = statements.updateMetadata.get([metadataJson, Date.now(), threadId]) as
-        | ThreadRow
-        | undefined;
+    const metadataJson = toJsonText(metadata, 'metadata');
+    return this.#run('none', function* () {
+      const row = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
       if (!row) throw threadNotFound(threadId);
       return toThread(row);
     });
@@ -309,17 +344,15 @@ export class SqliteStore implements LunationStore {
 
   async deleteThread(threadId: string): Promise<boolean> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) =>
-      this.#write(statements, () => {
-        if (!statements.selectThread.get([threadId])) return false;
-        statements.deleteMessages.run([threadId]);
-        statements.deleteRuns.run([threadId]);
-        statements.deleteToolExecutions.run([threadId]);
-        statements.endAnyLease.run([threadId]);
-        statements.deleteThread.run([threadId]);
-        return true;
-      }),
-    );
+    return this.#run('write', function* () {
+      if (!(yield* statements.selectThread([threadId]))) return false;
+      yield* statements.deleteMessages([threadId]);
+      yield* statements.deleteRuns([threadId]);
+      yield* statements.deleteToolExecutions([threadId]);
+      yield* statements.endAnyLease([threadId]);
+      yield* statements.deleteThread([threadId]);
+      return true;
+    });
   }
 
   async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
@@ -328,33 +361,37 @@ export class SqliteStore implements LunationStore {
     assertInteger(fromSeq, 'fromSeq', 1);
     if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
     if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
-    return this.#run((statements) => {
-      const rows = statements.listMessages.all([
+    return this.#run('none', function* () {
+      const rows = yield* statements.listMessages([
         threadId,
         fromSeq,
         options.toSeq ?? Number.MAX_SAFE_INTEGER,
         options.limit ?? -1,
-      ]) as MessageRow[];
+      ]);
       return rows.map((row) => toMessage(threadId, row));
     });
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     assertId(runId, 'runId');
-    return this.#run((statements) => parseRecord<RunRecord>(statements.selectRun.get([runId])));
+    return this.#run('none', function* () {
+      return parseRecord<RunRecord>(yield* statements.selectRun([runId]));
+    });
   }
 
   async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) => parseRecord<RunRecord>(statements.latestRun.get([threadId])));
+    return this.#run('none', function* () {
+      return parseRecord<RunRecord>(yield* statements.latestRun([threadId]));
+    });
   }
 
   async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
     assertId(threadId, 'threadId');
     const limit = pageLimit(options.limit);
     const [createdAt, seq] = options.cursor === undefined ? [-1, 0] : decodeCursor(options.cursor, 'number');
-    return this.#run((statements) => {
-      const rows = statements.listRuns.all([threadId, createdAt, seq, limit + 1]) as RunRow[];
+    return this.#run('none', function* () {
+      const rows = yield* statements.listRuns([threadId, createdAt, seq, limit + 1]);
       const page = toPage(rows, limit, (row) => encodeCursor([row.createdAt, row.seq]));
       return {
         items: page.items.map((row) => JSON.parse(row.record) as RunRecord),
@@ -365,7 +402,7 @@ export class SqliteStore implements LunationStore {
 
   async getThreadState(threadId: string): Promise<Record<string, unknown>> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) => readThreadState(statements, threadId));
+    return this.#run('none', () => readThreadState(threadId));
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
@@ -374,7 +411,7 @@ export class SqliteStore implements LunationStore {
     assertInteger(expectedMessageCount, 'expectedMessageCount', 0);
     if (leaseToken !== undefined) assertInteger(leaseToken, 'leaseToken', 1);
     if (!Array.isArray(commit.messages)) throw invalidCommit('messages must be an array');
-    const messages = commit.messages.map((message, index) => toJson(message, `messages[${index}]`));
+    const messages = commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`));
     const runId = run?.identity.runId;
     let runJson: string | undefined;
     if (run !== undefined) {
@@ -383,12 +420,12 @@ export class SqliteStore implements LunationStore {
         throw invalidCommit(`run "${runId}" belongs to thread "${run.identity.threadId}", not "${threadId}"`);
       }
       assertInteger(run.createdAt, 'run.createdAt', 0);
-      runJson = toJson(run, 'run');
+      runJson = toJsonText(run, 'run');
     }
     let stateJson: string | undefined;
     if (threadState !== undefined) {
       assertObject(threadState, 'threadState');
-      stateJson = toJson(threadState, 'threadState');
+      stateJson = toJsonText(threadState, 'threadState');
     }
     const toolExecutions = (commit.toolExecutions ?? []).map((execution, index) => {
       assertId(execution.runId, `toolExecutions[${index}].runId`);
@@ -396,65 +433,53 @@ export class SqliteStore implements LunationStore {
       if (execution.threadId !== threadId) {
         throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
       }
-      return [execution.runId, execution.toolCallId, threadId, toJson(execution, 'toolExecutions')];
+      return [execution.runId, execution.toolCallId, threadId, toJsonText(execution, 'toolExecutions')];
     });
 
-    return this.#run((statements) =>
-      this.#write(statements, () => {
-        const now = Date.now();
-        const messageCount = expectedMessageCount + messages.length;
-        const token = leaseToken ?? null;
-        const bumped = statements.bumpThread.get([
-          messageCount,
-          now,
-          stateJson ?? null,
-          threadId,
-          expectedMessageCount,
-          token,
-          threadId,
-          token,
-        ]);
-        if (!bumped) throw commitRejection(statements, commit);
-        let seq = expectedMessageCount;
-        for (const message of messages) {
-          seq += 1;
-          statements.insertMessage.run([threadId, seq, message, runId ?? null, now]);
-        }
-        if (
-          run !== undefined &&
-          statements.updateRun.run([runJson, runId, threadId]).changes === 0 &&
-          statements.insertRun.run([runId, threadId, runJson, run.createdAt]).changes === 0
-        ) {
-          throw invalidCommit(`run "${runId}" already belongs to another thread`);
-        }
-        for (const execution of toolExecutions) statements.upsertToolExecution.run(execution);
-        return { messageCount };
-      }),
-    );
+    return this.#run('write', function* () {
+      const now = Date.now();
+      const messageCount = expectedMessageCount + messages.length;
+      const token = leaseToken ?? null;
+      const bumped = yield* statements.bumpThread([
+        messageCount,
+        now,
+        stateJson ?? null,
+        threadId,
+        expectedMessageCount,
+        token,
+        threadId,
+        token,
+      ]);
+      if (!bumped) throw yield* commitRejection(commit);
+      let seq = expectedMessageCount;
+      for (const message of messages) {
+        seq += 1;
+        yield* statements.insertMessage([threadId, seq, message, runId ?? null, now]);
+      }
+      if (
+        run !== undefined &&
+        (yield* statements.updateRun([runJson, runId, threadId])).changes === 0 &&
+        (yield* statements.insertRun([runId, threadId, runJson, run.createdAt])).changes === 0
+      ) {
+        throw invalidCommit(`run "${runId}" already belongs to another thread`);
+      }
+      for (const execution of toolExecutions) yield* statements.upsertToolExecution(execution);
+      return { messageCount };
+    });
   }
 
   async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) => {
-      statements.begin.run([]);
-      try {
-        const row = statements.selectThread.get([threadId]) as ThreadRow | undefined;
-        if (!row) return undefined;
-        const messages = statements.listMessages.all([
-          threadId,
-          1,
-          Number.MAX_SAFE_INTEGER,
-          -1,
-        ]) as MessageRow[];
-        return {
-          thread: toThread(row),
-          messages: messages.map((message) => toMessage(threadId, message)),
-          threadState: readThreadState(statements, threadId),
-          latestRun: parseRecord<RunRecord>(statements.latestRun.get([threadId])),
-        };
-      } finally {
-        statements.commit.run([]);
-      }
+    return this.#run('read', function* () {
+      const row = yield* statements.selectThread([threadId]);
+      if (!row) return undefined;
+      const messages = yield* statements.listMessages([threadId, 1, Number.MAX_SAFE_INTEGER, -1]);
+      return {
+        thread: toThread(row),
+        messages: messages.map((message) => toMessage(threadId, message)),
+        threadState: yield* readThreadState(threadId),
+        latestRun: parseRecord<RunRecord>(yield* statements.latestRun([threadId])),
+      };
     });
   }
 
@@ -465,34 +490,32 @@ export class SqliteStore implements LunationStore {
     assertId(input.toolName, 'toolName');
     assertId(input.idempotencyKey, 'idempotencyKey');
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
-    return this.#run((statements) =>
-      this.#write(statements, () => {
-        assertFreshLease(statements, input.threadId, input.leaseToken);
-        const existing = parseRecord<ToolExecution>(
-          statements.selectToolExecution.get([input.runId, input.toolCallId]),
-        );
-        if (existing?.status === 'completed') return existing;
-        const execution: ToolExecution = existing
-          ? { ...existing, attempts: existing.attempts + 1 }
-          : {
-              runId: input.runId,
-              toolCallId: input.toolCallId,
-              threadId: input.threadId,
-              toolName: input.toolName,
-              idempotencyKey: input.idempotencyKey,
-              status: 'in-flight',
-              attempts: 1,
-              startedAt: Date.now(),
-            };
-        statements.upsertToolExecution.run([
-          execution.runId,
-          execution.toolCallId,
-          execution.threadId,
-          JSON.stringify(execution),
-        ]);
-        return execution;
-      }),
-    );
+    return this.#run('write', function* () {
+      yield* assertFreshLease(input.threadId, input.leaseToken);
+      const existing = parseRecord<ToolExecution>(
+        yield* statements.selectToolExecution([input.runId, input.toolCallId]),
+      );
+      if (existing?.status === 'completed') return existing;
+      const execution: ToolExecution = existing
+        ? { ...existing, attempts: existing.attempts + 1 }
+        : {
+            runId: input.runId,
+            toolCallId: input.toolCallId,
+            threadId: input.threadId,
+            toolName: input.toolName,
+            idempotencyKey: input.idempotencyKey,
+            status: 'in-flight',
+            attempts: 1,
+            startedAt: Date.now(),
+          };
+      yield* statements.upsertToolExecution([
+        execution.runId,
+        execution.toolCallId,
+        execution.threadId,
+        JSON.stringify(execution),
+      ]);
+      return execution;
+    });
   }
 
   async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
@@ -500,53 +523,50 @@ export class SqliteStore implements LunationStore {
     assertId(input.toolCallId, 'toolCallId');
     assertObject(input.result, 'result');
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
-    const resultJson = toJson(input.result, 'result');
-    return this.#run((statements) =>
-      this.#write(statements, () => {
-        const existing = parseRecord<ToolExecution>(
-          statements.selectToolExecution.get([input.runId, input.toolCallId]),
+    const resultJson = toJsonText(input.result, 'result');
+    return this.#run('write', function* () {
+      const existing = parseRecord<ToolExecution>(
+        yield* statements.selectToolExecution([input.runId, input.toolCallId]),
+      );
+      if (!existing) {
+        throw new LunationError(
+          'not-found',
+          `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+          { details: { runId: input.runId, toolCallId: input.toolCallId } },
         );
-        if (!existing) {
-          throw new LunationError(
-            'not-found',
-            `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
-            { details: { runId: input.runId, toolCallId: input.toolCallId } },
-          );
-        }
-        assertFreshLease(statements, existing.threadId, input.leaseToken);
-        if (existing.status === 'completed') return existing;
-        const execution: ToolExecution = {
-          ...existing,
-          status: 'completed',
-          result: JSON.parse(resultJson),
-          completedAt: Date.now(),
-        };
-        statements.upsertToolExecution.run([
-          execution.runId,
-          execution.toolCallId,
-          execution.threadId,
-          JSON.stringify(execution),
-        ]);
-        return execution;
-      }),
-    );
+      }
+      yield* assertFreshLease(existing.threadId, input.leaseToken);
+      if (existing.status === 'completed') return existing;
+      const execution: ToolExecution = {
+        ...existing,
+        status: 'completed',
+        result: JSON.parse(resultJson),
+        completedAt: Date.now(),
+      };
+      yield* statements.upsertToolExecution([
+        execution.runId,
+        execution.toolCallId,
+        execution.threadId,
+        JSON.stringify(execution),
+      ]);
+      return execution;
+    });
   }
 
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     assertId(runId, 'runId');
     assertId(toolCallId, 'toolCallId');
-    return this.#run((statements) =>
-      parseRecord<ToolExecution>(statements.selectToolExecution.get([runId, toolCallId])),
-    );
+    return this.#run('none', function* () {
+      return parseRecord<ToolExecution>(yield* statements.selectToolExecution([runId, toolCallId]));
+    });
   }
 
   async listToolExecutions(runId: string): Promise<ToolExecution[]> {
     assertId(runId, 'runId');
-    return this.#run((statements) =>
-      (statements.listToolExecutions.all([runId]) as { record: string }[]).map(
-        (row) => JSON.parse(row.record) as ToolExecution,
-      ),
-    );
+    return this.#run('none', function* () {
+      const rows = yield* statements.listToolExecutions([runId]);
+      return rows.map((row) => JSON.parse(row.record) as ToolExecution);
+    });
   }
 
   async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
@@ -554,36 +574,32 @@ export class SqliteStore implements LunationStore {
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    return this.#run((statements) =>
-      this.#write(statements, () => {
-        const now = Date.now();
-        const current = statements.selectLease.get([input.threadId]) as LeaseRow | undefined;
-        if (current && current.expiresAt !== null && current.expiresAt > now) {
-          throw threadBusy(input.threadId, current.runId, current.owner);
-        }
-        const lease: Lease = {
-          threadId: input.threadId,
-          owner: input.owner,
-          runId: input.runId,
-          token: (current?.token ?? 0) + 1,
-          expiresAt: now + input.ttlMs,
-        };
-        statements.upsertLease.run([lease.threadId, lease.token, lease.owner, lease.runId, lease.expiresAt]);
-        return lease;
-      }),
-    );
+    return this.#run('write', function* () {
+      const now = Date.now();
+      const current = yield* statements.selectLease([input.threadId]);
+      if (current && current.expiresAt !== null && current.expiresAt > now) {
+        throw threadBusy(input.threadId, current.runId, current.owner);
+      }
+      const lease: Lease = {
+        threadId: input.threadId,
+        owner: input.owner,
+        runId: input.runId,
+        token: (current?.token ?? 0) + 1,
+        expiresAt: now + input.ttlMs,
+      };
+      yield* statements.upsertLease([lease.threadId, lease.token, lease.owner, lease.runId, lease.expiresAt]);
+      return lease;
+    });
   }
 
   async renewLease(input: RenewLeaseInput): Promise<Lease> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    return this.#run((statements) => {
-      const row = statements.renewLease.get([Date.now() + input.ttlMs, input.threadId, input.token]) as
-        | LeaseRow
-        | undefined;
+    return this.#run('none', function* () {
+      const row = yield* statements.renewLease([Date.now() + input.ttlMs, input.threadId, input.token]);
       if (!row) {
-        const current = statements.selectLeaseToken.get([input.threadId]) as { token: number } | undefined;
+        const current = yield* statements.selectLeaseToken([input.threadId]);
         throw new LunationError(
           'lease-lost',
           `Lease token ${input.token} no longer holds thread "${input.threadId}"${current && current.token !== input.token ? ` (token ${current.token} was issued since)` : ''}; stop the run, another process may own the thread`,
@@ -597,49 +613,34 @@ export class SqliteStore implements LunationStore {
   async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
-    return this.#run((statements) => statements.endLease.run([input.threadId, input.token]).changes > 0);
+    return this.#run('none', function* () {
+      return (yield* statements.endLease([input.threadId, input.token])).changes > 0;
+    });
   }
 
   async getLease(threadId: string): Promise<Lease | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run((statements) => {
-      const row = statements.selectLease.get([threadId]) as LeaseRow | undefined;
+    return this.#run('none', function* () {
+      const row = yield* statements.selectLease([threadId]);
       return row && row.expiresAt !== null && row.expiresAt > Date.now() ? toLease(threadId, row) : undefined;
     });
   }
 
-  /** Runs synchronous `work` once the schema is ready, mapping driver errors to LunationErrors. */
-  async #run<T>(work: (statements: Statements) => T): Promise<T> {
-    const statements = this.#statements ?? (await this.#ready());
+  /**
+   * Runs `operation` once the schema is ready, mapping driver errors to LunationErrors. A `write` operation is
+   * one `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so a racing writer waits (busy
+   * timeout) instead of failing to upgrade a read.
+   */
+  async #run<T>(transaction: Transaction, operation: () => SqliteOperation<T>): Promise<T> {
+    const runner = this.#runner ?? (await this.#ready());
     try {
-      return work(statements);
+      return await runner.execute(transaction, operation);
     } catch (error) {
       throw toStoreError(error);
     }
   }
 
-  /**
-   * Runs `work` in a `BEGIN IMMEDIATE` transaction. The write lock is taken up front, so a racing writer
-   * waits (busy timeout) instead of failing to upgrade a read; `work` is synchronous, so no other call of
-   * this process interleaves.
-   */
-  #write<T>(statements: Statements, work: () => T): T {
-    statements.beginImmediate.run([]);
-    try {
-      const result = work();
-      statements.commit.run([]);
-      return result;
-    } catch (error) {
-      try {
-        statements.rollback.run([]);
-      } catch {
-        // SQLite already rolled back (it does so itself after some errors).
-      }
-      throw error;
-    }
-  }
-
-  #ready(): Promise<Statements> {
+  #ready(): Promise<OperationRunner> {
     if (this.#closed) {
       return Promise.reject(
         new LunationError(
@@ -651,7 +652,7 @@ export class SqliteStore implements LunationStore {
         ),
       );
     }
-    if (this.#statements) return Promise.resolve(this.#statements);
+    if (this.#runner) return Promise.resolve(this.#runner);
     this.#initializing ??= this.#initialize().catch((error: unknown) => {
       this.#initializing = undefined;
       throw toStoreError(error);
@@ -659,17 +660,24 @@ export class SqliteStore implements LunationStore {
     return this.#initializing;
   }
 
-  async #initialize(): Promise<Statements> {
-    const client = this.#client ?? this.#openClient();
-    this.#client = client;
-    const file = (client.prepare('PRAGMA database_list').all([]) as { name: string; file: string }[]).find(
-      (database) => database.name === 'main',
-    )?.file;
-    await migrate(client, file ?? '');
-    this.#kysely = createKysely(client);
+  async #initialize(): Promise<OperationRunner> {
+    let kysely: Kysely<unknown>;
+    let runner: () => OperationRunner;
+    if ('database' in this.#options) {
+      const database = this.#options.database;
+      kysely = database;
+      runner = () => new KyselyRunner(database);
+    } else {
+      const client = this.#client ?? this.#openClient();
+      this.#client = client;
+      kysely = createKysely(client);
+      runner = () => new SyncRunner(client, Object.values(statements));
+    }
+    await migrate(kysely, await databaseFile(kysely));
     if (this.#closed) throw new LunationError('store-unavailable', 'SqliteStore was closed while opening');
-    this.#statements = prepareStatements(client);
-    return this.#statements;
+    this.#kysely = kysely;
+    this.#runner = runner();
+    return this.#runner;
   }
 
   #openClient(): SqliteClient {
@@ -691,6 +699,23 @@ export class SqliteStore implements LunationStore {
       );
     }
   }
+}
+
+/** The file of `db`'s main database ('' in memory), which keys the in-process migration queue. */
+async function databaseFile(db: Kysely<unknown>): Promise<string> {
+  let rows: { name: string; file: string }[];
+  try {
+    ({ rows } = await db
+      .withoutPlugins()
+      .executeQuery<{ name: string; file: string }>(CompiledQuery.raw('PRAGMA database_list')));
+  } catch (error) {
+    throw new LunationError(
+      'store-unavailable',
+      `Cannot read the SQLite database list (${error instanceof Error ? error.message : String(error)}); pass a Kysely instance built on SqliteDialect`,
+      { cause: error, retryable: false },
+    );
+  }
+  return rows.find((database) => database.name === 'main')?.file ?? '';
 }
 
 function toThread(row: ThreadRow): ThreadRecord {
@@ -726,21 +751,19 @@ function toPage<T>(rows: T[], limit: number, cursorOf: (last: T) => string): Pag
   return { items, nextCursor: cursorOf(items[items.length - 1]!) };
 }
 
-function parseRecord<T>(row: unknown): T | undefined {
-  return row === undefined ? undefined : (JSON.parse((row as { record: string }).record) as T);
+function parseRecord<T>(row: RecordRow | undefined): T | undefined {
+  return row === undefined ? undefined : (JSON.parse(row.record) as T);
 }
 
-function readThreadState(statements: Statements, threadId: string): Record<string, unknown> {
-  const row = statements.selectThreadState.get([threadId]) as { state: string | null } | undefined;
+function* readThreadState(threadId: string): SqliteOperation<Record<string, unknown>> {
+  const row = yield* statements.selectThreadState([threadId]);
   return row?.state ? JSON.parse(row.state) : {};
 }
 
 /** Why `bumpThread` matched no row: the thread is missing, the lease is stale or the count is. */
-function commitRejection(statements: Statements, commit: CheckpointCommit): LunationError {
+function* commitRejection(commit: CheckpointCommit): SqliteOperation<LunationError> {
   const { threadId, expectedMessageCount, leaseToken } = commit;
-  const head = statements.commitHead.get([threadId]) as
-    | { messageCount: number; leaseToken: number | null }
-    | undefined;
+  const head = yield* statements.commitHead([threadId]);
   if (!head) return threadNotFound(threadId);
   if (leaseToken !== undefined && head.leaseToken !== null && leaseToken < head.leaseToken) {
     return staleLease(threadId, leaseToken, head.leaseToken);
@@ -752,9 +775,9 @@ function commitRejection(statements: Statements, commit: CheckpointCommit): Luna
   );
 }
 
-function assertFreshLease(statements: Statements, threadId: string, token: number | undefined): void {
+function* assertFreshLease(threadId: string, token: number | undefined): SqliteOperation<void> {
   if (token === undefined) return;
-  const row = statements.selectLeaseToken.get([threadId]) as { token: number } | undefined;
+  const row = yield* statements.selectLeaseToken([threadId]);
   if (row && token < row.token) throw staleLease(threadId, token, row.token);
 }
 

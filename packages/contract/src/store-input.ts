@@ -1,4 +1,6 @@
-import { LunationError } from '@lunation/contract';
+import { LunationError } from './errors.js';
+
+// Input checks every store makes the same way (ids, counts, page sizes, JSON).
 
 /** Default page size of `listThreads` and `listRuns`. */
 export const defaultPageLimit = 50;
@@ -36,7 +38,7 @@ export function pageLimit(limit: number | undefined): number {
 }
 
 /** JSON text of `value`; `invalid-argument` when it cannot be serialised. */
-export function toJson(value: unknown, name: string): string {
+export function toJsonText(value: unknown, name: string): string {
   try {
     const json = JSON.stringify(value);
     if (json === undefined) throw new TypeError('value is not JSON');
