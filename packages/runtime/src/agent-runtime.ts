@@ -323,7 +323,9 @@ export class AgentRuntime {
         // Continuing an earlier run: retake the lease in that run's name so thread-busy errors name it.
         await this.persistence.releaseLease(threadId, leaseToken);
         leaseToken = undefined;
-        leaseToken = (await this.persistence.acquireLease(threadId, identity.runId, this.owner, this.leaseTtlMs))?.token;
+        leaseToken = (
+          await this.persistence.acquireLease(threadId, identity.runId, this.owner, this.leaseTtlMs)
+        )?.token;
       }
       reservation.identity = identity;
       const stream = new EventStream();
