@@ -399,9 +399,16 @@ export class AgentLoop {
       const parsed = parseArguments(call.arguments);
       const item: PreparedCall = { call, input: parsed.ok ? parsed.value : undefined };
       if (!entry) {
-        // The process died while this call ran: run it again through the ledger.
-        item.ledgerChecked = true;
-        prepared.push(this.validate(item));
+        if (this.options.previous?.status === 'running') {
+          // The process died while this call ran: run it again through the ledger.
+          item.ledgerChecked = true;
+          prepared.push(this.validate(item));
+        } else {
+          // A finished run left it unanswered: never run it behind the user's back.
+          item.result = cancelledResult('the run ended before this call finished');
+          item.status = 'cancelled';
+          prepared.push(item);
+        }
         continue;
       }
       const decision = decisions.get(entry.ticket.id) ?? entry.decision;
@@ -1081,6 +1088,31 @@ export class AgentLoop {
     }
   }
 
+  /**
+   * Calls of the last assistant message left without a result by a cancelled or failed run get one saying so,
+   * so that no later run executes them behind the user's back. Suspended calls keep their tickets.
+   */
+  private answerInterruptedCalls(reason: 'cancelled' | 'error'): void {
+    const waiting = new Set(this.openTickets().map((ticket) => ticket.toolCallId));
+    const unanswered = unansweredCalls(this.messages).filter((call) => !waiting.has(call.toolCallId));
+    if (unanswered.length === 0) return;
+    const why =
+      reason === 'cancelled'
+        ? 'the run was cancelled before this call finished'
+        : 'the run failed before this call finished';
+    this.append({
+      id: createId(),
+      role: 'tool',
+      content: unanswered.map((call) => ({
+        type: 'tool-result' as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        result: cancelledResult(why),
+      })),
+      metadata: { runId: this.options.identity.runId, step: this.progress.step },
+    });
+  }
+
   private errorPolicy(toolName: string): ToolErrorPolicy {
     const definition = this.agent.definition;
     return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
@@ -1202,6 +1234,8 @@ export class AgentLoop {
 
   private async finish(termination: TerminationReason): Promise<RunResult> {
     const status = statusForTermination(termination);
+    if (termination.type === 'cancelled' || termination.type === 'error')
+      this.answerInterruptedCalls(termination.type);
     try {
       if (termination.type !== 'cancelled' || !this.options.signal.aborted) {
         if (this.engine.isActive('RunEnd')) await this.engine.run('RunEnd', this.base());
@@ -1298,6 +1332,10 @@ class ToolCallContext implements ToolContext {
 /** Stable per tool call, across re-runs after a crash. */
 export function idempotencyKey(runId: string, toolCallId: string): string {
   return `${runId}:${toolCallId}`;
+}
+
+function cancelledResult(why: string): ToolResult {
+  return { status: 'error', message: `Cancelled: ${why}.`, metadata: { cancelled: true } };
 }
 
 function strongest(

@@ -486,6 +486,17 @@ export class AgentRuntime {
     };
   }
 
+  /** The identities of the runs active in this process. */
+  activeRuns(): RunIdentity[] {
+    return [...this.activeByRun.values()].map((run) => run.identity);
+  }
+
+  /** Cancels every run active in this process (e.g. on shutdown) and waits for them to end. */
+  async cancelAll(reason = 'cancelled'): Promise<void> {
+    for (const run of this.activeByRun.values()) run.controller.abort(reason);
+    await this.drain();
+  }
+
   /** Cancels the active run with this run id or thread id. True when one was found. */
   cancel(id: string, reason = 'cancelled'): boolean {
     const active = this.activeByRun.get(id) ?? this.activeByThread.get(id);

@@ -254,6 +254,41 @@ describe('agent loop', () => {
     expect(runtime.activeRun('t')).toBeUndefined();
   });
 
+  it('answers a call cut off by cancellation as cancelled, and never runs it again on the next run', async () => {
+    let runs = 0;
+    let started: () => void = () => {};
+    const startedPromise = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const slow = defineTool({
+      name: 'slow',
+      description: 'slow',
+      input: z.object({}),
+      execute: async (_, context) => {
+        runs++;
+        started();
+        await new Promise((_, reject) =>
+          context.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+        );
+        return 'finished';
+      },
+    });
+    const model = new ScriptedModel([callTool('slow', {}), reply('six times seven is 42')]);
+    const runtime = runtimeWith(model, { tools: [slow] });
+    const handle = await runtime.run({ threadId: 't', input: 'go slow' });
+    await startedPromise;
+    runtime.cancel('t');
+    expect((await handle.result).termination.type).toBe('cancelled');
+    const next = await runtime.generate({ threadId: 't', input: 'what is 6 * 7?' });
+    expect(next.finalText).toBe('six times seven is 42');
+    expect(runs).toBe(1);
+    const request = model.requests[1]?.messages ?? [];
+    expect(request.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
+    expect(request[3]?.content[0]).toMatchObject({
+      result: { status: 'error', message: 'Cancelled: the run was cancelled before this call finished.' },
+    });
+  });
+
   it('runs tools in parallel when asked, overlapping in time, with results in call order', async () => {
     const log: string[] = [];
     const sleepy = defineTool({
