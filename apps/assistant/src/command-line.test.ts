@@ -1,0 +1,130 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Command, DEFAULT_DATA_DIR, parseCommandLine } from './command-line.js';
+
+const parse = (args: string[], env: Record<string, string> = {}) => parseCommandLine(args, env, '/home/me');
+
+function refusal(args: string[], env: Record<string, string> = {}): string {
+  try {
+    parse(args, env);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error(`${args.join(' ')} was accepted`);
+}
+
+describe('parseCommandLine', () => {
+  it('defaults to a chat on SQLite in apps/assistant/data, with the provider chosen from the keys', () => {
+    expect(DEFAULT_DATA_DIR).toMatch(/apps[/\\]assistant[/\\]data[/\\]?$/);
+    expect(parse([])).toEqual({
+      type: 'chat',
+      threadId: undefined,
+      settings: {
+        store: 'sqlite',
+        sqlitePath: join(DEFAULT_DATA_DIR, 'assistant.sqlite'),
+        redisUrl: 'redis://127.0.0.1:6379',
+        provider: undefined,
+        model: undefined,
+        dataDir: DEFAULT_DATA_DIR,
+        sandbox: join(DEFAULT_DATA_DIR, 'sandbox'),
+      },
+    } satisfies Command);
+  });
+
+  it('reads the flags, resolving relative paths from the folder the command was run in', () => {
+    const command = parse([
+      '--',
+      '--',
+      'chat',
+      '--thread',
+      't1',
+      '--provider',
+      'anthropic',
+      '--model',
+      'claude-x',
+      '--data-dir',
+      'state',
+      '--sandbox',
+      '/srv/docs',
+    ]);
+    expect(command).toMatchObject({
+      type: 'chat',
+      threadId: 't1',
+      settings: {
+        provider: 'anthropic',
+        model: 'claude-x',
+        dataDir: '/home/me/state',
+        sqlitePath: '/home/me/state/assistant.sqlite',
+        sandbox: '/srv/docs',
+      },
+    });
+  });
+
+  it('reads serve flags and tokens from flags and ASSISTANT_TOKENS', () => {
+    const command = parse(
+      [
+        'serve',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        '0',
+        '--token',
+        'alice=a1',
+        '--token',
+        'solo',
+        '--store',
+        'redis',
+      ],
+      { ASSISTANT_TOKENS: ' bob=b1 , alice=a2,', REDIS_URL: 'redis://cache:6380' },
+    );
+    expect(command).toMatchObject({ type: 'serve', host: '0.0.0.0', port: 0 });
+    expect(command.type === 'serve' && [...command.tokens]).toEqual([
+      ['a1', 'alice'],
+      ['solo', 'default'],
+      ['b1', 'bob'],
+      ['a2', 'alice'],
+    ]);
+    expect(command.type === 'serve' && command.settings.redisUrl).toBe('redis://cache:6380');
+  });
+
+  it('serves on 127.0.0.1:8787 without tokens by default', () => {
+    expect(parse(['serve'])).toMatchObject({
+      type: 'serve',
+      host: '127.0.0.1',
+      port: 8787,
+      tokens: new Map(),
+    });
+    expect(parse(['serve', '--host', '::1'])).toMatchObject({ host: '::1' });
+  });
+
+  it('returns help for -h and --help', () => {
+    expect(parse(['-h'])).toEqual({ type: 'help' });
+    expect(parse(['serve', '--help'])).toEqual({ type: 'help' });
+  });
+
+  it.each([
+    [['--nope'], 'Unknown flag "--nope" (see --help)'],
+    [['--thread'], 'The flag "--thread" needs a value (see --help)'],
+    [['--thread', ''], '--thread needs a value (see --help)'],
+    [['talk'], 'Unknown command "talk"; the commands are chat and serve (see --help)'],
+    [['chat', 'extra'], 'Unexpected argument "extra" (see --help)'],
+    [['--store', 'postgres'], '--store must be one of sqlite, memory, redis, got "postgres" (see --help)'],
+    [
+      ['--provider', 'gemini'],
+      '--provider must be one of openai, anthropic, demo, got "gemini" (see --help)',
+    ],
+    [['--redis-url', 'redis://x'], '--redis-url only applies with --store redis (see --help)'],
+    [['--port', '80'], '--port only applies to the serve command (see --help)'],
+    [['serve', '--thread', 't'], '--thread only applies to the chat command (see --help)'],
+    [['serve', '--port', '70000'], '--port must be a whole number from 0 to 65535, got "70000" (see --help)'],
+    [['serve', '--port', 'http'], '--port must be a whole number from 0 to 65535, got "http" (see --help)'],
+    [['serve', '--token', '=abc'], 'Token "=abc" should look like <resource>=<token> (see --help)'],
+    [['serve', '--token', 'a=t', '--token', 'b=t'], 'A token is listed twice (for "a" and "b")'],
+    [
+      ['serve', '--host', '0.0.0.0'],
+      'Refusing to serve on 0.0.0.0 without authentication; pass --token <token> or set ASSISTANT_TOKENS (see --help)',
+    ],
+  ])('refuses %j', (args, message) => {
+    expect(refusal(args)).toBe(message);
+  });
+});

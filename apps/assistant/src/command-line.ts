@@ -1,0 +1,187 @@
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { LunationError } from '@lunation/contract';
+import type { ProviderKind } from './create-model.js';
+import type { StoreKind } from './open-store.js';
+import { parseTokens } from './token-auth.js';
+
+/** Settings shared by both commands. */
+export interface AssistantSettings {
+  store: StoreKind;
+  sqlitePath: string;
+  redisUrl: string;
+  /** Undefined: chosen from the API keys in the environment. */
+  provider: ProviderKind | undefined;
+  model: string | undefined;
+  dataDir: string;
+  sandbox: string;
+}
+
+export type Command =
+  | { type: 'help' }
+  | { type: 'chat'; settings: AssistantSettings; threadId: string | undefined }
+  | {
+      type: 'serve';
+      settings: AssistantSettings;
+      host: string;
+      port: number;
+      /** Bearer token → resource id; empty means no authentication. */
+      tokens: Map<string, string>;
+    };
+
+/** `apps/assistant/data`, wherever the command is run from. */
+export const DEFAULT_DATA_DIR = fileURLToPath(new URL('../data/', import.meta.url));
+
+export const HELP = `Lunation assistant: a chat with tools, approvals and durable threads.
+
+Usage:
+  pnpm start [chat] [flags]      chat in the terminal (the default command)
+  pnpm start serve [flags]       serve the HTTP API (Server-Sent Events)
+
+Flags:
+  --thread <id>                  continue a conversation (chat; the id is printed at start)
+  --provider openai|anthropic|demo
+                                 the model provider (default: openai if OPENAI_API_KEY is set,
+                                 else anthropic if ANTHROPIC_API_KEY is set, else the offline demo)
+  --model <id>                   the model id (default: gpt-5.4-mini / claude-sonnet-5-5)
+  --store sqlite|memory|redis    where threads are kept (default: sqlite)
+  --redis-url <url>              default: $REDIS_URL or redis://127.0.0.1:6379
+  --data-dir <dir>               the SQLite file and sandbox live here (default: apps/assistant/data)
+  --sandbox <dir>                the folder read_file may read (default: <data-dir>/sandbox)
+  --host <address>               serve: address to bind (default: 127.0.0.1)
+  --port <n>                     serve: port, 0 for any free one (default: 8787)
+  --token [<resource>=]<token>   serve: accept this bearer token (repeatable; also $ASSISTANT_TOKENS,
+                                 comma-separated); each resource sees only its own threads
+  -h, --help                     show this help
+
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
+ASSISTANT_TOKENS. Relative paths are resolved from the folder you ran the command in.
+`;
+
+const OPTIONS = {
+  thread: { type: 'string' },
+  provider: { type: 'string' },
+  model: { type: 'string' },
+  store: { type: 'string' },
+  'redis-url': { type: 'string' },
+  'data-dir': { type: 'string' },
+  sandbox: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  token: { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const ONLY_FOR: Record<string, 'chat' | 'serve'> = {
+  thread: 'chat',
+  host: 'serve',
+  port: 'serve',
+  token: 'serve',
+};
+
+const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis'];
+const PROVIDERS: readonly ProviderKind[] = ['openai', 'anthropic', 'demo'];
+
+function usageError(message: string): LunationError {
+  return new LunationError('invalid-argument', `${message} (see --help)`);
+}
+
+function oneOf<T extends string>(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) {
+    throw usageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+  }
+  return value as T;
+}
+
+/**
+ * Parses the command line. `cwd` anchors relative paths: pnpm runs scripts in the package folder, so
+ * `INIT_CWD` (the folder pnpm was started from) is preferred when set.
+ */
+export function parseCommandLine(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  cwd: string = env.INIT_CWD ?? process.cwd(),
+): Command {
+  // pnpm passes `--` through (`pnpm start -- --flag` may even give two); no argument here starts with `-`.
+  const argv = [...args];
+  while (argv[0] === '--') argv.shift();
+  const { values, positionals } = parseFlags(argv);
+  if (values.help) return { type: 'help' };
+  const [command = 'chat', ...extra] = positionals;
+  if (command !== 'chat' && command !== 'serve') {
+    throw usageError(`Unknown command "${command}"; the commands are chat and serve`);
+  }
+  if (extra.length > 0) throw usageError(`Unexpected argument "${extra[0]}"`);
+  for (const [flag, only] of Object.entries(ONLY_FOR)) {
+    if (values[flag as keyof typeof values] !== undefined && only !== command) {
+      throw usageError(`--${flag} only applies to the ${only} command`);
+    }
+  }
+
+  const path = (value: string) => (isAbsolute(value) ? value : resolve(cwd, value));
+  const dataDir = values['data-dir'] === undefined ? DEFAULT_DATA_DIR : path(values['data-dir']);
+  const settings: AssistantSettings = {
+    store: oneOf('store', values.store, STORES) ?? 'sqlite',
+    sqlitePath: join(dataDir, 'assistant.sqlite'),
+    redisUrl: values['redis-url'] ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    provider: oneOf('provider', values.provider, PROVIDERS),
+    model: nonEmpty('model', values.model),
+    dataDir,
+    sandbox: values.sandbox === undefined ? join(dataDir, 'sandbox') : path(values.sandbox),
+  };
+  if (values['redis-url'] !== undefined && settings.store !== 'redis') {
+    throw usageError('--redis-url only applies with --store redis');
+  }
+  if (command === 'chat') return { type: 'chat', settings, threadId: nonEmpty('thread', values.thread) };
+
+  const host = nonEmpty('host', values.host) ?? '127.0.0.1';
+  const port = values.port === undefined ? 8787 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535 || values.port?.trim() === '') {
+    throw usageError(`--port must be a whole number from 0 to 65535, got "${values.port}"`);
+  }
+  const specs = [...(values.token ?? []), ...(env.ASSISTANT_TOKENS?.split(',') ?? [])]
+    .map((spec) => spec.trim())
+    .filter((spec) => spec !== '');
+  const tokens = parseTokens(specs);
+  if (tokens.size === 0 && !isLoopback(host)) {
+    throw usageError(
+      `Refusing to serve on ${host} without authentication; pass --token <token> or set ASSISTANT_TOKENS`,
+    );
+  }
+  return { type: 'serve', settings, host, port, tokens };
+}
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw usageError(describeParseError(error));
+  }
+}
+
+function nonEmpty(flag: string, value: string | undefined): string | undefined {
+  if (value !== undefined && value.trim() === '') throw usageError(`--${flag} needs a value`);
+  return value;
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+function describeParseError(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  const flag = message.match(/'(-[^' ]+)/)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) return `Unknown flag "${flag}"`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag && message.includes('argument missing')) {
+    return `The flag "${flag}" needs a value`;
+  }
+  return message;
+}

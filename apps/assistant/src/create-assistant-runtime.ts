@@ -1,0 +1,53 @@
+import type { LunationStore, ModelProvider } from '@lunation/contract';
+import { type AgentRuntime, createRuntime, permissionPlugin } from '@lunation/runtime';
+import { calculatorTool } from './tools/calculator-tool.js';
+import { currentTimeTool } from './tools/current-time-tool.js';
+import { createReadFileTool } from './tools/read-file-tool.js';
+import { createSlowTaskTool, type SlowTaskToolOptions } from './tools/slow-task-tool.js';
+
+export interface AssistantRuntimeOptions {
+  model: ModelProvider;
+  store: LunationStore;
+  /** The folder `read_file` may read. */
+  sandbox: string;
+  slowTask?: SlowTaskToolOptions;
+}
+
+const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
+Use the calculator for any arithmetic, current_time for dates and times, read_file to read files the user
+mentions (paths are relative to a sandbox folder; "." lists it), and slow_task when asked for a slow job.
+If the user declines a tool call, accept it and carry on without it.`;
+
+/** The assistant: one agent with four tools; reading a file needs the user's approval. */
+export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentRuntime {
+  return createRuntime()
+    .model('main', options.model)
+    .store(options.store)
+    .agent({
+      id: 'assistant',
+      model: 'main',
+      systemPrompt: SYSTEM_PROMPT,
+      tools: [
+        calculatorTool,
+        currentTimeTool,
+        createReadFileTool({ sandbox: options.sandbox }),
+        createSlowTaskTool(options.slowTask),
+      ],
+      plugins: [
+        {
+          plugin: permissionPlugin,
+          config: {
+            rules: [
+              {
+                tool: 'read_file',
+                decision: 'ask',
+                message: 'The assistant wants to read a file in the sandbox.',
+              },
+            ],
+          },
+        },
+      ],
+      maxRounds: 12,
+    })
+    .build();
+}

@@ -1,0 +1,33 @@
+import { type ErrorCode, LunationError } from '@lunation/contract';
+
+/** An error answered as `{ "error": { "code", "message" } }` with an HTTP status. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
+  'invalid-argument': 400,
+  'decision-invalid': 400,
+  'unknown-ticket': 400,
+  'not-found': 404,
+  'thread-busy': 409,
+  'store-conflict': 409,
+  'store-unavailable': 503,
+};
+
+/** The HttpError for anything thrown; LunationErrors keep their code, anything else is a 500. */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if (LunationError.isInstance(error)) {
+    return new HttpError(STATUS_BY_CODE[error.code] ?? 500, error.code, error.message);
+  }
+  return new HttpError(500, 'internal', 'Internal server error');
+}

@@ -1,0 +1,107 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AgentEvent } from '@lunation/contract';
+import { formatIssues } from '@lunation/runtime';
+import type { z } from 'zod';
+import { HttpError } from './http-error.js';
+
+/** Reads and parses a JSON body of at most `limit` bytes; undefined when there is no body. */
+export async function readJsonBody(request: IncomingMessage, limit: number): Promise<unknown> {
+  const text = (await readBody(request, limit)).toString('utf8');
+  if (text.trim() === '') return undefined;
+  const type = request.headers['content-type'] ?? '';
+  if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
+    throw new HttpError(
+      415,
+      'unsupported-media-type',
+      'Send the body as JSON with "Content-Type: application/json"',
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(
+      400,
+      'invalid-json',
+      `The request body is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+}
+
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => {
+    // Let the client finish sending (the bytes are dropped) so it can read the answer, then hang up.
+    request.resume();
+    return new HttpError(413, 'payload-too-large', `The request body is larger than ${limit} bytes`, {
+      connection: 'close',
+    });
+  };
+  if (Number(request.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      request.off('data', onData);
+      reject(tooLarge());
+    };
+    request.on('data', onData);
+    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('error', reject);
+  });
+}
+
+/** Validates a parsed body; a mismatch is a 400 naming every problem. */
+export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new HttpError(400, 'invalid-argument', `Invalid request body: ${formatIssues(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  response.end(text);
+}
+
+/**
+ * Streams events as Server-Sent Events (`event: <type>`, `data: <json>`) until the stream ends, with a comment
+ * line every `heartbeatMs` to keep proxies from closing an idle connection. A client that goes away stops
+ * the writing, not the run.
+ */
+export async function sendEventStream(
+  response: ServerResponse,
+  events: AsyncIterable<AgentEvent>,
+  heartbeatMs: number,
+): Promise<void> {
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), heartbeatMs);
+  try {
+    for await (const event of events) {
+      if (response.destroyed) break;
+      response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    }
+  } finally {
+    clearInterval(heartbeat);
+    response.end();
+  }
+}

@@ -1,0 +1,66 @@
+import { relative } from 'node:path';
+import { LunationError, type ModelProvider } from '@lunation/contract';
+import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
+import { createAssistantRuntime } from './create-assistant-runtime.js';
+import { createModel } from './create-model.js';
+import { openStore } from './open-store.js';
+import { runChat } from './run-chat.js';
+import { runServer } from './run-server.js';
+import { seedSandbox } from './tools/seed-sandbox.js';
+
+async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const command = parseCommandLine(args, env);
+  if (command.type === 'help') {
+    process.stdout.write(HELP);
+    return;
+  }
+  const { settings } = command;
+  const model = await createModel({ provider: settings.provider, model: settings.model, env });
+  await seedSandbox(settings.sandbox);
+  const store = await openStore({
+    kind: settings.store,
+    sqlitePath: settings.sqlitePath,
+    redisUrl: settings.redisUrl,
+  });
+  try {
+    const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox });
+    const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());
+    if (command.type === 'serve') {
+      const { host, port, tokens } = command;
+      await runServer({ runtime, store, host, port, tokens, banner, log: (line) => console.log(line) });
+    } else {
+      await runChat({
+        runtime,
+        store,
+        threadId: command.threadId,
+        input: process.stdin,
+        output: process.stdout,
+        banner,
+        color: process.stdout.isTTY === true && !env.NO_COLOR,
+      });
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: string): string {
+  const show = (path: string) => (relative(cwd, path).startsWith('..') ? path : relative(cwd, path) || '.');
+  const modelText = model.provider === 'demo' ? 'offline demo model' : `${model.provider} ${model.modelId}`;
+  const storeText = {
+    sqlite: `SQLite ${show(settings.sqlitePath)}`,
+    memory: 'in-memory store (forgotten on exit)',
+    redis: `Redis ${settings.redisUrl}`,
+  }[settings.store];
+  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}`;
+}
+
+main(process.argv.slice(2), process.env).catch((error: unknown) => {
+  if (LunationError.isInstance(error)) {
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exitCode = 2;
+  } else {
+    console.error(error);
+    process.exitCode = 1;
+  }
+});

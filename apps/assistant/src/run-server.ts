@@ -1,0 +1,58 @@
+import { LunationError, type LunationStore } from '@lunation/contract';
+import type { AgentRuntime } from '@lunation/runtime';
+import { AssistantServer } from './assistant-server.js';
+
+export interface ServeOptions {
+  runtime: AgentRuntime;
+  store: LunationStore;
+  host: string;
+  port: number;
+  tokens: ReadonlyMap<string, string>;
+  banner: string;
+  log: (line: string) => void;
+}
+
+/** Serves the HTTP API until SIGTERM or SIGINT, then shuts down gracefully (a second signal forces exit). */
+export async function runServer(options: ServeOptions): Promise<void> {
+  const server = new AssistantServer({
+    runtime: options.runtime,
+    store: options.store,
+    tokens: options.tokens,
+  });
+  let url: string;
+  try {
+    url = await server.listen(options.port, options.host);
+  } catch (error) {
+    throw new LunationError(
+      'invalid-argument',
+      `Cannot listen on ${options.host}:${options.port}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const resources = new Set(options.tokens.values());
+  options.log(`Lunation assistant listening on ${url}`);
+  options.log(`  ${options.banner}`);
+  options.log(
+    resources.size === 0
+      ? '  No authentication (loopback only); every caller shares the "local" threads.'
+      : `  Bearer tokens required; resources: ${[...resources].join(', ')}.`,
+  );
+  const signal = await nextSignal(['SIGTERM', 'SIGINT']);
+  options.log(`${signal}: finishing active runs and shutting down…`);
+  const force = () => process.exit(1);
+  process.once('SIGTERM', force);
+  process.once('SIGINT', force);
+  await server.close();
+  process.off('SIGTERM', force);
+  process.off('SIGINT', force);
+}
+
+function nextSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      for (const name of signals) process.off(name, onSignal);
+      resolve(signal);
+    };
+    for (const name of signals) process.on(name, onSignal);
+  });
+}

@@ -1,0 +1,122 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  AppProcess,
+  collectEventStream,
+  readEventStream,
+  readUntil,
+  runEnd,
+  type ServerSentEvent,
+  temporaryDir,
+} from './support.js';
+
+describe('the HTTP server as a child process on a SQLite file', { timeout: 90_000 }, () => {
+  let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
+  const processes: AppProcess[] = [];
+
+  /** Starts `serve` on a free port and resolves with its base URL. */
+  async function serve(): Promise<{ app: AppProcess; url: string }> {
+    const app = new AppProcess(['serve', '--port', '0', '--provider', 'demo', '--data-dir', dataDir.path]);
+    processes.push(app);
+    const [, url] = await app.waitFor(/listening on (http:\/\/\S+)/);
+    return { app, url: url as string };
+  }
+
+  const post = (url: string, body?: unknown) =>
+    fetch(url, {
+      method: 'POST',
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+
+  beforeEach(async () => {
+    dataDir = await temporaryDir();
+  });
+
+  afterEach(async () => {
+    await Promise.all(processes.splice(0).map((app) => app.stop()));
+    await dataDir.remove();
+  });
+
+  it('resumes a run suspended for approval after the server was killed and restarted', async () => {
+    const before = await serve();
+    const threadId = ((await (await post(`${before.url}/threads`)).json()) as { thread: { id: string } })
+      .thread.id;
+    const suspended = runEnd(
+      await collectEventStream(await post(`${before.url}/threads/${threadId}/messages`, { text: 'hello' })),
+    );
+    expect(suspended.status).toBe('waiting');
+    const ticket = suspended.openTickets[0];
+    expect(ticket?.toolName).toBe('read_file');
+
+    before.app.child.kill('SIGKILL');
+    expect(await before.app.exited).toBeNull();
+
+    const after = await serve();
+    const status = (await (await fetch(`${after.url}/threads/${threadId}`)).json()) as {
+      latestRun: { status: string; openTickets: Array<{ id: string }> };
+    };
+    expect(status.latestRun.status).toBe('waiting');
+    expect(status.latestRun.openTickets.map((open) => open.id)).toEqual([ticket?.id]);
+
+    const events = await collectEventStream(
+      await post(`${after.url}/threads/${threadId}/decisions`, {
+        decisions: [{ ticketId: ticket?.id, action: 'resume' }],
+      }),
+    );
+    expect(events.map((event) => event.event).filter((type) => type.startsWith('tool-'))).toEqual([
+      'tool-call-resumed',
+      'tool-execution-start',
+      'tool-result',
+    ]);
+    const done = runEnd(events);
+    expect(done).toMatchObject({
+      status: 'done',
+      termination: { type: 'natural-end' },
+      identity: { runId: suspended.identity.runId },
+    });
+    expect(done.finalText).toContain("Here is README.md:\n\n# The assistant's sandbox");
+
+    const history = (await (await fetch(`${after.url}/threads/${threadId}/messages`)).json()) as {
+      messages: Array<{ message: { role: string } }>;
+    };
+    expect(history.messages.map((record) => record.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+
+    after.app.child.kill('SIGTERM');
+    expect(await after.app.exited).toBe(0);
+  });
+
+  it('on SIGTERM cancels the active run, ends its stream, checkpoints it and exits 0', async () => {
+    const first = await serve();
+    const threadId = ((await (await post(`${first.url}/threads`)).json()) as { thread: { id: string } })
+      .thread.id;
+    const response = await post(`${first.url}/threads/${threadId}/messages`, {
+      text: 'run the slow task with 20 steps',
+    });
+    const stream = readEventStream(response);
+    const events: ServerSentEvent[] = [];
+    await readUntil(stream, 'tool-progress', events);
+
+    first.app.child.kill('SIGTERM');
+    await readUntil(stream, 'run-end', events);
+    expect(runEnd(events)).toMatchObject({
+      status: 'done',
+      termination: { type: 'cancelled', reason: 'the server is shutting down' },
+    });
+    expect(await first.app.exited).toBe(0);
+    expect(first.app.stdout).toContain('SIGTERM: finishing active runs and shutting down');
+
+    const second = await serve();
+    const status = (await (await fetch(`${second.url}/threads/${threadId}`)).json()) as {
+      latestRun: { status: string; termination: { type: string } };
+    };
+    expect(status.latestRun).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+  });
+});
