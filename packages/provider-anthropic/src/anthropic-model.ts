@@ -25,7 +25,7 @@ import { parseStream } from './parse-stream.js';
 export type AnthropicClient = Pick<Anthropic, 'messages'>;
 
 export interface AnthropicModelOptions {
-  /** The model id, e.g. `claude-sonnet-4-5`; `overrides.model` replaces it per call. */
+  /** The model id, e.g. `claude-sonnet-5-5`; `overrides.model` replaces it per call. */
   model: string;
   /** @default process.env.ANTHROPIC_API_KEY */
   apiKey?: string;
@@ -73,7 +73,7 @@ export class AnthropicModel implements ModelProvider {
     if (!options.model) {
       throw new LunationError(
         'invalid-argument',
-        'AnthropicModel needs a model id, e.g. { model: "claude-sonnet-4-5" }',
+        'AnthropicModel needs a model id, e.g. { model: "claude-sonnet-5-5" }',
       );
     }
     this.#options = options;
