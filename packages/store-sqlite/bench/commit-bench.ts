@@ -1,15 +1,27 @@
 // Checkpoint commit latency on a file database: one agent step (an assistant message with a tool call, the
 // tool result, the run record and the thread state). Prints the median of 40 batches of 250 steps.
 // Run: node --conditions=@lunation/source --import tsx packages/store-sqlite/bench/commit-bench.ts
+// SYNCHRONOUS=full fsyncs every commit; STORE=kysely runs the store on an injected Kysely instance.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message, RunRecord } from '@lunation/contract';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { SqliteStore } from '../src/index.js';
 
 const synchronous = process.env.SYNCHRONOUS === 'full' ? 'full' : 'normal';
 const directory = mkdtempSync(join(tmpdir(), 'lunation-sqlite-bench-'));
-const store = await SqliteStore.open({ path: join(directory, 'bench.db'), synchronous });
+const path = join(directory, 'bench.db');
+let database: Kysely<unknown> | undefined;
+if (process.env.STORE === 'kysely') {
+  const client = new Database(path);
+  client.pragma('busy_timeout = 5000');
+  client.pragma('journal_mode = WAL');
+  client.pragma(`synchronous = ${synchronous}`);
+  database = new Kysely<unknown>({ dialect: new SqliteDialect({ database: client }) });
+}
+const store = await SqliteStore.open(database ? { database } : { path, synchronous });
 await store.createThread({ id: 'bench' });
 const lease = await store.acquireLease({ threadId: 'bench', owner: 'bench', runId: 'run-1', ttlMs: 600_000 });
 const now = Date.now();
@@ -74,8 +86,9 @@ for (let batch = 0; batch < 40; batch++) {
 }
 batches.sort((a, b) => a - b);
 console.log(
-  `SqliteStore.commit (synchronous=${synchronous}): median ${batches[20]!.toFixed(1)} µs per step, ` +
+  `SqliteStore.commit (${database ? 'kysely, ' : ''}synchronous=${synchronous}): median ${batches[20]!.toFixed(1)} µs per step, ` +
     `best batch ${batches[0]!.toFixed(1)} µs, worst ${batches.at(-1)!.toFixed(1)} µs (${index} steps)`,
 );
 await store.close();
+await database?.destroy();
 rmSync(directory, { recursive: true, force: true });

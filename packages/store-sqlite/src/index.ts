@@ -3,6 +3,7 @@ export {
   type SqliteStatement,
   SqliteStore,
   type SqliteStoreClientOptions,
+  type SqliteStoreKyselyOptions,
   type SqliteStoreOptions,
   type SqliteStorePathOptions,
 } from './sqlite-store.js';

@@ -1,5 +1,13 @@
 import { LunationError } from '@lunation/contract';
-import { Kysely, type Migration, Migrator, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  type Migration,
+  Migrator,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from 'kysely';
 
 /** Kysely's bookkeeping tables, prefixed so they never clash with an application's own migrations. */
 export const migrationTableName = 'lunation_migration';
@@ -123,12 +131,13 @@ export function createMigrator(db: Kysely<unknown>): Migrator {
 const migrationsInFlight = new Map<string, Promise<void>>();
 
 /**
- * Brings the database up to `target` (default: the latest version) in one `BEGIN IMMEDIATE` transaction,
- * so a concurrent process waits instead of migrating twice; `migration-failed` leaves the old version.
+ * Brings the database up to `target` (default: the latest version) in one `BEGIN IMMEDIATE` transaction on one
+ * connection of `db`, so a concurrent process waits instead of migrating twice; `migration-failed` leaves the
+ * old version. `db`'s plugins are bypassed.
  */
-export async function migrate(client: SqliteDatabase, file: string, target?: string): Promise<void> {
+export async function migrate(db: Kysely<unknown>, file: string, target?: string): Promise<void> {
   const previous = migrationsInFlight.get(file) ?? Promise.resolve();
-  const current = previous.catch(() => undefined).then(() => migrateNow(client, target));
+  const current = previous.catch(() => undefined).then(() => migrateNow(db.withoutPlugins(), target));
   migrationsInFlight.set(file, current);
   try {
     await current;
@@ -137,31 +146,33 @@ export async function migrate(client: SqliteDatabase, file: string, target?: str
   }
 }
 
-async function migrateNow(client: SqliteDatabase, target: string | undefined): Promise<void> {
-  const migrator = createMigrator(createKysely(client));
-  client.prepare('BEGIN IMMEDIATE').run([]);
-  let result: Awaited<ReturnType<Migrator['migrateToLatest']>>;
-  try {
-    result = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
-  } catch (error) {
-    result = { error };
-  }
-  if (result.error !== undefined) {
+function migrateNow(db: Kysely<unknown>, target: string | undefined): Promise<void> {
+  return db.connection().execute(async (connection) => {
+    const migrator = createMigrator(connection);
+    await connection.executeQuery(CompiledQuery.raw('BEGIN IMMEDIATE'));
+    let result: Awaited<ReturnType<Migrator['migrateToLatest']>>;
     try {
-      client.prepare('ROLLBACK').run([]);
-    } catch {
-      // SQLite already rolled back (it does so itself after some errors).
+      result = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
+    } catch (error) {
+      result = { error };
     }
-    const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
-    let reason = result.error instanceof Error ? result.error.message : String(result.error);
-    if (/previously executed migration .* is missing/.test(reason)) {
-      reason += ' (the database was migrated by a newer @lunation/store-sqlite; upgrade the package)';
+    if (result.error !== undefined) {
+      try {
+        await connection.executeQuery(CompiledQuery.raw('ROLLBACK'));
+      } catch {
+        // SQLite already rolled back (it does so itself after some errors).
+      }
+      const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
+      let reason = result.error instanceof Error ? result.error.message : String(result.error);
+      if (/previously executed migration .* is missing/.test(reason)) {
+        reason += ' (the database was migrated by a newer @lunation/store-sqlite; upgrade the package)';
+      }
+      throw new LunationError(
+        'migration-failed',
+        `SQLite schema migration${failed ? ` ${failed}` : ''} failed: ${reason}; the database keeps its previous version`,
+        { cause: result.error },
+      );
     }
-    throw new LunationError(
-      'migration-failed',
-      `SQLite schema migration${failed ? ` ${failed}` : ''} failed: ${reason}; the database keeps its previous version`,
-      { cause: result.error },
-    );
-  }
-  client.prepare('COMMIT').run([]);
+    await connection.executeQuery(CompiledQuery.raw('COMMIT'));
+  });
 }

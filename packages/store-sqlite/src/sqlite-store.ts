@@ -32,7 +32,7 @@ import {
   type SqliteStatement as KyselySqliteStatement,
   type SqliteDatabase,
 } from 'kysely';
-import { type AnyKysely, KyselyRunner } from './kysely-runner.js';
+import { KyselyRunner } from './kysely-runner.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
 import {
@@ -82,7 +82,8 @@ export interface SqliteStoreKyselyOptions {
    * @remarks Every write transaction spans `await`s: in this process, write to the file only through this
    * instance (see the README).
    */
-  database: AnyKysely;
+  // biome-ignore lint/suspicious/noExplicitAny: an application's Kysely of any schema
+  database: Kysely<any>;
 }
 
 export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions | SqliteStoreKyselyOptions;
@@ -107,6 +108,15 @@ interface RunRow {
   record: string;
   createdAt: number;
   seq: number;
+}
+
+/** A commit whose input is checked, with its records as JSON text. */
+interface PreparedCommit {
+  commit: CheckpointCommit;
+  messages: string[];
+  runJson: string | undefined;
+  stateJson: string | undefined;
+  toolExecutions: string[][];
 }
 
 interface RecordRow {
@@ -213,6 +223,262 @@ const statements = {
 };
 
 /**
+ * What every store method does in the database, once its input is checked: each yields its statements to the
+ * store's runner (see `SqliteOperation`). Defined once here, not as closures per call, which V8 creates slowly.
+ */
+const operations = {
+  *createThread(input: CreateThreadInput, metadataJson: string): SqliteOperation<ThreadRecord> {
+    const now = Date.now();
+    const { changes } = yield* statements.insertThread([
+      input.id,
+      input.resourceId ?? null,
+      metadataJson,
+      now,
+      now,
+    ]);
+    if (changes === 0) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${input.id}" already exists; pick another id or load the existing thread`,
+        { details: { threadId: input.id } },
+      );
+    }
+    const thread: ThreadRecord = {
+      id: input.id,
+      metadata: JSON.parse(metadataJson),
+      messageCount: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (input.resourceId !== undefined) thread.resourceId = input.resourceId;
+    return thread;
+  },
+
+  *getThread(threadId: string): SqliteOperation<ThreadRecord | undefined> {
+    const row = yield* statements.selectThread([threadId]);
+    return row && toThread(row);
+  },
+
+  *listThreads(
+    resourceId: string | undefined,
+    createdAt: number,
+    id: string | number,
+    limit: number,
+  ): SqliteOperation<Page<ThreadRecord>> {
+    const rows =
+      resourceId === undefined
+        ? yield* statements.listThreads([createdAt, id, limit + 1])
+        : yield* statements.listThreadsOfResource([resourceId, createdAt, id, limit + 1]);
+    return toPage(rows.map(toThread), limit, (thread) => encodeCursor([thread.createdAt, thread.id]));
+  },
+
+  *updateThreadMetadata(threadId: string, metadataJson: string): SqliteOperation<ThreadRecord> {
+    const row = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
+    if (!row) throw threadNotFound(threadId);
+    return toThread(row);
+  },
+
+  *deleteThread(threadId: string): SqliteOperation<boolean> {
+    if (!(yield* statements.selectThread([threadId]))) return false;
+    yield* statements.deleteMessages([threadId]);
+    yield* statements.deleteRuns([threadId]);
+    yield* statements.deleteToolExecutions([threadId]);
+    yield* statements.endAnyLease([threadId]);
+    yield* statements.deleteThread([threadId]);
+    return true;
+  },
+
+  *listMessages(
+    threadId: string,
+    fromSeq: number,
+    toSeq: number,
+    limit: number,
+  ): SqliteOperation<MessageRecord[]> {
+    const rows = yield* statements.listMessages([threadId, fromSeq, toSeq, limit]);
+    return rows.map((row) => toMessage(threadId, row));
+  },
+
+  *getRun(runId: string): SqliteOperation<RunRecord | undefined> {
+    return parseRecord<RunRecord>(yield* statements.selectRun([runId]));
+  },
+
+  *getLatestRun(threadId: string): SqliteOperation<RunRecord | undefined> {
+    return parseRecord<RunRecord>(yield* statements.latestRun([threadId]));
+  },
+
+  *listRuns(
+    threadId: string,
+    createdAt: number,
+    seq: string | number,
+    limit: number,
+  ): SqliteOperation<Page<RunRecord>> {
+    const rows = yield* statements.listRuns([threadId, createdAt, seq, limit + 1]);
+    const page = toPage(rows, limit, (row) => encodeCursor([row.createdAt, row.seq]));
+    return {
+      items: page.items.map((row) => JSON.parse(row.record) as RunRecord),
+      ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+    };
+  },
+
+  *commit({
+    commit,
+    messages,
+    runJson,
+    stateJson,
+    toolExecutions,
+  }: PreparedCommit): SqliteOperation<CheckpointResult> {
+    const { threadId, expectedMessageCount, leaseToken, run } = commit;
+    const runId = run?.identity.runId;
+    const now = Date.now();
+    const messageCount = expectedMessageCount + messages.length;
+    const token = leaseToken ?? null;
+    const bumped = yield* statements.bumpThread([
+      messageCount,
+      now,
+      stateJson ?? null,
+      threadId,
+      expectedMessageCount,
+      token,
+      threadId,
+      token,
+    ]);
+    if (!bumped) throw yield* commitRejection(commit);
+    let seq = expectedMessageCount;
+    for (const message of messages) {
+      seq += 1;
+      yield* statements.insertMessage([threadId, seq, message, runId ?? null, now]);
+    }
+    if (
+      run !== undefined &&
+      (yield* statements.updateRun([runJson, runId, threadId])).changes === 0 &&
+      (yield* statements.insertRun([runId, threadId, runJson, run.createdAt])).changes === 0
+    ) {
+      throw invalidCommit(`run "${runId}" already belongs to another thread`);
+    }
+    for (const execution of toolExecutions) yield* statements.upsertToolExecution(execution);
+    return { messageCount };
+  },
+
+  *loadCheckpoint(threadId: string): SqliteOperation<ThreadCheckpoint | undefined> {
+    const row = yield* statements.selectThread([threadId]);
+    if (!row) return undefined;
+    const messages = yield* statements.listMessages([threadId, 1, Number.MAX_SAFE_INTEGER, -1]);
+    return {
+      thread: toThread(row),
+      messages: messages.map((message) => toMessage(threadId, message)),
+      threadState: yield* readThreadState(threadId),
+      latestRun: parseRecord<RunRecord>(yield* statements.latestRun([threadId])),
+    };
+  },
+
+  *beginToolExecution(input: BeginToolExecutionInput): SqliteOperation<ToolExecution> {
+    yield* assertFreshLease(input.threadId, input.leaseToken);
+    const existing = parseRecord<ToolExecution>(
+      yield* statements.selectToolExecution([input.runId, input.toolCallId]),
+    );
+    if (existing?.status === 'completed') return existing;
+    const execution: ToolExecution = existing
+      ? { ...existing, attempts: existing.attempts + 1 }
+      : {
+          runId: input.runId,
+          toolCallId: input.toolCallId,
+          threadId: input.threadId,
+          toolName: input.toolName,
+          idempotencyKey: input.idempotencyKey,
+          status: 'in-flight',
+          attempts: 1,
+          startedAt: Date.now(),
+        };
+    yield* statements.upsertToolExecution([
+      execution.runId,
+      execution.toolCallId,
+      execution.threadId,
+      JSON.stringify(execution),
+    ]);
+    return execution;
+  },
+
+  *completeToolExecution(
+    input: CompleteToolExecutionInput,
+    resultJson: string,
+  ): SqliteOperation<ToolExecution> {
+    const existing = parseRecord<ToolExecution>(
+      yield* statements.selectToolExecution([input.runId, input.toolCallId]),
+    );
+    if (!existing) {
+      throw new LunationError(
+        'not-found',
+        `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+        { details: { runId: input.runId, toolCallId: input.toolCallId } },
+      );
+    }
+    yield* assertFreshLease(existing.threadId, input.leaseToken);
+    if (existing.status === 'completed') return existing;
+    const execution: ToolExecution = {
+      ...existing,
+      status: 'completed',
+      result: JSON.parse(resultJson),
+      completedAt: Date.now(),
+    };
+    yield* statements.upsertToolExecution([
+      execution.runId,
+      execution.toolCallId,
+      execution.threadId,
+      JSON.stringify(execution),
+    ]);
+    return execution;
+  },
+
+  *getToolExecution(runId: string, toolCallId: string): SqliteOperation<ToolExecution | undefined> {
+    return parseRecord<ToolExecution>(yield* statements.selectToolExecution([runId, toolCallId]));
+  },
+
+  *listToolExecutions(runId: string): SqliteOperation<ToolExecution[]> {
+    const rows = yield* statements.listToolExecutions([runId]);
+    return rows.map((row) => JSON.parse(row.record) as ToolExecution);
+  },
+
+  *acquireLease(input: AcquireLeaseInput): SqliteOperation<Lease> {
+    const now = Date.now();
+    const current = yield* statements.selectLease([input.threadId]);
+    if (current && current.expiresAt !== null && current.expiresAt > now) {
+      throw threadBusy(input.threadId, current.runId, current.owner);
+    }
+    const lease: Lease = {
+      threadId: input.threadId,
+      owner: input.owner,
+      runId: input.runId,
+      token: (current?.token ?? 0) + 1,
+      expiresAt: now + input.ttlMs,
+    };
+    yield* statements.upsertLease([lease.threadId, lease.token, lease.owner, lease.runId, lease.expiresAt]);
+    return lease;
+  },
+
+  *renewLease(input: RenewLeaseInput): SqliteOperation<Lease> {
+    const row = yield* statements.renewLease([Date.now() + input.ttlMs, input.threadId, input.token]);
+    if (!row) {
+      const current = yield* statements.selectLeaseToken([input.threadId]);
+      throw new LunationError(
+        'lease-lost',
+        `Lease token ${input.token} no longer holds thread "${input.threadId}"${current && current.token !== input.token ? ` (token ${current.token} was issued since)` : ''}; stop the run, another process may own the thread`,
+        { details: { threadId: input.threadId, token: input.token, currentToken: current?.token } },
+      );
+    }
+    return toLease(input.threadId, row);
+  },
+
+  *releaseLease(input: ReleaseLeaseInput): SqliteOperation<boolean> {
+    return (yield* statements.endLease([input.threadId, input.token])).changes > 0;
+  },
+
+  *getLease(threadId: string): SqliteOperation<Lease | undefined> {
+    const row = yield* statements.selectLease([threadId]);
+    return row && row.expiresAt !== null && row.expiresAt > Date.now() ? toLease(threadId, row) : undefined;
+  },
+};
+
+/**
  * A `LunationStore` in one SQLite file (kysely migrations; better-sqlite3 prepared statements, or an injected
  * Kysely instance).
  *
@@ -282,77 +548,31 @@ export class SqliteStore implements LunationStore {
     const metadata = input.metadata ?? {};
     assertObject(metadata, 'metadata');
     const metadataJson = toJsonText(metadata, 'metadata');
-    return this.#run('none', function* () {
-      const now = Date.now();
-      const { changes } = yield* statements.insertThread([
-        input.id,
-        input.resourceId ?? null,
-        metadataJson,
-        now,
-        now,
-      ]);
-      if (changes === 0) {
-        throw new LunationError(
-          'store-conflict',
-          `Thread "${input.id}" already exists; pick another id or load the existing thread`,
-          { details: { threadId: input.id } },
-        );
-      }
-      const thread: ThreadRecord = {
-        id: input.id,
-        metadata: JSON.parse(metadataJson),
-        messageCount: 0,
-        createdAt: now,
-        updatedAt: now,
-      };
-      if (input.resourceId !== undefined) thread.resourceId = input.resourceId;
-      return thread;
-    });
+    return this.#run('none', operations.createThread(input, metadataJson));
   }
 
   async getThread(threadId: string): Promise<ThreadRecord | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run('none', function* () {
-      const row = yield* statements.selectThread([threadId]);
-      return row && toThread(row);
-    });
+    return this.#run('none', operations.getThread(threadId));
   }
 
   async listThreads(options: ListThreadsOptions = {}): Promise<Page<ThreadRecord>> {
     const limit = pageLimit(options.limit);
     if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
     const [createdAt, id] = options.cursor === undefined ? [-1, ''] : decodeCursor(options.cursor, 'string');
-    return this.#run('none', function* () {
-      const rows =
-        options.resourceId === undefined
-          ? yield* statements.listThreads([createdAt, id, limit + 1])
-          : yield* statements.listThreadsOfResource([options.resourceId, createdAt, id, limit + 1]);
-      return toPage(rows.map(toThread), limit, (thread) => encodeCursor([thread.createdAt, thread.id]));
-    });
+    return this.#run('none', operations.listThreads(options.resourceId, createdAt, id, limit));
   }
 
   async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
     assertId(threadId, 'threadId');
     assertObject(metadata, 'metadata');
     const metadataJson = toJsonText(metadata, 'metadata');
-    return this.#run('none', function* () {
-      const row = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
-      if (!row) throw threadNotFound(threadId);
-      return toThread(row);
-    });
+    return this.#run('none', operations.updateThreadMetadata(threadId, metadataJson));
   }
 
   async deleteThread(threadId: string): Promise<boolean> {
     assertId(threadId, 'threadId');
-    return this.#run('write', function* () {
-      if (!(yield* statements.selectThread([threadId]))) return false;
-      yield* statements.deleteMessages([threadId]);
-      yield* statements.deleteRuns([threadId]);
-      yield* statements.deleteToolExecutions([threadId]);
-      yield* statements.endAnyLease([threadId]);
-      yield* statements.deleteThread([threadId]);
-      return true;
-    });
+    return this.#run('write', operations.deleteThread(threadId));
   }
 
   async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
@@ -361,48 +581,37 @@ export class SqliteStore implements LunationStore {
     assertInteger(fromSeq, 'fromSeq', 1);
     if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
     if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
-    return this.#run('none', function* () {
-      const rows = yield* statements.listMessages([
+    return this.#run(
+      'none',
+      operations.listMessages(
         threadId,
         fromSeq,
         options.toSeq ?? Number.MAX_SAFE_INTEGER,
         options.limit ?? -1,
-      ]);
-      return rows.map((row) => toMessage(threadId, row));
-    });
+      ),
+    );
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     assertId(runId, 'runId');
-    return this.#run('none', function* () {
-      return parseRecord<RunRecord>(yield* statements.selectRun([runId]));
-    });
+    return this.#run('none', operations.getRun(runId));
   }
 
   async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run('none', function* () {
-      return parseRecord<RunRecord>(yield* statements.latestRun([threadId]));
-    });
+    return this.#run('none', operations.getLatestRun(threadId));
   }
 
   async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
     assertId(threadId, 'threadId');
     const limit = pageLimit(options.limit);
     const [createdAt, seq] = options.cursor === undefined ? [-1, 0] : decodeCursor(options.cursor, 'number');
-    return this.#run('none', function* () {
-      const rows = yield* statements.listRuns([threadId, createdAt, seq, limit + 1]);
-      const page = toPage(rows, limit, (row) => encodeCursor([row.createdAt, row.seq]));
-      return {
-        items: page.items.map((row) => JSON.parse(row.record) as RunRecord),
-        ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
-      };
-    });
+    return this.#run('none', operations.listRuns(threadId, createdAt, seq, limit));
   }
 
   async getThreadState(threadId: string): Promise<Record<string, unknown>> {
     assertId(threadId, 'threadId');
-    return this.#run('none', () => readThreadState(threadId));
+    return this.#run('none', readThreadState(threadId));
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
@@ -436,51 +645,12 @@ export class SqliteStore implements LunationStore {
       return [execution.runId, execution.toolCallId, threadId, toJsonText(execution, 'toolExecutions')];
     });
 
-    return this.#run('write', function* () {
-      const now = Date.now();
-      const messageCount = expectedMessageCount + messages.length;
-      const token = leaseToken ?? null;
-      const bumped = yield* statements.bumpThread([
-        messageCount,
-        now,
-        stateJson ?? null,
-        threadId,
-        expectedMessageCount,
-        token,
-        threadId,
-        token,
-      ]);
-      if (!bumped) throw yield* commitRejection(commit);
-      let seq = expectedMessageCount;
-      for (const message of messages) {
-        seq += 1;
-        yield* statements.insertMessage([threadId, seq, message, runId ?? null, now]);
-      }
-      if (
-        run !== undefined &&
-        (yield* statements.updateRun([runJson, runId, threadId])).changes === 0 &&
-        (yield* statements.insertRun([runId, threadId, runJson, run.createdAt])).changes === 0
-      ) {
-        throw invalidCommit(`run "${runId}" already belongs to another thread`);
-      }
-      for (const execution of toolExecutions) yield* statements.upsertToolExecution(execution);
-      return { messageCount };
-    });
+    return this.#run('write', operations.commit({ commit, messages, runJson, stateJson, toolExecutions }));
   }
 
   async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run('read', function* () {
-      const row = yield* statements.selectThread([threadId]);
-      if (!row) return undefined;
-      const messages = yield* statements.listMessages([threadId, 1, Number.MAX_SAFE_INTEGER, -1]);
-      return {
-        thread: toThread(row),
-        messages: messages.map((message) => toMessage(threadId, message)),
-        threadState: yield* readThreadState(threadId),
-        latestRun: parseRecord<RunRecord>(yield* statements.latestRun([threadId])),
-      };
-    });
+    return this.#run('read', operations.loadCheckpoint(threadId));
   }
 
   async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
@@ -490,32 +660,7 @@ export class SqliteStore implements LunationStore {
     assertId(input.toolName, 'toolName');
     assertId(input.idempotencyKey, 'idempotencyKey');
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
-    return this.#run('write', function* () {
-      yield* assertFreshLease(input.threadId, input.leaseToken);
-      const existing = parseRecord<ToolExecution>(
-        yield* statements.selectToolExecution([input.runId, input.toolCallId]),
-      );
-      if (existing?.status === 'completed') return existing;
-      const execution: ToolExecution = existing
-        ? { ...existing, attempts: existing.attempts + 1 }
-        : {
-            runId: input.runId,
-            toolCallId: input.toolCallId,
-            threadId: input.threadId,
-            toolName: input.toolName,
-            idempotencyKey: input.idempotencyKey,
-            status: 'in-flight',
-            attempts: 1,
-            startedAt: Date.now(),
-          };
-      yield* statements.upsertToolExecution([
-        execution.runId,
-        execution.toolCallId,
-        execution.threadId,
-        JSON.stringify(execution),
-      ]);
-      return execution;
-    });
+    return this.#run('write', operations.beginToolExecution(input));
   }
 
   async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
@@ -524,49 +669,18 @@ export class SqliteStore implements LunationStore {
     assertObject(input.result, 'result');
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     const resultJson = toJsonText(input.result, 'result');
-    return this.#run('write', function* () {
-      const existing = parseRecord<ToolExecution>(
-        yield* statements.selectToolExecution([input.runId, input.toolCallId]),
-      );
-      if (!existing) {
-        throw new LunationError(
-          'not-found',
-          `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
-          { details: { runId: input.runId, toolCallId: input.toolCallId } },
-        );
-      }
-      yield* assertFreshLease(existing.threadId, input.leaseToken);
-      if (existing.status === 'completed') return existing;
-      const execution: ToolExecution = {
-        ...existing,
-        status: 'completed',
-        result: JSON.parse(resultJson),
-        completedAt: Date.now(),
-      };
-      yield* statements.upsertToolExecution([
-        execution.runId,
-        execution.toolCallId,
-        execution.threadId,
-        JSON.stringify(execution),
-      ]);
-      return execution;
-    });
+    return this.#run('write', operations.completeToolExecution(input, resultJson));
   }
 
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     assertId(runId, 'runId');
     assertId(toolCallId, 'toolCallId');
-    return this.#run('none', function* () {
-      return parseRecord<ToolExecution>(yield* statements.selectToolExecution([runId, toolCallId]));
-    });
+    return this.#run('none', operations.getToolExecution(runId, toolCallId));
   }
 
   async listToolExecutions(runId: string): Promise<ToolExecution[]> {
     assertId(runId, 'runId');
-    return this.#run('none', function* () {
-      const rows = yield* statements.listToolExecutions([runId]);
-      return rows.map((row) => JSON.parse(row.record) as ToolExecution);
-    });
+    return this.#run('none', operations.listToolExecutions(runId));
   }
 
   async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
@@ -574,56 +688,25 @@ export class SqliteStore implements LunationStore {
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    return this.#run('write', function* () {
-      const now = Date.now();
-      const current = yield* statements.selectLease([input.threadId]);
-      if (current && current.expiresAt !== null && current.expiresAt > now) {
-        throw threadBusy(input.threadId, current.runId, current.owner);
-      }
-      const lease: Lease = {
-        threadId: input.threadId,
-        owner: input.owner,
-        runId: input.runId,
-        token: (current?.token ?? 0) + 1,
-        expiresAt: now + input.ttlMs,
-      };
-      yield* statements.upsertLease([lease.threadId, lease.token, lease.owner, lease.runId, lease.expiresAt]);
-      return lease;
-    });
+    return this.#run('write', operations.acquireLease(input));
   }
 
   async renewLease(input: RenewLeaseInput): Promise<Lease> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    return this.#run('none', function* () {
-      const row = yield* statements.renewLease([Date.now() + input.ttlMs, input.threadId, input.token]);
-      if (!row) {
-        const current = yield* statements.selectLeaseToken([input.threadId]);
-        throw new LunationError(
-          'lease-lost',
-          `Lease token ${input.token} no longer holds thread "${input.threadId}"${current && current.token !== input.token ? ` (token ${current.token} was issued since)` : ''}; stop the run, another process may own the thread`,
-          { details: { threadId: input.threadId, token: input.token, currentToken: current?.token } },
-        );
-      }
-      return toLease(input.threadId, row);
-    });
+    return this.#run('none', operations.renewLease(input));
   }
 
   async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
-    return this.#run('none', function* () {
-      return (yield* statements.endLease([input.threadId, input.token])).changes > 0;
-    });
+    return this.#run('none', operations.releaseLease(input));
   }
 
   async getLease(threadId: string): Promise<Lease | undefined> {
     assertId(threadId, 'threadId');
-    return this.#run('none', function* () {
-      const row = yield* statements.selectLease([threadId]);
-      return row && row.expiresAt !== null && row.expiresAt > Date.now() ? toLease(threadId, row) : undefined;
-    });
+    return this.#run('none', operations.getLease(threadId));
   }
 
   /**
@@ -631,7 +714,7 @@ export class SqliteStore implements LunationStore {
    * one `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so a racing writer waits (busy
    * timeout) instead of failing to upgrade a read.
    */
-  async #run<T>(transaction: Transaction, operation: () => SqliteOperation<T>): Promise<T> {
+  async #run<T>(transaction: Transaction, operation: SqliteOperation<T>): Promise<T> {
     const runner = this.#runner ?? (await this.#ready());
     try {
       return await runner.execute(transaction, operation);
@@ -661,22 +744,16 @@ export class SqliteStore implements LunationStore {
   }
 
   async #initialize(): Promise<OperationRunner> {
-    let kysely: Kysely<unknown>;
-    let runner: () => OperationRunner;
-    if ('database' in this.#options) {
-      const database = this.#options.database;
-      kysely = database;
-      runner = () => new KyselyRunner(database);
-    } else {
-      const client = this.#client ?? this.#openClient();
-      this.#client = client;
-      kysely = createKysely(client);
-      runner = () => new SyncRunner(client, Object.values(statements));
-    }
+    if (!('database' in this.#options)) this.#client ??= this.#openClient();
+    const kysely = this.#client
+      ? createKysely(this.#client)
+      : (this.#options as SqliteStoreKyselyOptions).database;
     await migrate(kysely, await databaseFile(kysely));
     if (this.#closed) throw new LunationError('store-unavailable', 'SqliteStore was closed while opening');
     this.#kysely = kysely;
-    this.#runner = runner();
+    this.#runner = this.#client
+      ? new SyncRunner(this.#client, Object.values(statements))
+      : new KyselyRunner(kysely);
     return this.#runner;
   }
 

@@ -1,13 +1,23 @@
 // Run in a child process: opens (and maybe creates and migrates) the database, creates the thread unless the
 // other writer did, appends `count` messages retrying on store-conflict, and prints how many conflicts it met.
 // Usage: commit-worker.ts <database path> <thread id> <writer name> <count> <other writer names...>
+// With STORE=kysely the store runs on an injected Kysely instance instead of opening the path itself.
 import { existsSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LunationError } from '@lunation/contract';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { SqliteStore } from '../sqlite-store.js';
 
 const [path, threadId, writer, count, ...others] = process.argv.slice(2) as [string, string, string, string];
-const store = await SqliteStore.open({ path });
+let database: Kysely<unknown> | undefined;
+if (process.env.STORE === 'kysely') {
+  const client = new Database(path);
+  client.pragma('busy_timeout = 5000');
+  client.pragma('journal_mode = WAL');
+  database = new Kysely<unknown>({ dialect: new SqliteDialect({ database: client }) });
+}
+const store = await SqliteStore.open(database ? { database } : { path });
 await store.createThread({ id: threadId }).catch((error: unknown) => {
   if (!LunationError.hasCode(error, 'store-conflict')) throw error;
 });
@@ -32,4 +42,5 @@ for (let index = 0; index < Number(count); index += 1) {
   }
 }
 await store.close();
+await database?.destroy();
 process.stdout.write(JSON.stringify({ conflicts }));
