@@ -1,0 +1,629 @@
+import { FRAMEWORKS, type FrameworkId } from './frameworks/index.js';
+import type { Mode, StoreKind } from './harness.js';
+import type { Stats } from './measure.js';
+import type { BenchResults, W1Result, W1RoundTripResult, W2Result, W3Result } from './results.js';
+
+const TARGET_STEPS = '10';
+
+function w1Results(bench: BenchResults): W1Result[] {
+  return bench.results.filter((result): result is W1Result => result.kind === 'w1');
+}
+
+function w2Results(bench: BenchResults): W2Result[] {
+  return bench.results.filter((result): result is W2Result => result.kind === 'w2');
+}
+
+function w3Results(bench: BenchResults): W3Result[] {
+  return bench.results.filter((result): result is W3Result => result.kind === 'w3');
+}
+
+function roundTrips(bench: BenchResults): W1RoundTripResult | undefined {
+  return bench.results.find((result): result is W1RoundTripResult => result.kind === 'w1-redis-round-trips');
+}
+
+/** µs per step: the median µs per run at S=10, divided by 10. */
+function perStep(result: W1Result | undefined): number | undefined {
+  const timing = result?.timings[TARGET_STEPS];
+  return timing ? timing.perRunUs.median / Number(TARGET_STEPS) : undefined;
+}
+
+/** CPU µs per step: the median CPU µs per run at S=10, divided by 10. */
+function cpuPerStep(result: W1Result | undefined): number | undefined {
+  const timing = result?.timings[TARGET_STEPS];
+  return timing?.cpuPerRunUs ? timing.cpuPerRunUs.median / Number(TARGET_STEPS) : undefined;
+}
+
+/** The extra µs of each step beyond the first: (median at S=10 − median at S=1) / 9. */
+function marginalPerStep(result: W1Result): number | undefined {
+  const ten = result.timings['10'];
+  const one = result.timings['1'];
+  return ten && one ? (ten.perRunUs.median - one.perRunUs.median) / 9 : undefined;
+}
+
+function findW1(
+  bench: BenchResults,
+  framework: FrameworkId,
+  mode: Mode,
+  store: StoreKind,
+): W1Result | undefined {
+  return w1Results(bench).find(
+    (result) =>
+      result.status === 'ok' &&
+      result.framework === framework &&
+      result.mode === mode &&
+      result.store === store,
+  );
+}
+
+function findW2(bench: BenchResults, framework: FrameworkId, mode: Mode = 'generate'): W2Result | undefined {
+  return w2Results(bench).find(
+    (result) => result.status === 'ok' && result.framework === framework && result.mode === mode,
+  );
+}
+
+function number(value: number, digits?: number): string {
+  const places = digits ?? (Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2);
+  return value.toLocaleString('en-US', { minimumFractionDigits: places, maximumFractionDigits: places });
+}
+
+function range(value: Stats, scale = 1): string {
+  return `${number(value.median * scale)} (${number(value.min * scale)}–${number(value.max * scale)})`;
+}
+
+function ratio(value: number | undefined, reference: number | undefined): string {
+  if (value === undefined || reference === undefined || reference === 0) return '—';
+  const r = value / reference;
+  return `${number(r, r >= 10 ? 0 : r >= 1 ? 1 : 2)}×`;
+}
+
+function bytes(value: number): string {
+  const abs = Math.abs(value);
+  if (abs >= 1024 ** 3) return `${number(value / 1024 ** 3, 1)} GB`;
+  if (abs >= 1024 * 1024) return `${number(value / (1024 * 1024), 1)} MB`;
+  if (abs >= 1024) return `${number(value / 1024, 1)} KB`;
+  return `${number(value, 0)} B`;
+}
+
+function version(bench: BenchResults, framework: FrameworkId): string {
+  const name = FRAMEWORKS[framework].packageName;
+  if (!name) return '—';
+  const found = bench.versions[name] ?? '?';
+  return framework === 'lunation' ? `${found} (${bench.machine.commit.split(' ')[0]})` : found;
+}
+
+function storeLabel(framework: FrameworkId, store: StoreKind): string {
+  return FRAMEWORKS[framework].stores[store] ?? store;
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+function table(head: string[], rows: string[][]): string {
+  const lines = [`| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`];
+  for (const row of rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function unavailable(result: { status: string; reason?: string }): string {
+  return `${result.status}${result.reason ? ` (${result.reason.split('\n')[0]})` : ''}`;
+}
+
+function w1Table(bench: BenchResults, mode: Mode): string {
+  const rows: string[][] = [];
+  const bare = perStep(findW1(bench, 'bare', mode, 'none'));
+  for (const result of w1Results(bench).filter((entry) => entry.mode === mode)) {
+    const framework = FRAMEWORKS[result.framework];
+    const head = [
+      framework.name,
+      version(bench, result.framework),
+      framework.api[mode],
+      storeLabel(result.framework, result.store),
+    ];
+    if (result.status !== 'ok') {
+      rows.push([...head, unavailable(result), '', '', '', '', '', '', '']);
+      continue;
+    }
+    const step = perStep(result);
+    const cpu = cpuPerStep(result);
+    const marginal = marginalPerStep(result);
+    const lunation = perStep(findW1(bench, 'lunation', mode, result.store));
+    rows.push([
+      ...head,
+      result.timings['1'] ? range(result.timings['1'].perRunUs) : '—',
+      result.timings['10'] ? range(result.timings['10'].perRunUs) : '—',
+      step === undefined ? '—' : number(step),
+      marginal === undefined ? '—' : number(marginal),
+      cpu === undefined ? '—' : number(cpu),
+      ratio(step, bare),
+      result.framework === 'lunation' ? '1×' : ratio(step, lunation),
+      result.retainedBytesPerRun === undefined ? '—' : bytes(Math.max(0, result.retainedBytesPerRun)),
+    ]);
+  }
+  return table(
+    [
+      'Framework',
+      'Version',
+      'API',
+      'Store / checkpointer',
+      'S=1: µs/run',
+      'S=10: µs/run',
+      'µs/step (S=10 ÷ 10)',
+      'marginal µs/step',
+      'CPU µs/step',
+      '× bare loop',
+      '× Lunation (same store)',
+      'heap kept / run',
+    ],
+    rows,
+  );
+}
+
+function contention(bench: BenchResults): string {
+  const loads = bench.results
+    .filter((result) => result.otherLoad !== undefined)
+    .map((result) => ({ id: result.id, load: result.otherLoad as number }));
+  if (loads.length === 0) return "Other processes' CPU use was not recorded (needs Linux /proc/stat).";
+  const sorted = [...loads].sort((a, b) => a.load - b.load);
+  const median = sorted[sorted.length >> 1]?.load ?? 0;
+  const worst = sorted.slice(-3).reverse();
+  return `Other processes (Redis included) kept ${number(median, 2)} of ${bench.machine.cores} cores busy during the median task; the busiest: ${worst
+    .map((entry) => `${entry.id} ${number(entry.load, 2)}`)
+    .join(
+      ', ',
+    )}. Figures taken while other work ran on the machine are slower and noisier than on an idle one.`;
+}
+
+function roundTripTable(bench: BenchResults): string {
+  const result = roundTrips(bench);
+  if (!result) return '_Not measured._';
+  if (result.status !== 'ok') return `_${unavailable(result)}_`;
+  const rows = result.counts.map((count) => [
+    String(count.steps),
+    String(count.runs),
+    number(count.roundTripsPerRun, 1),
+    number(count.roundTripsPerRun / count.steps, 2),
+    number(count.commandsPerRun, 1),
+    Object.entries(count.commands)
+      .sort((a, b) => b[1] - a[1])
+      .map(([command, calls]) => `${command} ${number(calls, 1)}`)
+      .join(', '),
+  ]);
+  const one = result.counts.find((count) => count.steps === 1);
+  const ten = result.counts.find((count) => count.steps === 10);
+  const marginal = one && ten ? (ten.roundTripsPerRun - one.roundTripsPerRun) / 9 : undefined;
+  return `${table(
+    ['S', 'runs', 'round trips / run', 'round trips / step', 'commands / run', 'commands / run by command'],
+    rows,
+  )}\n\nMarginal round trips per extra step: **${marginal === undefined ? '—' : number(marginal, 2)}**.`;
+}
+
+function w2Table(bench: BenchResults): string {
+  const bare = findW2(bench, 'bare')?.wallMs?.median;
+  const lunation = findW2(bench, 'lunation')?.wallMs?.median;
+  const rows: string[][] = [];
+  for (const result of w2Results(bench)) {
+    const framework = FRAMEWORKS[result.framework];
+    const head = [framework.name, version(bench, result.framework), framework.api[result.mode]];
+    if (result.status !== 'ok' || !result.wallMs || !result.memory) {
+      rows.push([...head, unavailable(result), '', '', '', '', '']);
+      continue;
+    }
+    const wall = result.wallMs.median;
+    rows.push([
+      ...head,
+      range(result.wallMs),
+      ratio(wall, result.idealMs),
+      ratio(wall, bare),
+      result.framework === 'lunation' && result.mode === 'generate' ? '1×' : ratio(wall, lunation),
+      bytes(result.memory.rssPerRunBytes),
+      bytes(result.memory.heapPerRunBytes),
+    ]);
+  }
+  return table(
+    [
+      'Framework',
+      'Version',
+      'API',
+      'wall ms',
+      '× ideal',
+      '× bare loop',
+      '× Lunation',
+      'RSS / in-flight run',
+      'heap / in-flight run',
+    ],
+    rows,
+  );
+}
+
+function w3Table(bench: BenchResults): string {
+  const rows: string[][] = [];
+  for (const result of w3Results(bench)) {
+    const head = [result.store === 'sqlite' ? 'SqliteStore (file)' : 'RedisStore', number(result.threads, 0)];
+    if (result.status !== 'ok' || !result.suspend || !result.resume || !result.memory) {
+      rows.push([...head, unavailable(result), '', '', '', '', '', '']);
+      continue;
+    }
+    const { baseline, suspended, resumePeakRss } = result.memory;
+    rows.push([
+      ...head,
+      `${number(result.suspend.perSecond, 0)}/s (${number(result.suspend.seconds, 1)} s)`,
+      `${number(result.resume.perSecond, 0)}/s (${number(result.resume.seconds, 1)} s)`,
+      bytes(baseline.rss),
+      `${bytes(suspended.rss)} (${bytes(suspended.rss - baseline.rss)})`,
+      `${bytes(suspended.heapUsed)} (${bytes(suspended.heapUsed - baseline.heapUsed)})`,
+      bytes((suspended.heapUsed - baseline.heapUsed) / result.threads),
+      bytes(resumePeakRss),
+    ]);
+  }
+  return table(
+    [
+      'Store',
+      'threads',
+      'suspend rate',
+      'resume rate',
+      'RSS baseline',
+      'RSS, all suspended (Δ)',
+      'heap used, all suspended (Δ)',
+      'heap Δ / thread',
+      'peak RSS while resuming',
+    ],
+    rows,
+  );
+}
+
+interface Target {
+  name: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+function targets(bench: BenchResults): Target[] {
+  const list: Target[] = [];
+  const lunation = perStep(findW1(bench, 'lunation', 'generate', 'none'));
+  const aiSdk = perStep(findW1(bench, 'ai-sdk', 'generate', 'none'));
+  const bare = perStep(findW1(bench, 'bare', 'generate', 'none'));
+  const lunationStream = perStep(findW1(bench, 'lunation', 'stream', 'none'));
+  const streamText = perStep(findW1(bench, 'ai-sdk', 'stream', 'none'));
+  const sqlite = perStep(findW1(bench, 'lunation', 'generate', 'sqlite'));
+  const check = (
+    name: string,
+    value: number | undefined,
+    ok: (value: number) => boolean,
+    show: (v: number) => string,
+  ) =>
+    list.push({
+      name,
+      measured: value === undefined ? 'not measured' : show(value),
+      met: value === undefined ? undefined : ok(value),
+    });
+  check(
+    'W1 µs/step, no store: ≥10× lower than AI SDK generateText',
+    lunation !== undefined && aiSdk !== undefined ? aiSdk / lunation : undefined,
+    (value) => value >= 10,
+    (value) => `${number(value, 2)}× lower (${number(lunation ?? 0)} vs ${number(aiSdk ?? 0)} µs)`,
+  );
+  check(
+    'W1 µs/step, no store: within 15× of the bare loop',
+    lunation !== undefined && bare !== undefined ? lunation / bare : undefined,
+    (value) => value <= 15,
+    (value) => `${number(value, 2)}× the bare loop (${number(lunation ?? 0)} vs ${number(bare ?? 0)} µs)`,
+  );
+  check(
+    'W1 streaming µs/step: ≥10× lower than streamText',
+    lunationStream !== undefined && streamText !== undefined ? streamText / lunationStream : undefined,
+    (value) => value >= 10,
+    (value) => `${number(value, 2)}× lower (${number(lunationStream ?? 0)} vs ${number(streamText ?? 0)} µs)`,
+  );
+  check(
+    'W1 with SQLite checkpointing: ≤100 µs/step',
+    sqlite,
+    (value) => value <= 100,
+    (value) => `${number(value)} µs/step`,
+  );
+  const rtt = roundTrips(bench);
+  const ten = rtt?.status === 'ok' ? rtt.counts.find((count) => count.steps === 10) : undefined;
+  const one = rtt?.status === 'ok' ? rtt.counts.find((count) => count.steps === 1) : undefined;
+  check(
+    'W1 with Redis: ≤2 round trips/step',
+    ten ? ten.roundTripsPerRun / ten.steps : undefined,
+    (value) => value <= 2,
+    (value) =>
+      `${number(value, 2)} round trips/step at S=10${
+        one && ten
+          ? ` (${number((ten.roundTripsPerRun - one.roundTripsPerRun) / 9, 2)} per extra step, ${number(one.roundTripsPerRun, 1)} for a 1-step run)`
+          : ''
+      }`,
+  );
+  const w2Lunation = findW2(bench, 'lunation');
+  const w2Bare = findW2(bench, 'bare');
+  check(
+    'W2 wall time: ≤1.2× the bare loop',
+    w2Lunation?.wallMs && w2Bare?.wallMs ? w2Lunation.wallMs.median / w2Bare.wallMs.median : undefined,
+    (value) => value <= 1.2,
+    (value) =>
+      `${number(value, 2)}× (${number(w2Lunation?.wallMs?.median ?? 0)} vs ${number(w2Bare?.wallMs?.median ?? 0)} ms)`,
+  );
+  check(
+    'W2 memory: ≤20 KB RSS per in-flight run',
+    w2Lunation?.memory?.rssPerRunBytes,
+    (value) => value <= 20 * 1024,
+    (value) => `${bytes(value)} RSS (${bytes(w2Lunation?.memory?.heapPerRunBytes ?? 0)} heap)`,
+  );
+  return list;
+}
+
+function targetTable(bench: BenchResults): string {
+  return table(
+    ['Target', 'Measured', 'Met'],
+    targets(bench).map((target) => [
+      target.name,
+      target.measured,
+      target.met === undefined ? '—' : target.met ? 'yes' : '**no**',
+    ]),
+  );
+}
+
+/** A plain-text summary for the console. */
+export function renderSummary(bench: BenchResults): string {
+  const lines: string[] = [];
+  for (const mode of ['generate', 'stream'] as const) {
+    lines.push(`W1 ${mode}: µs per run at S=1 / S=10, µs per step`);
+    for (const result of w1Results(bench).filter((entry) => entry.mode === mode)) {
+      const label = `  ${FRAMEWORKS[result.framework].name} [${result.store}]`.padEnd(34);
+      if (result.status !== 'ok') {
+        lines.push(`${label} ${unavailable(result).split('\n')[0]}`);
+        continue;
+      }
+      const one = result.timings['1']?.perRunUs.median;
+      const ten = result.timings['10']?.perRunUs.median;
+      lines.push(
+        `${label} ${one === undefined ? '—' : number(one)} / ${ten === undefined ? '—' : number(ten)} µs, ${number(perStep(result) ?? 0)} µs/step`,
+      );
+    }
+  }
+  const rtt = roundTrips(bench);
+  if (rtt) {
+    lines.push('Redis round trips (Lunation, generate):');
+    if (rtt.status !== 'ok') lines.push(`  ${unavailable(rtt)}`);
+    for (const count of rtt.counts)
+      lines.push(
+        `  S=${count.steps}: ${number(count.roundTripsPerRun, 1)} round trips/run, ${number(count.commandsPerRun, 1)} commands/run`,
+      );
+  }
+  lines.push('W2: wall ms (median), RSS / heap per in-flight run');
+  for (const result of w2Results(bench)) {
+    const label = `  ${FRAMEWORKS[result.framework].name} [${result.mode}]`.padEnd(34);
+    if (result.status !== 'ok' || !result.wallMs || !result.memory)
+      lines.push(`${label} ${unavailable(result)}`);
+    else
+      lines.push(
+        `${label} ${number(result.wallMs.median)} ms (ideal ${result.idealMs}), ${bytes(result.memory.rssPerRunBytes)} / ${bytes(result.memory.heapPerRunBytes)}`,
+      );
+  }
+  lines.push('W3: suspend / resume rates, RSS with all suspended');
+  for (const result of w3Results(bench)) {
+    const label = `  ${result.store} × ${result.threads}`.padEnd(34);
+    if (result.status !== 'ok' || !result.suspend || !result.resume || !result.memory)
+      lines.push(`${label} ${unavailable(result)}`);
+    else
+      lines.push(
+        `${label} ${number(result.suspend.perSecond, 0)}/s / ${number(result.resume.perSecond, 0)}/s, RSS ${bytes(result.memory.suspended.rss)}`,
+      );
+  }
+  if (bench.smoke) {
+    lines.push('Targets: not evaluated in a smoke run (tiny sizes, no real warm-up).');
+    return lines.join('\n');
+  }
+  lines.push('Targets:');
+  for (const target of targets(bench))
+    lines.push(
+      `  ${target.met === undefined ? '-' : target.met ? '✓' : '✗'} ${target.name}: ${target.measured}`,
+    );
+  return lines.join('\n');
+}
+
+export function renderMarkdown(bench: BenchResults): string {
+  const { machine } = bench;
+  const config = bench.config as {
+    w1: {
+      timing: { reps: number; repMs: number; warmupMs: number; warmupRuns: number; warmupMaxMs: number };
+    };
+    w2: { runs: number; steps: number; modelDelayMs: number; minReps: number; maxReps: number };
+    w3: { threads: number; concurrency: number };
+  };
+  const versions = Object.entries(bench.versions)
+    .map(([name, value]) => `\`${name}\` ${value}`)
+    .join(', ');
+  return `# Benchmarks
+
+<!-- Generated by \`pnpm bench\` (bench/src/report.ts); do not edit by hand. -->
+
+Framework overhead of Lunation against a hand-written loop and three peers, measured side by side in one run
+on ${bench.date.slice(0, 10)}. Every model is scripted and answers at once (W2: after a 20 ms timer), so the figures are
+the frameworks' own cost. Every harness checks every run: exactly S model calls, S−1 executions of \`add\` returning
+\`{ sum: 3 }\`, and the final answer "done"; a run that does not is an error, not a data point.
+
+**Machine:** ${machine.cpu}, ${machine.cores} cores, ${bytes(machine.memoryBytes)} memory, ${machine.platform}, Node ${machine.node}.
+**Versions:** ${versions}. Lunation at commit ${machine.commit}, run from its ${bench.lunationFrom === 'dist' ? 'built `dist/`' : "TypeScript source through tsx (esbuild adds a `__name()` call per closure created, about 2% of Lunation's W1 time in a profile)"}.
+**Contention:** ${contention(bench)}
+
+## Targets
+
+${targetTable(bench)}
+
+µs/step is the median µs per run at S=10 divided by 10 (so it includes each run's fixed cost, spread over 10 steps);
+round trips/step likewise. Targets are judged on a run with the machine otherwise idle (see Contention above).
+
+## W1: tool loop
+
+One agent, one tool \`add({a, b}) -> {sum}\` with a zod schema. In a run of S steps the model calls \`add\` with
+\`{"a":1,"b":2}\` at steps 1..S−1 and answers "done" at step S; each run gets a fresh thread. Runs are sequential:
+after a warm-up of at least ${config.w1.timing.warmupRuns} runs and ${config.w1.timing.warmupMs} ms (at most ${config.w1.timing.warmupMaxMs} ms) for each S, ${config.w1.timing.reps} repetitions of about
+${config.w1.timing.repMs} ms each are timed; each figure is the median µs per run over the repetitions, with (min–max).
+"marginal µs/step" is (S=10 − S=1) ÷ 9, the cost of one more step. "CPU µs/step" is the same run's CPU time
+(this process, all threads, GC included) ÷ 10: it does not count waiting (Redis, a busy machine), so it is the steadier
+figure when other work shares the machine. "heap kept / run" is the heap still in use after
+the last run and a full GC, divided by the runs made (threads a framework keeps in memory: Lunation without a store
+keeps every thread in the process, as do MemoryStore and MemorySaver). Each framework and variant runs in its own
+Node process.
+
+### Non-streaming (await the result)
+
+${w1Table(bench, 'generate')}
+
+### Streaming (consume every event)
+
+${w1Table(bench, 'stream')}
+
+![W1 µs per step](benchmarks-w1.svg)
+
+### Redis round trips (Lunation, RedisStore, non-streaming)
+
+${roundTripTable(bench)}
+
+Counted by a TCP proxy between the store and Redis: a round trip begins whenever the client sends bytes after
+Redis last answered, so pipelined or MULTI-batched commands count once. Commands are \`INFO commandstats\` deltas
+on the server (commands a Lua script runs are counted one by one, as Redis counts them; \`evalsha\` is the script
+call). Each figure includes the run's fixed cost (lease, load, thread creation, release).
+
+## W2: concurrency
+
+${config.w2.runs} concurrent runs of S=${config.w2.steps}; the model awaits a ${config.w2.modelDelayMs} ms timer on every call, so the ideal wall time
+is ${config.w2.steps * config.w2.modelDelayMs} ms. Wall time: median (min–max) of ${config.w2.minReps}–${config.w2.maxReps} batches (fewer for slow frameworks) after a warm-up batch. Memory: in a fresh process,
+after a 50-run warm-up and a full GC (\`--expose-gc\`), the baseline; then all ${config.w2.runs} runs are held in their last model
+call, GC again, and (sample − baseline) ÷ ${config.w2.runs}. No store. RSS is the coarser figure: pages V8 committed during
+the warm-up are reused, so RSS can rise less than the heap (or even fall); heap / in-flight run is the steadier one.
+
+${w2Table(bench)}
+
+## W3: many suspended threads (Lunation)
+
+${config.w3.threads.toLocaleString('en-US')} threads, each left holding a run suspended on an approval in the store: a ToolGate plugin suspends every
+\`add\` call (\`{ type: 'suspend', ticket: { message: 'approve?' } }\`). Runtime A suspends them all
+(\`runtime.generate({ threadId, input })\` → \`status: 'waiting'\`, one open ticket); then runtime B, on a fresh store
+connection as another process would, resumes each with \`runtime.generate({ threadId, decisions: [{ decisionId,
+ticketId, action: 'resume' }] })\` and checks the tool ran and the run ended "done" after 2 steps. ${config.w3.concurrency} runs in flight
+at a time. Memory is the whole process after a full GC; it includes the harness's list of ${config.w3.threads.toLocaleString('en-US')} ticket ids.
+
+${w3Table(bench)}
+
+## Fairness notes
+
+- Each framework gets a minimal scripted model of its own kind: Lunation a \`ModelProvider\` (async generator of
+  parts), the AI SDK \`MockLanguageModelV3\` from \`ai/test\` (\`doGenerate\` / \`doStream\`), LangGraph a
+  \`BaseChatModel\` subclass (\`_generate\` / \`_streamResponseChunks\`, \`bindTools\` returns itself; it JSON-parses
+  the arguments as a provider integration would), OpenAI Agents JS a \`Model\` (\`getResponse\` /
+  \`getStreamedResponse\`). All read the run key from the first user message and follow the same script.
+- The bare loop JSON-parses and zod-validates the arguments and awaits the tool, like every framework.
+- Stop conditions: AI SDK \`stopWhen: stepCountIs(S)\`, OpenAI Agents \`maxTurns: S + 1\`, Lunation's default
+  \`maxRounds\` (50), LangGraph's default \`recursionLimit\` (25); none is reached.
+- OpenAI Agents JS runs with tracing disabled (no exporter is reachable; tracing would otherwise queue spans).
+- LangGraph's \`SqliteSaver\` gets \`synchronous = NORMAL\` (it sets WAL itself), the same durability as Lunation's
+  \`SqliteStore\` defaults. MemorySaver, MemoryStore and the SQLite files keep every thread of the run.
+- No forced GC between timed repetitions: after one, V8 shrinks the young generation and the next runs of
+  allocation-heavy code took twice as long, which would measure the harness rather than the framework.
+- \`MockLanguageModelV3\` records every call; the harness clears those records after each run.
+- \`@openai/agents\` is pinned to 0.14.x, the last line whose \`openai\` dependency supports Node 20.
+
+## Reproduce
+
+\`\`\`sh
+pnpm install
+pnpm bench            # full run (Redis at 127.0.0.1:6379 or REDIS_URL): writes this file, docs/benchmarks-w1.svg
+                      # and bench/results/latest.json; a few minutes
+pnpm bench --smoke    # a few iterations at tiny sizes with the same checks; writes to a temp dir
+pnpm bench --only w1:lunation   # only tasks whose id contains the text; writes to a temp dir
+\`\`\`
+
+Profiles: \`pnpm --filter @lunation/bench run profile -- w1:lunation:generate:sqlite\` (see bench/README.md).
+`;
+}
+
+interface Bar {
+  label: string;
+  value: number;
+  kind: 'lunation' | 'bare' | 'peer';
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A horizontal bar chart, log scale, of W1 µs per step, non-streaming then streaming. */
+export function renderW1Svg(bench: BenchResults): string {
+  const rows: Array<Bar | { heading: string }> = [];
+  for (const mode of ['generate', 'stream'] as const) {
+    rows.push({
+      heading: mode === 'generate' ? 'Non-streaming (await the result)' : 'Streaming (every event consumed)',
+    });
+    for (const result of w1Results(bench).filter((entry) => entry.mode === mode && entry.status === 'ok')) {
+      const value = perStep(result);
+      if (value === undefined) continue;
+      const framework = FRAMEWORKS[result.framework];
+      const store = result.store === 'none' ? '' : ` + ${storeLabel(result.framework, result.store)}`;
+      rows.push({
+        label: `${framework.name}, ${framework.api[mode]}${store}`,
+        value,
+        kind: result.framework === 'lunation' ? 'lunation' : result.framework === 'bare' ? 'bare' : 'peer',
+      });
+    }
+  }
+  const bars = rows.filter((row): row is Bar => 'value' in row);
+  const width = 960;
+  const labelWidth = 420;
+  const chartWidth = 420;
+  const rowHeight = 24;
+  const top = 60;
+  const chartBottom = top + rows.length * rowHeight;
+  const height = chartBottom + 56;
+  const values = bars.map((bar) => bar.value);
+  const lowExp = Math.floor(Math.log10(Math.max(0.01, Math.min(1, ...values))));
+  const highExp = Math.ceil(Math.log10(Math.max(10, ...values)));
+  const x = (value: number) =>
+    labelWidth + ((Math.log10(Math.max(value, 10 ** lowExp)) - lowExp) / (highExp - lowExp)) * chartWidth;
+  const colors = { lunation: '#4f46e5', bare: '#9ca3af', peer: '#f59e0b' };
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="16" y="24" font-size="15" font-weight="600" fill="#111827">W1 tool loop: framework µs per step (median run at S=10 ÷ 10), log scale — lower is better</text>`,
+    `<text x="16" y="42" fill="#6b7280">${escapeXml(`${bench.machine.cpu}, ${bench.machine.cores} cores, Node ${bench.machine.node}, ${bench.date.slice(0, 10)}; the scripted model answers at once`)}</text>`,
+  ];
+  for (let exp = lowExp; exp <= highExp; exp++) {
+    const gx = x(10 ** exp).toFixed(1);
+    parts.push(
+      `<line x1="${gx}" y1="${top - 4}" x2="${gx}" y2="${chartBottom}" stroke="#e5e7eb"/>`,
+      `<text x="${gx}" y="${chartBottom + 16}" text-anchor="middle" fill="#6b7280">${escapeXml(number(10 ** exp, exp < 0 ? -exp : 0))} µs</text>`,
+    );
+  }
+  rows.forEach((row, index) => {
+    const y = top + index * rowHeight;
+    if (!('value' in row)) {
+      parts.push(
+        `<text x="16" y="${y + 16}" font-weight="600" fill="#374151">${escapeXml(row.heading)}</text>`,
+      );
+      return;
+    }
+    const end = x(row.value);
+    parts.push(
+      `<text x="${labelWidth - 8}" y="${y + 16}" text-anchor="end" fill="#111827">${escapeXml(row.label)}</text>`,
+      `<rect x="${labelWidth}" y="${y + 4}" width="${Math.max(1, end - labelWidth).toFixed(1)}" height="${rowHeight - 8}" rx="2" fill="${colors[row.kind]}"/>`,
+      `<text x="${(end + 6).toFixed(1)}" y="${y + 16}" fill="#111827">${escapeXml(number(row.value))} µs</text>`,
+    );
+  });
+  const legendY = height - 12;
+  let legendX = labelWidth;
+  for (const [kind, name] of [
+    ['lunation', 'Lunation'],
+    ['bare', 'bare loop (the floor)'],
+    ['peer', 'peers'],
+  ] as const) {
+    parts.push(
+      `<rect x="${legendX}" y="${legendY - 10}" width="12" height="12" fill="${colors[kind]}"/>`,
+      `<text x="${legendX + 16}" y="${legendY}" fill="#374151">${name}</text>`,
+    );
+    legendX += kind === 'bare' ? 160 : 100;
+  }
+  parts.push('</svg>');
+  return `${parts.join('\n')}\n`;
+}
