@@ -236,10 +236,9 @@ export class AgentLoop {
 
   /** Tasks recorded as running that no live process of ours runs any more are reported failed. */
   private reconcileTasks(): void {
-    const snapshot = this.state.snapshot();
-    if (!this.state.isRegistered(tasksKey) || !snapshot.has(tasksKey)) return;
+    if (!this.state.isRegistered(tasksKey) || !this.state.written(tasksKey)) return;
     const delivered = new Set((this.options.taskResults ?? []).map((task) => task.id));
-    for (const task of Object.values(snapshot.get(tasksKey))) {
+    for (const task of Object.values(this.state.peek(tasksKey))) {
       if (task.status !== 'running' || delivered.has(task.id) || this.options.tasks?.isLive(task.id))
         continue;
       this.inbox.push({
@@ -290,7 +289,7 @@ export class AgentLoop {
 
   private pendingTasks(): TaskRecord[] {
     if (!this.state.isRegistered(tasksKey)) return [];
-    return Object.values(this.state.snapshot().get(tasksKey)).filter((task) => task.status === 'running');
+    return Object.values(this.state.peek(tasksKey)).filter((task) => task.status === 'running');
   }
 
   /** Resolves when input arrives, the run is closed or cancelled. */
@@ -387,7 +386,7 @@ export class AgentLoop {
   private async settlePendingCalls(): Promise<TerminationReason | undefined> {
     const calls = unansweredCalls(this.messages);
     if (calls.length === 0) return undefined;
-    const pending = this.state.snapshot().get(pendingCallsKey);
+    const pending = this.state.peek(pendingCallsKey);
     const byCall = new Map<string, PendingCall>();
     for (const entry of Object.values(pending)) byCall.set(entry.ticket.toolCallId, entry);
     const decisions = new Map(this.options.decisions.map((decision) => [decision.ticketId, decision]));
@@ -491,7 +490,8 @@ export class AgentLoop {
 
     let termination: TerminationReason | undefined;
     if (response.toolCalls.length > 0) {
-      const prepared = await this.gate(response);
+      const prepared =
+        this.agent.plugins.gates.length > 0 ? await this.gate(response) : this.prepareCalls(response);
       if (this.options.persistence.durable) await this.checkpointBeforeTools(prepared);
       const outcome = await this.executeCalls(prepared, response);
       if (signal.aborted) termination = { type: 'cancelled', reason: abortReason(signal) };
@@ -554,7 +554,7 @@ export class AgentLoop {
   }
 
   private switchAgentIfHandedOff(): void {
-    const active = this.state.snapshot().get(activeAgentKey);
+    const active = this.state.peek(activeAgentKey);
     if (active === null || active === this.agent.id) return;
     this.agent = this.options.resolveAgent(active);
     for (const key of this.agent.plugins.keys.values()) {
@@ -617,8 +617,9 @@ export class AgentLoop {
 
   private buildRequest(): ModelRequest {
     const { agent } = this;
-    const snapshot = this.state.snapshot();
-    const adjustments = snapshot.has(requestAdjustmentsKey) ? snapshot.get(requestAdjustmentsKey) : undefined;
+    const adjustments = this.state.written(requestAdjustmentsKey)
+      ? this.state.peek(requestAdjustmentsKey)
+      : undefined;
     const policy = agent.definition.context;
     let history: Message[] = policy?.compaction ? applyCompaction(this.messages) : this.messages.slice();
     if (policy?.maxTokens !== undefined) history = truncateMessages(history, policy);
@@ -814,6 +815,16 @@ export class AgentLoop {
   }
 
   /** Validates every call and runs the ToolGate hooks (block > suspend > set-result > pass). */
+  /** Validates every call (no ToolGate hooks registered). */
+  private prepareCalls(response: ModelResponse): PreparedCall[] {
+    const prepared: PreparedCall[] = [];
+    for (const call of response.toolCalls) {
+      this.stepToolsCalled.push(call.toolName);
+      prepared.push(this.validate({ call, input: undefined }));
+    }
+    return prepared;
+  }
+
   private async gate(response: ModelResponse): Promise<PreparedCall[]> {
     const prepared: PreparedCall[] = [];
     const gates = this.agent.plugins.gates;
@@ -874,27 +885,31 @@ export class AgentLoop {
   ): Promise<{ blocked?: string }> {
     const blockedIndex = prepared.findIndex((item) => (item as { blocked?: string }).blocked !== undefined);
     const blocked = blockedIndex >= 0 ? (prepared[blockedIndex] as { blocked?: string }).blocked : undefined;
-    const results: Array<ToolResultPart | undefined> = new Array(prepared.length);
-    const parallel = this.agent.definition.toolExecution?.mode === 'parallel';
-    const runOne = async (index: number) => {
+    for (let index = blockedIndex + 1; blockedIndex >= 0 && index < prepared.length; index++) {
       const item = prepared[index] as PreparedCall;
-      if (blockedIndex >= 0 && index > blockedIndex) {
-        item.result = INTERRUPTED;
-        item.status = 'failed';
-      }
-      results[index] = await this.runCall(item, response);
-    };
-    if (parallel && prepared.length > 1) {
+      item.result = INTERRUPTED;
+      item.status = 'failed';
+    }
+    let parts: ToolResultPart[];
+    if (this.agent.definition.toolExecution?.mode === 'parallel' && prepared.length > 1) {
+      const results: Array<ToolResultPart | undefined> = new Array(prepared.length);
       const limit = Math.max(1, this.agent.definition.toolExecution?.concurrency ?? 8);
       let next = 0;
       const worker = async () => {
-        while (next < prepared.length) await runOne(next++);
+        while (next < prepared.length) {
+          const index = next++;
+          results[index] = await this.runCall(prepared[index] as PreparedCall, response);
+        }
       };
       await Promise.all(Array.from({ length: Math.min(limit, prepared.length) }, worker));
+      parts = results.filter((part): part is ToolResultPart => part !== undefined);
     } else {
-      for (let index = 0; index < prepared.length; index++) await runOne(index);
+      parts = [];
+      for (const item of prepared) {
+        const part = await this.runCall(item, response);
+        if (part) parts.push(part);
+      }
     }
-    const parts = results.filter((part): part is ToolResultPart => part !== undefined);
     if (parts.length > 0) {
       const message: ToolMessage = {
         id: createId(),
@@ -1001,16 +1016,7 @@ export class AgentLoop {
         rerun,
       });
     const signal = this.options.signal;
-    const context = new ToolCallContext(
-      this,
-      call,
-      identity,
-      this.state.snapshot(),
-      signal,
-      key,
-      rerun,
-      item.decision,
-    );
+    const context = new ToolCallContext(this, call, identity, this.state, signal, key, rerun, item.decision);
     let result: ToolResult;
     const policy = this.errorPolicy(call.toolName);
     for (let attempt = 0; ; attempt++) {
@@ -1140,7 +1146,7 @@ export class AgentLoop {
   }
 
   private openTickets(): SuspensionTicket[] {
-    const pending = this.state.snapshot().get(pendingCallsKey);
+    const pending = this.state.peek(pendingCallsKey);
     const tickets: SuspensionTicket[] = [];
     for (const entry of Object.values(pending)) tickets.push(entry.ticket);
     return tickets;
@@ -1296,12 +1302,13 @@ class ToolCallContext implements ToolContext {
   readonly toolCallId: string;
   readonly toolName: string;
   private backgroundTasks: BackgroundTasks | undefined;
+  private snapshot: StateSnapshot | undefined;
 
   constructor(
     private readonly loop: AgentLoop,
     call: ToolCall,
     readonly identity: RunIdentity,
-    readonly state: StateSnapshot,
+    private readonly store: StateStore,
     readonly signal: AbortSignal,
     readonly idempotencyKey: string,
     readonly rerun: boolean,
@@ -1309,6 +1316,12 @@ class ToolCallContext implements ToolContext {
   ) {
     this.toolCallId = call.toolCallId;
     this.toolName = call.toolName;
+  }
+
+  /** The state as the call started (taken when first read). */
+  get state(): StateSnapshot {
+    if (!this.snapshot) this.snapshot = this.store.snapshot();
+    return this.snapshot;
   }
 
   get background(): BackgroundTasks {
@@ -1367,9 +1380,26 @@ function abortReason(signal: AbortSignal): string | undefined {
 }
 
 function toJson(value: unknown): ToolResult['data'] {
-  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-    return value;
+  if (isPlainJson(value, 0)) return value as ToolResult['data'];
   return JSON.parse(JSON.stringify(value)) as ToolResult['data'];
+}
+
+/** True for JSON values made of plain objects, arrays and finite primitives (kept as they are, not copied). */
+function isPlainJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > 32) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!isPlainJson(item, depth + 1)) return false;
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || !isPlainJson(item, depth + 1)) return false;
+  }
+  return true;
 }
 
 /** Tool calls of the last assistant message that no later tool message answers. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-const prefix = randomUUID();
+const prefix = `${randomUUID()}-`;
 let counter = 0;
 
 /**
@@ -10,5 +10,5 @@ let counter = 0;
  */
 export function createId(): string {
   counter++;
-  return `${prefix.slice(0, 23)}-${counter.toString(16).padStart(12, '0')}`;
+  return prefix + counter.toString(36);
 }

@@ -106,6 +106,8 @@ export class StateStore {
   private keys = new Map<string, AnyStateKey>();
   private values = new Map<string, unknown>();
   private current: StateSnapshot | undefined;
+  /** True once a snapshot holds `values`: the next commit must copy instead of mutating in place. */
+  private shared = false;
   private revision = 0;
   /** Bumped whenever a thread-scoped value changes (so checkpoints can skip unchanged thread state). */
   threadRevision = 0;
@@ -132,8 +134,22 @@ export class StateStore {
   }
 
   snapshot(): StateSnapshot {
-    if (this.current === undefined) this.current = new StateSnapshot(this.revision, this.values, this.keys);
+    if (this.current === undefined) {
+      this.current = new StateSnapshot(this.revision, this.values, this.keys);
+      this.shared = true;
+    }
     return this.current;
+  }
+
+  /** The key's current value, without making a snapshot (for the loop's own reads). */
+  // biome-ignore lint/suspicious/noExplicitAny: any update type
+  peek<Value>(key: StateKey<Value, any>): Value {
+    return (this.values.has(key.name) ? this.values.get(key.name) : key.initial()) as Value;
+  }
+
+  /** Whether the key was ever written. */
+  written(key: AnyStateKey): boolean {
+    return this.values.has(key.name);
   }
 
   /**
@@ -145,6 +161,7 @@ export class StateStore {
     const next = new Map(this.values);
     for (const name of Object.keys(values)) next.set(name, values[name]);
     this.values = next;
+    this.shared = false;
     this.revision++;
     this.threadRevision++;
     this.current = undefined;
@@ -158,6 +175,7 @@ export class StateStore {
       if (!key || key.scope === 'thread') next.set(name, value);
     }
     this.values = next;
+    this.shared = false;
     this.revision++;
     this.current = undefined;
   }
@@ -182,7 +200,9 @@ export class StateStore {
         );
       }
     }
-    const next = new Map(this.values);
+    // Copy on write only when a snapshot may still be reading the current map.
+    const next = this.shared ? new Map(this.values) : this.values;
+    this.shared = false;
     let threadChanged = false;
     for (const { key, update: value } of updates) {
       const previous = next.has(key.name) ? next.get(key.name) : key.initial();
