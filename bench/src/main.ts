@@ -18,8 +18,12 @@ const { values } = parseArgs({
     only: { type: 'string', multiple: true },
     /** Run every task in this process instead of one child process per task. */
     'in-process': { type: 'boolean', default: false },
-    /** Child processes load the workspace packages' built dist/ instead of their TypeScript source. */
+    /**
+     * Child processes load the workspace packages' built dist/ (what users run) — the default for a full run;
+     * `--source` loads their TypeScript source through tsx instead.
+     */
     dist: { type: 'boolean', default: false },
+    source: { type: 'boolean', default: false },
     /** Re-render docs/ from bench/results/latest.json without running anything. */
     render: { type: 'boolean', default: false },
     /** Internal: run the task in this JSON file and write its result next to it. */
@@ -89,6 +93,7 @@ async function main(): Promise<void> {
   );
   const inProcess = values['in-process'] || config.smoke;
   if (values.dist && inProcess) throw new Error('--dist needs child processes (not --smoke or --in-process)');
+  values.dist = !inProcess && !values.source;
   if (!canCollect) console.warn('Run with --expose-gc (pnpm bench does): memory figures need it.');
   const scratch = mkdtempSync(join(tmpdir(), 'lunation-bench-run-'));
   const started = performance.now();
