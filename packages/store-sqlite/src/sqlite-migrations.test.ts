@@ -12,22 +12,38 @@ let files = 0;
 
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-/** A database file at schema version 001 only, as an early release of the store left it. */
-async function databaseAtVersion1(): Promise<string> {
+/** A database file at an older schema version, as an earlier release of the store left it. */
+async function databaseAtVersion(version: string): Promise<string> {
   files += 1;
-  const path = join(directory, `v1-${files}.db`);
+  const path = join(directory, `${version}-${files}.db`);
   const client = new Database(path);
-  const result = await createMigrator(createKysely(client)).migrateTo('001_initial');
+  const result = await createMigrator(createKysely(client)).migrateTo(version);
   expect(result.error).toBeUndefined();
-  expect(result.results?.map((migration) => migration.migrationName)).toEqual(['001_initial']);
+  expect(result.results?.at(-1)?.migrationName).toBe(version);
   client.close();
   return path;
 }
 
+const databaseAtVersion1 = () => databaseAtVersion('001_initial');
+
+function columnsOf(path: string, table: string): string[] {
+  const inspector = new Database(path, { readonly: true });
+  const columns = inspector
+    .prepare(`PRAGMA table_info(${table})`)
+    .all()
+    .map((column) => (column as { name: string }).name);
+  inspector.close();
+  return columns;
+}
+
 describe('SQLite migrations', () => {
-  it('has at least two versions, the latest last', () => {
-    expect(Object.keys(sqliteMigrations)).toEqual(['001_initial', '002_message_run_id']);
-    expect(latestSchemaVersion).toBe('002_message_run_id');
+  it('has every version, the latest last', () => {
+    expect(Object.keys(sqliteMigrations)).toEqual([
+      '001_initial',
+      '002_message_run_id',
+      '003_derived_message_count',
+    ]);
+    expect(latestSchemaVersion).toBe('003_derived_message_count');
   });
 
   it('upgrades a version-1 database in place, keeping its data', async () => {
@@ -92,7 +108,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open({ path });
     try {
-      expect(await store.schemaVersion()).toBe('002_message_run_id');
+      expect(await store.schemaVersion()).toBe('003_derived_message_count');
       const checkpoint = await store.loadCheckpoint('t1');
       expect(checkpoint?.thread).toEqual({
         id: 't1',
@@ -132,15 +148,72 @@ describe('SQLite migrations', () => {
       .pluck()
       .all();
     inspector.close();
-    expect(applied).toEqual(['001_initial', '002_message_run_id']);
+    expect(applied).toEqual(['001_initial', '002_message_run_id', '003_derived_message_count']);
     expect(indexes).toContain('lunation_threads_resource');
+    expect(columnsOf(path, 'lunation_threads')).not.toContain('message_count');
+  });
+
+  it('upgrades a version-2 database in place: the message count comes from the messages', async () => {
+    const path = await databaseAtVersion('002_message_run_id');
+    expect(columnsOf(path, 'lunation_threads')).toContain('message_count');
+    const client = new Database(path);
+    client
+      .prepare(
+        `INSERT INTO lunation_threads (id, resource_id, metadata, message_count, created_at, updated_at, state)
+         VALUES ('t2', NULL, '{}', 3, 1000, 3000, NULL), ('empty', NULL, '{}', 0, 500, 600, NULL)`,
+      )
+      .run();
+    const insertMessage = client.prepare(
+      'INSERT INTO lunation_messages (thread_id, seq, message, created_at, run_id) VALUES (?, ?, ?, ?, ?)',
+    );
+    const messages = [1, 2, 3].map((seq) => ({
+      id: `m${seq}`,
+      role: 'user',
+      content: [{ type: 'text', text: `message ${seq}` }],
+    }));
+    for (const [index, message] of messages.entries()) {
+      insertMessage.run('t2', index + 1, JSON.stringify(message), 1_000 * (index + 1), 'r1');
+    }
+    client.close();
+
+    const store = await SqliteStore.open({ path });
+    try {
+      expect(await store.schemaVersion()).toBe('003_derived_message_count');
+      expect(await store.getThread('t2')).toEqual({
+        id: 't2',
+        metadata: {},
+        messageCount: 3,
+        createdAt: 1_000,
+        updatedAt: 3_000,
+      });
+      expect(await store.getThread('empty')).toMatchObject({ messageCount: 0, updatedAt: 600 });
+      expect(
+        (await store.listMessages('t2')).map((record) => [record.seq, record.message, record.runId]),
+      ).toEqual(messages.map((message, index) => [index + 1, message, 'r1']));
+      await expect(
+        store.commit({ threadId: 't2', expectedMessageCount: 2, messages: [messages[0] as never] }),
+      ).rejects.toMatchObject({ code: 'store-conflict', details: { messageCount: 3 } });
+      expect(
+        await store.commit({ threadId: 't2', expectedMessageCount: 3, messages: [messages[0] as never] }),
+      ).toEqual({ messageCount: 4 });
+      const thread = await store.getThread('t2');
+      expect(thread?.messageCount).toBe(4);
+      expect(thread?.updatedAt).toBeGreaterThan(3_000);
+      expect((await store.listThreads()).items.map((item) => [item.id, item.messageCount])).toEqual([
+        ['empty', 0],
+        ['t2', 4],
+      ]);
+    } finally {
+      await store.close();
+    }
+    expect(columnsOf(path, 'lunation_threads')).not.toContain('message_count');
   });
 
   it('fails with migration-failed and leaves the database untouched when it was migrated by a newer version', async () => {
     const path = await databaseAtVersion1();
     const client = new Database(path);
     client
-      .prepare("INSERT INTO lunation_migration (name, timestamp) VALUES ('003_from_the_future', ?)")
+      .prepare("INSERT INTO lunation_migration (name, timestamp) VALUES ('099_from_the_future', ?)")
       .run(new Date().toISOString());
     client.close();
 
@@ -150,7 +223,7 @@ describe('SQLite migrations', () => {
       (reason: unknown) => reason,
     );
     expect(LunationError.hasCode(error, 'migration-failed')).toBe(true);
-    expect((error as LunationError).message).toContain('003_from_the_future');
+    expect((error as LunationError).message).toContain('099_from_the_future');
     await store.close();
 
     const inspector = new Database(path, { readonly: true });

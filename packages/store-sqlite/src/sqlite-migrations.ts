@@ -105,6 +105,13 @@ export const sqliteMigrations: Readonly<Record<string, Migration>> = {
         .execute();
     },
   },
+  '003_derived_message_count': {
+    async up(db) {
+      // A thread's message count is max(seq) of its messages from 003 on: a commit of messages no longer
+      // rewrites the thread row, which saves a page write per commit.
+      await db.schema.alterTable('lunation_threads').dropColumn('message_count').execute();
+    },
+  },
 };
 
 /** The newest schema version this package knows. */

@@ -16,6 +16,7 @@ import {
   sql,
 } from 'kysely';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { latestSchemaVersion, sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'lunation-sqlite-'));
@@ -110,7 +111,7 @@ describe('SqliteStore connection', () => {
   it('records the schema version and creates exactly the documented tables', async () => {
     const path = databasePath();
     const store = await openStore(path);
-    expect(await store.schemaVersion()).toBe('002_message_run_id');
+    expect(await store.schemaVersion()).toBe(latestSchemaVersion);
     const inspector = new Database(path, { readonly: true });
     const tables = inspector
       .prepare(
@@ -150,7 +151,7 @@ describe('SqliteStore connection', () => {
     const lazy = new SqliteStore({ path });
     stores.push(lazy);
     expect(await lazy.getThread('t1')).toBeUndefined();
-    expect(await lazy.schemaVersion()).toBe('002_message_run_id');
+    expect(await lazy.schemaVersion()).toBe(latestSchemaVersion);
   });
 
   it('fails with store-unavailable, naming the path and keeping the cause, when the file cannot be opened', async () => {
@@ -176,7 +177,7 @@ describe('SqliteStore on an injected Kysely instance', () => {
   it('migrates through the instance, recording the migrations in it, and leaves it usable after close', async () => {
     const database = openKysely(databasePath());
     const store = await SqliteStore.open({ database });
-    expect(await store.schemaVersion()).toBe('002_message_run_id');
+    expect(await store.schemaVersion()).toBe(latestSchemaVersion);
     await store.createThread({ id: 't1', metadata: { via: 'kysely' } });
     await store.close();
     await rejection(store.getThread('t1'), 'store-unavailable');
@@ -184,7 +185,7 @@ describe('SqliteStore on an injected Kysely instance', () => {
     const applied = await sql<{ name: string }>`SELECT name FROM lunation_migration ORDER BY name`.execute(
       database,
     );
-    expect(applied.rows.map((row) => row.name)).toEqual(['001_initial', '002_message_run_id']);
+    expect(applied.rows.map((row) => row.name)).toEqual(Object.keys(sqliteMigrations));
     const threads = await sql<{
       id: string;
       metadata: string;
@@ -448,7 +449,7 @@ describe('SqliteStore across processes', () => {
         expect(JSON.parse(output.stdout)).toEqual({ conflicts: expect.any(Number) });
 
       const store = await openStore(path);
-      expect(await store.schemaVersion()).toBe('002_message_run_id');
+      expect(await store.schemaVersion()).toBe(latestSchemaVersion);
       const records = await store.listMessages('shared');
       expect(records.map((record) => record.seq)).toEqual(
         Array.from({ length: 2 * perWriter }, (_, index) => index + 1),

@@ -123,6 +123,11 @@ interface RecordRow {
   record: string;
 }
 
+interface CommitHead {
+  messageCount: number;
+  leaseToken: number | null;
+}
+
 interface LeaseRow {
   token: number;
   owner: string;
@@ -130,43 +135,45 @@ interface LeaseRow {
   expiresAt: number | null;
 }
 
-const threadColumns =
-  'id, resource_id AS resourceId, metadata, message_count AS messageCount, created_at AS createdAt, updated_at AS updatedAt';
+// A thread's message count and last change are derived from its newest message (the messages primary key),
+// so a commit of messages never rewrites the thread row.
+const threadColumns = `t.id, t.resource_id AS resourceId, t.metadata, coalesce(m.seq, 0) AS messageCount,
+  t.created_at AS createdAt, max(t.updated_at, coalesce(m.created_at, 0)) AS updatedAt`;
+const threadsWithLastMessage = `lunation_threads t LEFT JOIN lunation_messages m
+  ON m.thread_id = t.id AND m.seq = (SELECT max(seq) FROM lunation_messages WHERE thread_id = t.id)`;
+const commitHeadColumns = `coalesce((SELECT max(seq) FROM lunation_messages WHERE thread_id = lunation_threads.id), 0) AS messageCount,
+  (SELECT token FROM lunation_leases WHERE thread_id = lunation_threads.id) AS leaseToken`;
 const leaseColumns = 'token, owner, run_id AS runId, expires_at AS expiresAt';
 
 /** Every statement of the store, prepared once per connection by `SyncRunner`. */
 const statements = {
   insertThread: runStatement(
-    `INSERT INTO lunation_threads (id, resource_id, metadata, message_count, created_at, updated_at)
-     VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO lunation_threads (id, resource_id, metadata, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
   ),
-  selectThread: getStatement<ThreadRow>(`SELECT ${threadColumns} FROM lunation_threads WHERE id = ?`),
+  selectThread: getStatement<ThreadRow>(
+    `SELECT ${threadColumns} FROM ${threadsWithLastMessage} WHERE t.id = ?`,
+  ),
   listThreads: allStatement<ThreadRow>(
-    `SELECT ${threadColumns} FROM lunation_threads
-     WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+    `SELECT ${threadColumns} FROM ${threadsWithLastMessage}
+     WHERE (t.created_at, t.id) > (?, ?) ORDER BY t.created_at, t.id LIMIT ?`,
   ),
   listThreadsOfResource: allStatement<ThreadRow>(
-    `SELECT ${threadColumns} FROM lunation_threads
-     WHERE resource_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+    `SELECT ${threadColumns} FROM ${threadsWithLastMessage}
+     WHERE t.resource_id = ? AND (t.created_at, t.id) > (?, ?) ORDER BY t.created_at, t.id LIMIT ?`,
   ),
-  updateMetadata: getStatement<ThreadRow>(
-    `UPDATE lunation_threads SET metadata = ?, updated_at = ? WHERE id = ? RETURNING ${threadColumns}`,
-  ),
+  updateMetadata: runStatement('UPDATE lunation_threads SET metadata = ?, updated_at = ? WHERE id = ?'),
   deleteMessages: runStatement('DELETE FROM lunation_messages WHERE thread_id = ?'),
   deleteRuns: runStatement('DELETE FROM lunation_runs WHERE thread_id = ?'),
   deleteToolExecutions: runStatement('DELETE FROM lunation_tool_executions WHERE thread_id = ?'),
   deleteThread: runStatement('DELETE FROM lunation_threads WHERE id = ?'),
 
-  // Checks the count and the fencing token and bumps the thread in one statement; no row: diagnose.
-  bumpThread: getStatement<{ message_count: number }>(
-    `UPDATE lunation_threads SET message_count = ?, updated_at = ?, state = coalesce(?, state)
-     WHERE id = ? AND message_count = ?
-       AND (? IS NULL OR NOT EXISTS (SELECT 1 FROM lunation_leases WHERE thread_id = ? AND token > ?))
-     RETURNING message_count`,
-  ),
-  commitHead: getStatement<{ messageCount: number; leaseToken: number | null }>(
-    `SELECT t.message_count AS messageCount, l.token AS leaseToken
-     FROM lunation_threads t LEFT JOIN lunation_leases l ON l.thread_id = t.id WHERE t.id = ?`,
+  // What a commit checks (the thread exists, its lease token, its message count), read without writing a page.
+  commitHead: getStatement<CommitHead>(`SELECT ${commitHeadColumns} FROM lunation_threads WHERE id = ?`),
+  // The same, for a commit that changes what its messages do not record (the state, or no messages at all).
+  touchThread: getStatement<CommitHead>(
+    `UPDATE lunation_threads SET updated_at = max(updated_at, ?), state = coalesce(?, state) WHERE id = ?
+     RETURNING ${commitHeadColumns}`,
   ),
   insertMessage: runStatement(
     'INSERT INTO lunation_messages (thread_id, seq, message, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -177,9 +184,11 @@ const statements = {
     `INSERT INTO lunation_runs (run_id, thread_id, record, created_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (run_id) DO NOTHING`,
   ),
+  // An entry never changes thread; leaving thread_id out of SET spares its index a page write per update.
   upsertToolExecution: runStatement(
     `INSERT INTO lunation_tool_executions (run_id, tool_call_id, thread_id, record) VALUES (?, ?, ?, ?)
-     ON CONFLICT (run_id, tool_call_id) DO UPDATE SET thread_id = excluded.thread_id, record = excluded.record`,
+     ON CONFLICT (run_id, tool_call_id) DO UPDATE SET record = excluded.record
+     WHERE thread_id = excluded.thread_id`,
   ),
 
   listMessages: allStatement<MessageRow>(
@@ -273,7 +282,8 @@ const operations = {
   },
 
   *updateThreadMetadata(threadId: string, metadataJson: string): SqliteOperation<ThreadRecord> {
-    const row = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
+    const { changes } = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
+    const row = changes === 0 ? undefined : yield* statements.selectThread([threadId]);
     if (!row) throw threadNotFound(threadId);
     return toThread(row);
   },
@@ -327,22 +337,16 @@ const operations = {
     stateJson,
     toolExecutions,
   }: PreparedCommit): SqliteOperation<CheckpointResult> {
-    const { threadId, expectedMessageCount, leaseToken, run } = commit;
+    const { threadId, expectedMessageCount, run } = commit;
     const runId = run?.identity.runId;
     const now = Date.now();
-    const messageCount = expectedMessageCount + messages.length;
-    const token = leaseToken ?? null;
-    const bumped = yield* statements.bumpThread([
-      messageCount,
-      now,
-      stateJson ?? null,
-      threadId,
-      expectedMessageCount,
-      token,
-      threadId,
-      token,
-    ]);
-    if (!bumped) throw yield* commitRejection(commit);
+    // A rejected commit throws, and its runner rolls the transaction (and so the touch) back.
+    const head =
+      messages.length === 0 || stateJson !== undefined
+        ? yield* statements.touchThread([now, stateJson ?? null, threadId])
+        : yield* statements.commitHead([threadId]);
+    const rejection = commitRejection(commit, head);
+    if (rejection) throw rejection;
     let seq = expectedMessageCount;
     for (const message of messages) {
       seq += 1;
@@ -355,8 +359,12 @@ const operations = {
     ) {
       throw invalidCommit(`run "${runId}" already belongs to another thread`);
     }
-    for (const execution of toolExecutions) yield* statements.upsertToolExecution(execution);
-    return { messageCount };
+    for (const execution of toolExecutions) {
+      if ((yield* statements.upsertToolExecution(execution)).changes === 0) {
+        throw invalidCommit(`tool call "${execution[1]}" of run "${execution[0]}" belongs to another thread`);
+      }
+    }
+    return { messageCount: seq };
   },
 
   *loadCheckpoint(threadId: string): SqliteOperation<ThreadCheckpoint | undefined> {
@@ -837,14 +845,14 @@ function* readThreadState(threadId: string): SqliteOperation<Record<string, unkn
   return row?.state ? JSON.parse(row.state) : {};
 }
 
-/** Why `bumpThread` matched no row: the thread is missing, the lease is stale or the count is. */
-function* commitRejection(commit: CheckpointCommit): SqliteOperation<LunationError> {
+/** Why a commit must not be written, checked in the contract's order: thread, lease token, message count. */
+function commitRejection(commit: CheckpointCommit, head: CommitHead | undefined): LunationError | undefined {
   const { threadId, expectedMessageCount, leaseToken } = commit;
-  const head = yield* statements.commitHead([threadId]);
   if (!head) return threadNotFound(threadId);
   if (leaseToken !== undefined && head.leaseToken !== null && leaseToken < head.leaseToken) {
     return staleLease(threadId, leaseToken, head.leaseToken);
   }
+  if (head.messageCount === expectedMessageCount) return undefined;
   return new LunationError(
     'store-conflict',
     `Thread "${threadId}" has ${head.messageCount} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
