@@ -47,7 +47,7 @@ export function runsSpec(context: StoreSpecContext): void {
               parameters: { env: 'prod' },
               responseSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
               resumeMode: 'replay-tool-call',
-              runId: 'placeholder',
+              runId: 'run-with-ticket',
             },
           ],
           state: { plan: ['a', 'b'], counter: 3 },
