@@ -1,7 +1,8 @@
 // Checkpoint commit latency on a file database: one agent step (an assistant message with a tool call, the
 // tool result, the run record and the thread state). Prints the median of 40 batches of 250 steps.
 // Run: node --conditions=@lunation/source --import tsx packages/store-sqlite/bench/commit-bench.ts
-// SYNCHRONOUS=full fsyncs every commit; STORE=kysely runs the store on an injected Kysely instance.
+// SYNCHRONOUS=full fsyncs every commit; STORE=kysely runs the store on an injected Kysely instance;
+// CHECKPOINT=inline checkpoints inside commits instead of on a background thread.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { SqliteStore } from '../src/index.js';
 
 const synchronous = process.env.SYNCHRONOUS === 'full' ? 'full' : 'normal';
+const checkpoint = process.env.CHECKPOINT === 'inline' ? 'inline' : 'background';
 const directory = mkdtempSync(join(tmpdir(), 'lunation-sqlite-bench-'));
 const path = join(directory, 'bench.db');
 let database: Kysely<unknown> | undefined;
@@ -21,7 +23,7 @@ if (process.env.STORE === 'kysely') {
   client.pragma(`synchronous = ${synchronous}`);
   database = new Kysely<unknown>({ dialect: new SqliteDialect({ database: client }) });
 }
-const store = await SqliteStore.open(database ? { database } : { path, synchronous });
+const store = await SqliteStore.open(database ? { database } : { path, synchronous, checkpoint });
 await store.createThread({ id: 'bench' });
 const lease = await store.acquireLease({ threadId: 'bench', owner: 'bench', runId: 'run-1', ttlMs: 600_000 });
 const now = Date.now();
@@ -84,9 +86,11 @@ for (let batch = 0; batch < 40; batch++) {
   for (let i = 0; i < 250; i++) await step(index++);
   batches.push(Number(process.hrtime.bigint() - started) / 250 / 1000);
 }
+const mean = batches.reduce((sum, batch) => sum + batch, 0) / batches.length;
 batches.sort((a, b) => a - b);
 console.log(
-  `SqliteStore.commit (${database ? 'kysely, ' : ''}synchronous=${synchronous}): median ${batches[20]!.toFixed(1)} µs per step, ` +
+  `SqliteStore.commit (${database ? 'kysely' : `checkpoint=${checkpoint}`}, synchronous=${synchronous}): ` +
+    `mean ${mean.toFixed(1)} µs per step, median ${batches[20]!.toFixed(1)} µs, ` +
     `best batch ${batches[0]!.toFixed(1)} µs, worst ${batches.at(-1)!.toFixed(1)} µs (${index} steps)`,
 );
 await store.close();

@@ -32,6 +32,7 @@ import {
   type SqliteStatement as KyselySqliteStatement,
   type SqliteDatabase,
 } from 'kysely';
+import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { KyselyRunner } from './kysely-runner.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
@@ -67,6 +68,12 @@ export interface SqliteStorePathOptions {
    * `full`: every commit is fsynced. @default 'normal'
    */
   synchronous?: 'normal' | 'full';
+  /**
+   * Who copies the write-ahead log into the database file (and fsyncs both): `background`, a worker thread
+   * with its own connection, or `inline`, SQLite's automatic checkpoints inside the commits that fill the log.
+   * Durability is the same. @default 'background'
+   */
+  checkpoint?: 'background' | 'inline';
 }
 
 export interface SqliteStoreClientOptions {
@@ -500,6 +507,7 @@ export class SqliteStore implements LunationStore {
   #kysely: Kysely<unknown> | undefined;
   #runner: OperationRunner | undefined;
   #initializing: Promise<OperationRunner> | undefined;
+  #checkpointer: BackgroundCheckpointer | undefined;
   #closed = false;
 
   constructor(options: SqliteStoreOptions) {
@@ -518,6 +526,16 @@ export class SqliteStore implements LunationStore {
     } else {
       assertId(options.path, 'path');
       if (options.busyTimeoutMs !== undefined) assertInteger(options.busyTimeoutMs, 'busyTimeoutMs', 0);
+      if (
+        options.checkpoint !== undefined &&
+        options.checkpoint !== 'background' &&
+        options.checkpoint !== 'inline'
+      ) {
+        throw new LunationError(
+          'invalid-argument',
+          `checkpoint must be 'background' or 'inline', got ${String(options.checkpoint)}`,
+        );
+      }
       this.#ownsClient = true;
     }
   }
@@ -545,6 +563,11 @@ export class SqliteStore implements LunationStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#runner = undefined;
+    const checkpointer = this.#checkpointer;
+    this.#checkpointer = undefined;
+    // The checkpointer's connection closes first, so the store's own close (the last connection) checkpoints
+    // the rest of the log and removes it.
+    await checkpointer?.stop();
     if (this.#ownsClient) this.#client?.close();
     this.#client = undefined;
     this.#kysely = undefined;
@@ -756,13 +779,44 @@ export class SqliteStore implements LunationStore {
     const kysely = this.#client
       ? createKysely(this.#client)
       : (this.#options as SqliteStoreKyselyOptions).database;
-    await migrate(kysely, await databaseFile(kysely));
+    const file = await databaseFile(kysely);
+    await migrate(kysely, file);
     if (this.#closed) throw new LunationError('store-unavailable', 'SqliteStore was closed while opening');
+    if (
+      this.#ownsClient &&
+      file !== '' &&
+      (this.#options as SqliteStorePathOptions).checkpoint !== 'inline'
+    ) {
+      this.#startCheckpointer(file);
+    }
     this.#kysely = kysely;
     this.#runner = this.#client
       ? new SyncRunner(this.#client, Object.values(statements))
       : new KyselyRunner(kysely);
     return this.#runner;
+  }
+
+  /**
+   * Hands checkpoints to a worker thread. The connection's own automatic checkpoint stays as a fallback at a
+   * larger log size: under constant writes a passive checkpoint never catches up with the end of the log, and
+   * only a checkpoint that does lets the log restart from its beginning.
+   */
+  #startCheckpointer(file: string): void {
+    const client = this.#client as Database.Database;
+    client.pragma(`wal_autocheckpoint = ${fallbackCheckpointPages}`);
+    client.pragma(`journal_size_limit = ${journalSizeLimitBytes}`);
+    this.#checkpointer = new BackgroundCheckpointer({
+      file,
+      synchronous: (this.#options as SqliteStorePathOptions).synchronous === 'full' ? 'FULL' : 'NORMAL',
+      intervalMs: checkpointIntervalMs,
+      idleIntervalMs: idleCheckpointIntervalMs,
+      onFailure: () => {
+        // Back to SQLite's own checkpoints inside commits: slower, equally durable.
+        if (this.#client === client && client.open)
+          client.pragma(`wal_autocheckpoint = ${inlineCheckpointPages}`);
+        this.#checkpointer = undefined;
+      },
+    });
   }
 
   #openClient(): SqliteClient {
@@ -785,6 +839,13 @@ export class SqliteStore implements LunationStore {
     }
   }
 }
+
+/** SQLite's default: a commit that brings the log past this many pages checkpoints it. */
+const inlineCheckpointPages = 1000;
+const fallbackCheckpointPages = 10_000;
+const checkpointIntervalMs = 10;
+const idleCheckpointIntervalMs = 320;
+const journalSizeLimitBytes = 64 * 1024 * 1024;
 
 /** The file of `db`'s main database ('' in memory), which keys the in-process migration queue. */
 async function databaseFile(db: Kysely<unknown>): Promise<string> {
