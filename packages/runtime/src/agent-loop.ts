@@ -156,6 +156,8 @@ export class AgentLoop {
   private seq = 0;
   private progress: RunProgress;
   private lastThreadRevision = -1;
+  /** Whether the store already has this run's record. */
+  private runWritten: boolean;
   private readonly createdAt: number;
   private finalText = '';
   private stepToolsCalled: string[] = [];
@@ -184,6 +186,7 @@ export class AgentLoop {
     this.engine = this.createEngine();
     this.messages = options.history;
     this.committedCount = options.history.length;
+    this.runWritten = options.previous !== undefined;
     this.createdAt = options.previous?.createdAt ?? Date.now();
     this.progress = {
       step: options.previous?.steps ?? 0,
@@ -876,7 +879,8 @@ export class AgentLoop {
         startedAt: now,
       });
     }
-    await this.checkpoint('running', undefined, executions);
+    // Before tools only the call must be durable; the run record rides along once, to create it.
+    await this.checkpoint('running', undefined, executions, !this.runWritten);
   }
 
   private async executeCalls(
@@ -1176,6 +1180,7 @@ export class AgentLoop {
     status: RunStatus,
     termination: TerminationReason | undefined,
     executions: ToolExecution[] = [],
+    withRun = true,
   ): Promise<void> {
     const { persistence, identity, leaseToken } = this.options;
     const newMessages = this.messages.slice(this.committedCount);
@@ -1187,12 +1192,13 @@ export class AgentLoop {
       threadId: identity.threadId,
       expectedMessageCount: this.committedCount,
       messages: newMessages,
-      run: this.runRecord(status, termination),
+      ...(withRun ? { run: this.runRecord(status, termination) } : {}),
       ...(threadChanged ? { threadState: this.state.exportScope('thread') } : {}),
       ...(executions.length > 0 ? { toolExecutions: executions } : {}),
       ...(leaseToken === undefined ? {} : { leaseToken }),
     });
     this.lastThreadRevision = threadRevision;
+    if (withRun) this.runWritten = true;
   }
 
   private async compactIfNeeded(): Promise<void> {
