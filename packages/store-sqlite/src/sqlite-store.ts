@@ -824,8 +824,9 @@ export class SqliteStore implements LunationStore {
     let client: Database.Database | undefined;
     try {
       client = new Database(options.path);
-      client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-      client.pragma('journal_mode = WAL');
+      const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+      client.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      enableWal(client, busyTimeoutMs);
       client.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       client.pragma('foreign_keys = ON');
       return client;
@@ -836,6 +837,25 @@ export class SqliteStore implements LunationStore {
         `Cannot open SQLite database "${options.path}": ${error instanceof Error ? error.message : String(error)}; check that the directory exists and is writable`,
         { cause: error, retryable: false },
       );
+    }
+  }
+}
+
+/**
+ * Switches the file to WAL. The switch needs an exclusive lock and SQLite does not wait on the busy timeout
+ * for it, so two processes opening a new file at once can see SQLITE_BUSY: retry until the timeout.
+ */
+function enableWal(client: Database.Database, timeoutMs: number): void {
+  if (String(client.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal') return;
+  const deadline = Date.now() + timeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      client.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw error;
+      Atomics.wait(pause, 0, 0, 5);
     }
   }
 }

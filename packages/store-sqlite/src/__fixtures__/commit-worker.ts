@@ -14,7 +14,16 @@ let database: Kysely<unknown> | undefined;
 if (process.env.STORE === 'kysely') {
   const client = new Database(path);
   client.pragma('busy_timeout = 5000');
-  client.pragma('journal_mode = WAL');
+  // Switching to WAL does not wait on the busy timeout: retry while the other process switches it.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      client.pragma('journal_mode = WAL');
+      break;
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || attempt > 500) throw error;
+      await sleep(5);
+    }
+  }
   database = new Kysely<unknown>({ dialect: new SqliteDialect({ database: client }) });
 }
 const store = await SqliteStore.open(database ? { database } : { path });
