@@ -1,4 +1,5 @@
 import { LunationError } from './errors.js';
+import type { BeginToolExecutionInput, CheckpointCommit } from './store.js';
 
 // Input checks every store makes the same way (ids, counts, page sizes, JSON).
 
@@ -54,4 +55,46 @@ function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (Array.isArray(value)) return 'an array';
   return value === null ? 'null' : typeof value;
+}
+
+function invalidCommit(problem: string): LunationError {
+  return new LunationError('invalid-argument', `Invalid commit: ${problem}`);
+}
+
+/**
+ * The checks every store makes on a commit before writing anything: ids, counts, the lease token, that the
+ * run and ledger entries belong to the commit's thread. Shapes of messages and runs are not re-validated.
+ */
+export function assertCheckpointCommit(commit: CheckpointCommit): void {
+  const { threadId, run } = commit;
+  assertId(threadId, 'threadId');
+  assertInteger(commit.expectedMessageCount, 'expectedMessageCount', 0);
+  if (commit.leaseToken !== undefined) assertInteger(commit.leaseToken, 'leaseToken', 1);
+  if (!Array.isArray(commit.messages)) throw invalidCommit('messages must be an array');
+  if (run !== undefined) {
+    const runId = run.identity.runId;
+    assertId(runId, 'run.identity.runId');
+    if (run.identity.threadId !== threadId) {
+      throw invalidCommit(`run "${runId}" belongs to thread "${run.identity.threadId}", not "${threadId}"`);
+    }
+    assertInteger(run.createdAt, 'run.createdAt', 0);
+  }
+  if (commit.threadState !== undefined) assertObject(commit.threadState, 'threadState');
+  (commit.toolExecutions ?? []).forEach((execution, index) => {
+    assertId(execution.runId, `toolExecutions[${index}].runId`);
+    assertId(execution.toolCallId, `toolExecutions[${index}].toolCallId`);
+    if (execution.threadId !== threadId) {
+      throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
+    }
+  });
+}
+
+/** The checks every store makes on `beginToolExecution` input. */
+export function assertBeginToolExecution(input: BeginToolExecutionInput): void {
+  assertId(input.runId, 'runId');
+  assertId(input.toolCallId, 'toolCallId');
+  assertId(input.threadId, 'threadId');
+  assertId(input.toolName, 'toolName');
+  assertId(input.idempotencyKey, 'idempotencyKey');
+  if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
 }

@@ -1,5 +1,7 @@
 import {
   type AcquireLeaseInput,
+  assertBeginToolExecution,
+  assertCheckpointCommit,
   assertId,
   assertInteger,
   assertObject,
@@ -224,37 +226,21 @@ export class RedisStore implements LunationStore {
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
+    assertCheckpointCommit(commit);
     const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
-    assertId(threadId, 'threadId');
-    assertInteger(expectedMessageCount, 'expectedMessageCount', 0);
-    if (leaseToken !== undefined) assertInteger(leaseToken, 'leaseToken', 1);
-    if (!Array.isArray(commit.messages)) throw invalid('Invalid commit: messages must be an array');
     const runId = run?.identity.runId;
     const args: (string | number)[] = [threadId, expectedMessageCount, leaseToken ?? ''];
     const now = Date.now();
     args.push(now);
-    if (threadState !== undefined) assertObject(threadState, 'threadState');
     args.push(threadState === undefined ? '' : toJsonText(threadState, 'threadState'));
     if (run === undefined) {
       args.push('', '', '');
     } else {
-      assertId(runId, 'run.identity.runId');
-      if (run.identity.threadId !== threadId) {
-        throw invalid(
-          `Invalid commit: run "${runId}" belongs to thread "${run.identity.threadId}", not "${threadId}"`,
-        );
-      }
-      assertInteger(run.createdAt, 'run.createdAt', 0);
-      args.push(runId, padTimestamp(run.createdAt), toJsonText(run, 'run'));
+      args.push(run.identity.runId, padTimestamp(run.createdAt), toJsonText(run, 'run'));
     }
     const toolExecutions = commit.toolExecutions ?? [];
     args.push(toolExecutions.length);
     toolExecutions.forEach((execution, index) => {
-      assertId(execution.runId, `toolExecutions[${index}].runId`);
-      assertId(execution.toolCallId, `toolExecutions[${index}].toolCallId`);
-      if (execution.threadId !== threadId) {
-        throw invalid(`Invalid commit: toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
-      }
       const { status, attempts, result, completedAt, ...record } = execution;
       args.push(
         execution.runId,
@@ -312,12 +298,7 @@ export class RedisStore implements LunationStore {
   }
 
   async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
-    assertId(input.runId, 'runId');
-    assertId(input.toolCallId, 'toolCallId');
-    assertId(input.threadId, 'threadId');
-    assertId(input.toolName, 'toolName');
-    assertId(input.idempotencyKey, 'idempotencyKey');
-    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    assertBeginToolExecution(input);
     const record = {
       runId: input.runId,
       toolCallId: input.toolCallId,

@@ -1,5 +1,7 @@
 import {
   type AcquireLeaseInput,
+  assertBeginToolExecution,
+  assertCheckpointCommit,
   assertId,
   assertInteger,
   assertObject,
@@ -646,35 +648,17 @@ export class SqliteStore implements LunationStore {
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
-    const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
-    assertId(threadId, 'threadId');
-    assertInteger(expectedMessageCount, 'expectedMessageCount', 0);
-    if (leaseToken !== undefined) assertInteger(leaseToken, 'leaseToken', 1);
-    if (!Array.isArray(commit.messages)) throw invalidCommit('messages must be an array');
+    assertCheckpointCommit(commit);
+    const { threadId, run, threadState } = commit;
     const messages = commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`));
-    const runId = run?.identity.runId;
-    let runJson: string | undefined;
-    if (run !== undefined) {
-      assertId(runId, 'run.identity.runId');
-      if (run.identity.threadId !== threadId) {
-        throw invalidCommit(`run "${runId}" belongs to thread "${run.identity.threadId}", not "${threadId}"`);
-      }
-      assertInteger(run.createdAt, 'run.createdAt', 0);
-      runJson = toJsonText(run, 'run');
-    }
-    let stateJson: string | undefined;
-    if (threadState !== undefined) {
-      assertObject(threadState, 'threadState');
-      stateJson = toJsonText(threadState, 'threadState');
-    }
-    const toolExecutions = (commit.toolExecutions ?? []).map((execution, index) => {
-      assertId(execution.runId, `toolExecutions[${index}].runId`);
-      assertId(execution.toolCallId, `toolExecutions[${index}].toolCallId`);
-      if (execution.threadId !== threadId) {
-        throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
-      }
-      return [execution.runId, execution.toolCallId, threadId, toJsonText(execution, 'toolExecutions')];
-    });
+    const runJson = run === undefined ? undefined : toJsonText(run, 'run');
+    const stateJson = threadState === undefined ? undefined : toJsonText(threadState, 'threadState');
+    const toolExecutions = (commit.toolExecutions ?? []).map((execution) => [
+      execution.runId,
+      execution.toolCallId,
+      threadId,
+      toJsonText(execution, 'toolExecutions'),
+    ]);
 
     return this.#run('write', operations.commit({ commit, messages, runJson, stateJson, toolExecutions }));
   }
@@ -685,12 +669,7 @@ export class SqliteStore implements LunationStore {
   }
 
   async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
-    assertId(input.runId, 'runId');
-    assertId(input.toolCallId, 'toolCallId');
-    assertId(input.threadId, 'threadId');
-    assertId(input.toolName, 'toolName');
-    assertId(input.idempotencyKey, 'idempotencyKey');
-    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    assertBeginToolExecution(input);
     return this.#run('write', operations.beginToolExecution(input));
   }
 
