@@ -1,4 +1,8 @@
 import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -71,6 +75,8 @@ export class MemoryStore implements LunationStore {
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
     this.assertOpen();
+    assertId(input.id, 'id');
+    if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
     const { threads, threadOrder: ordered, threadsByResource } = this.backend;
     if (threads.has(input.id)) {
       throw new LunationError(
@@ -225,6 +231,7 @@ export class MemoryStore implements LunationStore {
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
     this.assertOpen();
+    assertCheckpointCommit(commit);
     const { threadId } = commit;
     const slot = this.requireThread(threadId);
     this.assertFreshLease(threadId, commit.leaseToken);
@@ -242,9 +249,17 @@ export class MemoryStore implements LunationStore {
       );
     }
 
+    const runId = commit.run?.identity.runId;
+    const owner = runId === undefined ? undefined : this.backend.runs.get(runId)?.threadId;
+    if (owner !== undefined && owner !== threadId) {
+      throw new LunationError(
+        'invalid-argument',
+        `Invalid commit: run "${runId}" already belongs to thread "${owner}", not "${threadId}"`,
+      );
+    }
+
     // Serialise everything before touching the backend, so a value that cannot be stored writes nothing.
     const now = this.now();
-    const runId = commit.run?.identity.runId;
     const messages = commit.messages.map((message, index) =>
       toJson({ threadId, seq: slot.messageCount + index + 1, message, runId, createdAt: now }),
     );
@@ -276,6 +291,7 @@ export class MemoryStore implements LunationStore {
 
   async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
     this.assertOpen();
+    assertBeginToolExecution(input);
     this.assertFreshLease(input.threadId, input.leaseToken);
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
     if (existing === undefined) {
@@ -378,6 +394,8 @@ export class MemoryStore implements LunationStore {
 
   async renewLease(input: { threadId: string; token: number; ttlMs: number }): Promise<Lease> {
     this.assertOpen();
+    assertId(input.threadId, 'threadId');
+    assertInteger(input.token, 'token', 1);
     const ttlMs = positiveNumber(input.ttlMs, 'ttlMs');
     const slot = this.backend.leases.get(input.threadId);
     const held = slot?.lease;

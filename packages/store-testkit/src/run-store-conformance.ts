@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe } from 'vitest';
 import { checkpointSpec } from './specs/checkpoint-spec.js';
 import { commitSpec } from './specs/commit-spec.js';
 import { concurrencySpec } from './specs/concurrency-spec.js';
+import { inputSpec } from './specs/input-spec.js';
 import { isolationSpec } from './specs/isolation-spec.js';
 import { leasesSpec } from './specs/leases-spec.js';
 import { ledgerSpec } from './specs/ledger-spec.js';
@@ -75,6 +76,7 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     ledgerSpec(context);
     leasesSpec(context);
     payloadsSpec(context);
+    inputSpec(context);
     isolationSpec(context);
     concurrencySpec(context);
   });

@@ -22,6 +22,25 @@ export function ledgerSpec(context: StoreSpecContext): void {
       });
     }
 
+    it('completing an entry twice keeps the first result', async () => {
+      const input = await begunInput();
+      await context.store.beginToolExecution(input);
+      const first = await context.store.completeToolExecution({
+        runId: input.runId,
+        toolCallId: input.toolCallId,
+        result: makeToolResult(1),
+      });
+      const again = await context.store.completeToolExecution({
+        runId: input.runId,
+        toolCallId: input.toolCallId,
+        result: makeToolResult(2),
+      });
+      expect(again).toEqual(first);
+      expect((await context.store.getToolExecution(input.runId, input.toolCallId))?.result).toEqual(
+        makeToolResult(1),
+      );
+    });
+
     it('beginToolExecution writes an in-flight entry with attempts 1', async () => {
       const input = await begunInput();
       const before = Date.now();
