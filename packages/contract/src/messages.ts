@@ -2,7 +2,19 @@ import { z } from 'zod';
 import { jsonObjectSchema } from './json.js';
 import { toolResultSchema } from './tools.js';
 
-export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+/**
+ * Provider-specific data kept on a part or message, keyed by provider id (`anthropic`, `openai`, ...), e.g.
+ * citations, reasoning item ids or encrypted reasoning. Each adapter reads its own key when it sends the
+ * history back and ignores the others.
+ */
+export const providerMetadataSchema = z.record(z.string(), jsonObjectSchema);
+export type ProviderMetadata = z.infer<typeof providerMetadataSchema>;
+
+export const textPartSchema = z.object({
+  type: z.literal('text'),
+  text: z.string(),
+  providerMetadata: providerMetadataSchema.optional(),
+});
 export type TextPart = z.infer<typeof textPartSchema>;
 
 export const imageSourceSchema = z.discriminatedUnion('type', [
@@ -21,6 +33,7 @@ export const reasoningPartSchema = z.object({
   signature: z.string().optional(),
   /** Set when the provider redacted the reasoning; `text` then holds the opaque payload. */
   redacted: z.boolean().optional(),
+  providerMetadata: providerMetadataSchema.optional(),
 });
 export type ReasoningPart = z.infer<typeof reasoningPartSchema>;
 
@@ -30,8 +43,26 @@ export const toolCallPartSchema = z.object({
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   arguments: z.string(),
+  providerMetadata: providerMetadataSchema.optional(),
 });
 export type ToolCallPart = z.infer<typeof toolCallPartSchema>;
+
+/** The model declined to answer; `text` is its explanation, kept apart from ordinary text. */
+export const refusalPartSchema = z.object({ type: z.literal('refusal'), text: z.string() });
+export type RefusalPart = z.infer<typeof refusalPartSchema>;
+
+/**
+ * A block only its provider understands (a server tool's call or result, a hosted tool's item, ...). The
+ * adapter of `provider` sends `value` back as it came; other adapters leave it out.
+ */
+export const providerContentPartSchema = z.object({
+  type: z.literal('provider-content'),
+  provider: z.string().min(1),
+  /** The provider's own block type, e.g. `server_tool_use`. */
+  kind: z.string().min(1),
+  value: jsonObjectSchema,
+});
+export type ProviderContentPart = z.infer<typeof providerContentPartSchema>;
 
 export const toolResultPartSchema = z.object({
   type: z.literal('tool-result'),
@@ -47,6 +78,8 @@ export const contentPartSchema = z.discriminatedUnion('type', [
   reasoningPartSchema,
   toolCallPartSchema,
   toolResultPartSchema,
+  refusalPartSchema,
+  providerContentPartSchema,
 ]);
 export type ContentPart = z.infer<typeof contentPartSchema>;
 
@@ -76,7 +109,17 @@ export type UserMessage = z.infer<typeof userMessageSchema>;
 export const assistantMessageSchema = z.object({
   ...base,
   role: z.literal('assistant'),
-  content: z.array(z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema])),
+  content: z.array(
+    z.discriminatedUnion('type', [
+      textPartSchema,
+      reasoningPartSchema,
+      toolCallPartSchema,
+      refusalPartSchema,
+      providerContentPartSchema,
+    ]),
+  ),
+  /** Provider data about the whole answer (e.g. a response id, stop details). */
+  providerMetadata: providerMetadataSchema.optional(),
 });
 export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { jsonObjectSchema } from './json.js';
-import { messageSchema } from './messages.js';
+import { jsonObjectSchema, jsonSchemaSchema } from './json.js';
+import { messageSchema, providerMetadataSchema } from './messages.js';
 import { toolChoiceSchema, toolDescriptorSchema } from './tools.js';
 
 /**
@@ -50,12 +50,29 @@ export const modelOverridesSchema = z.object({
 });
 export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
 
+/**
+ * Asks for a final answer that is JSON matching `schema`. Adapters use the provider's native structured-output
+ * mode where it has one; the runtime validates the answer either way.
+ */
+export const responseFormatSchema = z.object({
+  type: z.literal('json'),
+  schema: jsonSchemaSchema,
+  /** A name for the schema (some providers require one). @default 'output' */
+  name: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,64}$/)
+    .optional(),
+  description: z.string().optional(),
+});
+export type ResponseFormat = z.infer<typeof responseFormatSchema>;
+
 /** One model call. The system prompt, if any, is the first message (role `system`). */
 export const modelRequestSchema = z.object({
   messages: z.array(messageSchema),
   tools: z.array(toolDescriptorSchema),
   toolChoice: toolChoiceSchema.optional(),
   overrides: modelOverridesSchema.optional(),
+  responseFormat: responseFormatSchema.optional(),
   /** Provider-specific options keyed by provider id, e.g. `{ anthropic: { promptCache: true } }`. */
   providerOptions: z.record(z.string(), jsonObjectSchema).optional(),
 });
@@ -67,20 +84,41 @@ export const stopReasonSchema = z.enum([
   'tool-use',
   'stop-sequence',
   'content-filter',
+  /** The model declined; the answer holds a `refusal` part. */
+  'refusal',
   'error',
 ]);
 export type StopReason = z.infer<typeof stopReasonSchema>;
 
-export const textDeltaPartSchema = z.object({ type: z.literal('text-delta'), delta: z.string() });
 /**
- * A piece of reasoning text. A part carrying `signature` (usually with an empty delta) or `redacted: true` closes
- * the current reasoning block; the next reasoning delta starts a new block. Consumers keep blocks apart.
+ * A piece of text. A part carrying `providerMetadata` (e.g. citations) is the last of its text block: the
+ * metadata belongs to the block, and the next text delta starts a new one.
+ */
+export const textDeltaPartSchema = z.object({
+  type: z.literal('text-delta'),
+  delta: z.string(),
+  providerMetadata: providerMetadataSchema.optional(),
+});
+/**
+ * A piece of reasoning text. A part carrying `signature` (usually with an empty delta), `redacted: true` or
+ * `providerMetadata` closes the current reasoning block; the next reasoning delta starts a new block.
+ * Consumers keep blocks apart.
  */
 export const reasoningDeltaPartSchema = z.object({
   type: z.literal('reasoning-delta'),
   delta: z.string(),
   signature: z.string().optional(),
   redacted: z.boolean().optional(),
+  providerMetadata: providerMetadataSchema.optional(),
+});
+/** A piece of a refusal: the model declines, and says why. */
+export const refusalDeltaPartSchema = z.object({ type: z.literal('refusal-delta'), delta: z.string() });
+/** A whole provider-only block (see `ProviderContentPart`), kept in the answer in stream order. */
+export const providerContentStreamPartSchema = z.object({
+  type: z.literal('provider-content'),
+  provider: z.string().min(1),
+  kind: z.string().min(1),
+  value: jsonObjectSchema,
 });
 export const toolCallStartPartSchema = z.object({
   type: z.literal('tool-call-start'),
@@ -98,6 +136,7 @@ export const toolCallEndPartSchema = z.object({
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   arguments: z.string(),
+  providerMetadata: providerMetadataSchema.optional(),
 });
 export const usagePartSchema = z.object({ type: z.literal('usage'), usage: usageSchema });
 export const finishPartSchema = z.object({
@@ -105,12 +144,16 @@ export const finishPartSchema = z.object({
   stopReason: stopReasonSchema,
   /** The provider's own value, for diagnostics. */
   rawStopReason: z.string().optional(),
+  /** Provider data about the whole answer; kept on the assistant message. */
+  providerMetadata: providerMetadataSchema.optional(),
 });
 
 /** The parts a model stream yields, in order: deltas and tool calls, then usage, then exactly one finish. */
 export const modelStreamPartSchema = z.discriminatedUnion('type', [
   textDeltaPartSchema,
   reasoningDeltaPartSchema,
+  refusalDeltaPartSchema,
+  providerContentStreamPartSchema,
   toolCallStartPartSchema,
   toolCallDeltaPartSchema,
   toolCallEndPartSchema,

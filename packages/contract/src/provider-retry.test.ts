@@ -85,4 +85,70 @@ describe('streamWithRetries', () => {
     await expect(stream.next()).rejects.toMatchObject({ code: 'internal' });
     expect(attempts).toBe(1);
   });
+
+  describe('idle timeout', () => {
+    /** Yields `parts`, then never settles unless its signal aborts. */
+    function stalling(parts: string[], signals: AbortSignal[]) {
+      return (signal: AbortSignal): AsyncIterable<string> => {
+        signals.push(signal);
+        return (async function* () {
+          yield* parts;
+          await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        })();
+      };
+    }
+
+    it('retries a stream that stalls before its first part, as a timeout, and aborts the attempt', async () => {
+      const signals: AbortSignal[] = [];
+      const stream = streamWithRetries({
+        policy: { ...policy, maxRetries: 1, initialDelayMs: 1 },
+        signal: undefined,
+        cancelled,
+        idleTimeoutMs: 30,
+        attempt: stalling([], signals),
+      });
+      await expect(stream.next()).rejects.toMatchObject({ code: 'timeout', details: { attempts: 2 } });
+      expect(signals).toHaveLength(2);
+      expect(signals.every((signal) => signal.aborted)).toBe(true);
+    });
+
+    it('ends a stream that stalls after its first part with stream-interrupted, keeping the parts', async () => {
+      const signals: AbortSignal[] = [];
+      const stream = streamWithRetries({
+        policy,
+        signal: undefined,
+        cancelled,
+        idleTimeoutMs: 30,
+        attempt: stalling(['a', 'b'], signals),
+      });
+      const seen: string[] = [];
+      await expect(
+        (async () => {
+          for await (const part of stream) seen.push(part);
+        })(),
+      ).rejects.toMatchObject({ code: 'stream-interrupted', isRetryable: false });
+      expect(seen).toEqual(['a', 'b']);
+      expect(signals).toHaveLength(1);
+      expect(signals[0]?.aborted).toBe(true);
+    });
+
+    it('does not fire while parts keep arriving, even when the whole stream lasts longer than the timeout', async () => {
+      const stream = streamWithRetries({
+        policy,
+        signal: undefined,
+        cancelled,
+        idleTimeoutMs: 40,
+        attempt: () =>
+          (async function* () {
+            for (let index = 0; index < 6; index++) {
+              await new Promise((resolve) => setTimeout(resolve, 15));
+              yield index;
+            }
+          })(),
+      });
+      const seen: number[] = [];
+      for await (const part of stream) seen.push(part);
+      expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
+    });
+  });
 });

@@ -57,43 +57,150 @@ export function parseRetryAfter(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/** How long a stream may go without a part before it counts as stalled. @default 120000 */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 120_000;
+
 export interface StreamWithRetriesOptions<T> {
   policy: RetryPolicy;
   signal: AbortSignal | undefined;
-  /** One attempt; it throws LunationErrors. */
-  attempt: () => AsyncIterable<T>;
+  /**
+   * One attempt; it throws LunationErrors. `signal` aborts when the caller's signal does or when the attempt
+   * stalls: pass it to the HTTP request so the connection is closed.
+   */
+  attempt: (signal: AbortSignal) => AsyncIterable<T>;
   /** The error thrown when the signal aborts. */
   cancelled: () => LunationError;
+  /**
+   * Most milliseconds between two parts (and before the first). A stall before the first part is a retryable
+   * `timeout`; after it, `stream-interrupted` (the parts already yielded stand). 0 disables.
+   * @default DEFAULT_STREAM_IDLE_TIMEOUT_MS
+   */
+  idleTimeoutMs?: number;
 }
 
 /**
  * Runs attempts until one completes, retrying retryable errors with backoff, but only while no part
- * has been yielded yet. Aborting the signal (also during a backoff wait) throws `cancelled()`.
+ * has been yielded yet. Aborting the signal (also during a backoff wait) throws `cancelled()`; an attempt that
+ * goes `idleTimeoutMs` without a part is aborted and fails with a typed error.
  */
 export async function* streamWithRetries<T>(options: StreamWithRetriesOptions<T>): AsyncGenerator<T> {
   const { policy, signal } = options;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   for (let retryIndex = 0; ; retryIndex++) {
     if (signal?.aborted) throw options.cancelled();
     let yielded = false;
+    let done = false;
+    const watchdog = new StallWatchdog(idleTimeoutMs, signal);
+    let iterator: AsyncIterator<T> | undefined;
     try {
-      for await (const part of options.attempt()) {
+      iterator = options.attempt(watchdog.signal)[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await watchdog.race(iterator.next());
+        if (next.done) {
+          done = true;
+          break;
+        }
         yielded = true;
-        yield part;
+        watchdog.touch();
+        yield next.value;
       }
       return;
     } catch (error) {
       if (signal?.aborted) throw options.cancelled();
-      const lunationError = LunationError.isInstance(error)
-        ? error
-        : new LunationError('internal', `A provider attempt threw a non-Lunation error: ${String(error)}`, {
-            cause: error,
-          });
+      const lunationError = watchdog.stalled
+        ? stallError(idleTimeoutMs, yielded)
+        : LunationError.isInstance(error)
+          ? error
+          : new LunationError('internal', `A provider attempt threw a non-Lunation error: ${String(error)}`, {
+              cause: error,
+            });
       const retryAfterTooLong = (lunationError.retryAfterMs ?? 0) > policy.maxRetryAfterMs;
       if (yielded || !lunationError.isRetryable || retryIndex >= policy.maxRetries || retryAfterTooLong) {
         throw retryIndex === 0 ? lunationError : withAttempts(lunationError, retryIndex + 1);
       }
       await sleep(retryDelay(policy, retryIndex, lunationError.retryAfterMs), signal);
+    } finally {
+      watchdog.dispose();
+      // Close the attempt when the consumer stopped early or it failed; a stalled one may be stuck in `next()`,
+      // so it is not waited for (its signal is aborted).
+      if (iterator && !done) {
+        const closing = iterator.return?.();
+        if (watchdog.stalled) closing?.catch(() => {});
+        else await closing?.catch(() => {});
+      }
     }
+  }
+}
+
+function stallError(idleTimeoutMs: number, yielded: boolean): LunationError {
+  return yielded
+    ? new LunationError(
+        'stream-interrupted',
+        `The model stream stalled: no part for ${idleTimeoutMs} ms after it started; the partial answer is kept`,
+        { retryable: false },
+      )
+    : new LunationError('timeout', `The model stream sent nothing for ${idleTimeoutMs} ms`, {
+        retryable: true,
+      });
+}
+
+/**
+ * Aborts an attempt that goes too long without a part. One timer per stall period: it is re-armed lazily
+ * for the time left since the last part, not reset on every part.
+ */
+class StallWatchdog {
+  private readonly controller = new AbortController();
+  private lastPartAt = Date.now();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private rejectStall: ((error: unknown) => void) | undefined;
+  private readonly stall: Promise<never> | undefined;
+  private readonly onAbort: (() => void) | undefined;
+  stalled = false;
+
+  constructor(
+    private readonly idleTimeoutMs: number,
+    private readonly parent: AbortSignal | undefined,
+  ) {
+    if (parent) {
+      this.onAbort = () => this.controller.abort(parent.reason);
+      parent.addEventListener('abort', this.onAbort, { once: true });
+    }
+    if (idleTimeoutMs > 0) {
+      this.stall = new Promise<never>((_, reject) => {
+        this.rejectStall = reject;
+      });
+      this.stall.catch(() => {});
+      this.arm(idleTimeoutMs);
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  touch(): void {
+    this.lastPartAt = Date.now();
+  }
+
+  race<V>(next: Promise<V>): Promise<V> {
+    return this.stall ? Promise.race([next, this.stall]) : next;
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => {
+      const idle = Date.now() - this.lastPartAt;
+      if (idle < this.idleTimeoutMs) return this.arm(this.idleTimeoutMs - idle);
+      this.stalled = true;
+      const error = new LunationError('timeout', `no part for ${this.idleTimeoutMs} ms`);
+      this.controller.abort(error);
+      this.rejectStall?.(error);
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  dispose(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.parent && this.onAbort) this.parent.removeEventListener('abort', this.onAbort);
   }
 }
 

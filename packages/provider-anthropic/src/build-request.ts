@@ -147,7 +147,7 @@ function assistantBlocks(message: AssistantMessage): ContentBlockParam[] {
         blocks.push({ type: 'thinking', thinking: part.text, signature: part.signature });
     } else if (part.type === 'text') {
       if (part.text !== '') blocks.push({ type: 'text', text: part.text });
-    } else {
+    } else if (part.type === 'tool-call') {
       blocks.push({
         type: 'tool_use',
         id: part.toolCallId,

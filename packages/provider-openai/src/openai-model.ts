@@ -34,6 +34,12 @@ export interface OpenAIModelOptions {
   headers?: Record<string, string>;
   /** Milliseconds to wait for the response headers of one attempt. @default 600000 */
   timeout?: number;
+  /**
+   * Most milliseconds between two streamed parts (and before the first) before the stream counts as stalled:
+   * a typed `timeout` (retried) before the first part, `stream-interrupted` after. 0 disables.
+   * @default 120000
+   */
+  streamIdleTimeoutMs?: number;
   /** Retries of retryable errors before the first streamed part; shorthand for `retry.maxRetries`. @default 2 */
   maxRetries?: number;
   /** Backoff settings; the SDK's own retries are always off. */
@@ -91,7 +97,10 @@ export class OpenAIModel implements ModelProvider {
       policy: this.#policy,
       signal,
       cancelled: () => cancelledError(label, signal),
-      attempt: () => this.#attempt(body, label, signal),
+      attempt: (attemptSignal) => this.#attempt(body, label, attemptSignal),
+      ...(this.#options.streamIdleTimeoutMs === undefined
+        ? {}
+        : { idleTimeoutMs: this.#options.streamIdleTimeoutMs }),
     });
   }
 

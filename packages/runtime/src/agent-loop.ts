@@ -9,6 +9,9 @@ import {
   LunationError,
   type Message,
   type ModelRequest,
+  type ProviderMetadata,
+  type ReasoningPart,
+  type RefusalPart,
   type ResumeDecision,
   type RunIdentity,
   type RunRecord,
@@ -17,6 +20,7 @@ import {
   type SuspensionTicket,
   statusForTermination,
   type TerminationReason,
+  type TextPart,
   type ToolCall,
   type ToolDescriptor,
   type ToolExecution,
@@ -667,10 +671,10 @@ export class AgentLoop {
     const step = this.progress.step;
     // Parts in stream order; each signed (or redacted) reasoning block stays its own part.
     const content: AssistantMessage['content'] = [];
-    let openText: { type: 'text'; text: string } | undefined;
-    let openReasoning:
-      | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
-      | undefined;
+    let openText: TextPart | undefined;
+    let openReasoning: ReasoningPart | undefined;
+    let openRefusal: RefusalPart | undefined;
+    let providerMetadata: ProviderMetadata | undefined;
     let text = '';
     const calls = new Map<string, { toolName: string; arguments: string }>();
     const toolCalls: ToolCall[] = [];
@@ -688,7 +692,32 @@ export class AgentLoop {
               content.push(openText);
             }
             openReasoning = undefined;
-            if (this.listening) this.emit({ type: 'text-delta', step, delta: part.delta });
+            openRefusal = undefined;
+            if (part.providerMetadata) {
+              openText.providerMetadata = part.providerMetadata;
+              openText = undefined; // metadata closes the block
+            }
+            if (this.listening && part.delta) this.emit({ type: 'text-delta', step, delta: part.delta });
+            break;
+          case 'refusal-delta':
+            if (openRefusal) openRefusal.text += part.delta;
+            else {
+              openRefusal = { type: 'refusal', text: part.delta };
+              content.push(openRefusal);
+            }
+            openText = undefined;
+            openReasoning = undefined;
+            break;
+          case 'provider-content':
+            content.push({
+              type: 'provider-content',
+              provider: part.provider,
+              kind: part.kind,
+              value: part.value,
+            });
+            openText = undefined;
+            openReasoning = undefined;
+            openRefusal = undefined;
             break;
           case 'reasoning-delta':
             if (!openReasoning) {
@@ -696,11 +725,13 @@ export class AgentLoop {
               content.push(openReasoning);
             }
             openText = undefined;
+            openRefusal = undefined;
             openReasoning.text += part.delta;
             if (part.redacted) openReasoning.redacted = true;
-            if (part.signature !== undefined || part.redacted) {
+            if (part.providerMetadata) openReasoning.providerMetadata = part.providerMetadata;
+            if (part.signature !== undefined || part.redacted || part.providerMetadata) {
               if (part.signature !== undefined) openReasoning.signature = part.signature;
-              openReasoning = undefined; // a signature or redaction closes the block
+              openReasoning = undefined; // a signature, redaction or metadata closes the block
             }
             if (part.delta && this.listening) this.emit({ type: 'reasoning-delta', step, delta: part.delta });
             break;
@@ -736,9 +767,14 @@ export class AgentLoop {
               arguments: part.arguments,
             };
             toolCalls.push(call);
-            content.push({ type: 'tool-call', ...call });
+            content.push(
+              part.providerMetadata
+                ? { type: 'tool-call', ...call, providerMetadata: part.providerMetadata }
+                : { type: 'tool-call', ...call },
+            );
             openText = undefined;
             openReasoning = undefined;
+            openRefusal = undefined;
             if (this.listening) this.emit({ type: 'tool-call-end', step, ...call });
             break;
           }
@@ -747,6 +783,7 @@ export class AgentLoop {
             break;
           case 'finish':
             stopReason = part.stopReason;
+            if (part.providerMetadata) providerMetadata = part.providerMetadata;
             break;
         }
       }
@@ -765,6 +802,7 @@ export class AgentLoop {
       role: 'assistant',
       content,
       metadata: { runId: this.options.identity.runId, agentId: this.agent.id, step },
+      ...(providerMetadata ? { providerMetadata } : {}),
     };
     return { message, text, toolCalls, stopReason, usage };
   }
