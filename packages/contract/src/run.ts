@@ -37,14 +37,22 @@ export function statusForTermination(reason: TerminationReason): RunStatus {
   return reason.type === 'suspended' || reason.type === 'awaiting-tasks' ? 'waiting' : 'done';
 }
 
+/**
+ * The lifecycle of one tool call: `new` → `allowed` | `denied` | `suspended`; `allowed` → `running` →
+ * `succeeded` | `failed` (or `abandoned` when it never settled after a timeout or cancel); `suspended` →
+ * `resuming` (decided) → `running`, or `cancelled`.
+ */
 export const toolCallStatusSchema = z.enum([
   'new',
+  'allowed',
   'running',
   'suspended',
   'resuming',
   'succeeded',
   'failed',
+  'denied',
   'cancelled',
+  'abandoned',
 ]);
 export type ToolCallStatus = z.infer<typeof toolCallStatusSchema>;
 

@@ -79,6 +79,7 @@ export function assertCheckpointCommit(commit: CheckpointCommit): void {
     }
     assertInteger(run.createdAt, 'run.createdAt', 0);
   }
+  if (commit.runId !== undefined) assertId(commit.runId, 'runId');
   if (commit.threadState !== undefined) assertObject(commit.threadState, 'threadState');
   (commit.toolExecutions ?? []).forEach((execution, index) => {
     assertId(execution.runId, `toolExecutions[${index}].runId`);
@@ -87,6 +88,15 @@ export function assertCheckpointCommit(commit: CheckpointCommit): void {
       throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
     }
   });
+}
+
+/** `invalid-argument` for a ledger entry that already belongs to another thread. */
+export function ledgerEntryElsewhere(runId: string, toolCallId: string, owner: string): LunationError {
+  return new LunationError(
+    'invalid-argument',
+    `Tool call "${toolCallId}" of run "${runId}" is already in the ledger of thread "${owner}"; a ledger entry never changes thread`,
+    { details: { runId, toolCallId, threadId: owner } },
+  );
 }
 
 /** The checks every store makes on `beginToolExecution` input. */

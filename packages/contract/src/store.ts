@@ -75,12 +75,13 @@ export type ToolExecution = z.infer<typeof toolExecutionSchema>;
 
 /**
  * Everything one step changes, applied all-or-nothing: new messages appended after `expectedMessageCount`,
- * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted).
- * A stale `expectedMessageCount` raises `store-conflict`, a stale `leaseToken` raises `stale-lease`, and in
- * both cases nothing is written.
+ * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted; a
+ * `completed` entry is final and stays as it is). A stale `expectedMessageCount` raises `store-conflict`, a
+ * stale `leaseToken` raises `stale-lease`, and in both cases nothing is written.
  *
  * @remarks Also `invalid-argument`, writing nothing: `run.identity.threadId` or a `toolExecutions[].threadId`
- * differs from `threadId`, or the run id already belongs to another thread. Stores check ids, counts, tokens
+ * differs from `threadId`, the run id already belongs to another thread, or a ledger entry (same `runId` and
+ * `toolCallId`) already belongs to another thread. Stores check ids, counts, tokens
  * and that values serialise to JSON; the shapes of messages and runs are the runtime's responsibility (it
  * builds them from these schemas), so stores need not re-validate them on this hot path. A run's position in
  * `listRuns` / `getLatestRun` is fixed by its first commit.
@@ -92,6 +93,8 @@ export const checkpointCommitSchema = z.object({
   run: runRecordSchema.optional(),
   threadState: jsonObjectSchema.optional(),
   toolExecutions: z.array(toolExecutionSchema).optional(),
+  /** The run that wrote `messages` (their `MessageRecord.runId`). @default run?.identity.runId */
+  runId: z.string().min(1).optional(),
   /** The fencing token of the writer's lease; omitted by writers that hold no lease. */
   leaseToken: z.number().int().positive().optional(),
 });
@@ -235,7 +238,8 @@ export interface BeginToolExecutionInput {
 export interface ToolExecutionLedger {
   /**
    * Records a start. No entry: writes `in-flight` with `attempts: 1`. `in-flight`: increments `attempts`
-   * (the earlier attempt died). `completed`: changes nothing. Returns the entry as it now is.
+   * (the earlier attempt died). `completed`: changes nothing. Returns the entry as it now is. An entry of
+   * another thread (same `runId` and `toolCallId`) is `invalid-argument`.
    */
   beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution>;
   /** Records the result; `not-found` when no entry was begun. Ledger entries do not require the thread to exist. */

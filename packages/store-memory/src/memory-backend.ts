@@ -31,6 +31,8 @@ export interface LedgerSlot {
   threadId: string;
   startedAt: number;
   order: number;
+  /** Whether the entry is `completed` (final: nothing changes it any more). */
+  completed: boolean;
   /** JSON of the ToolExecution. */
   json: string;
 }

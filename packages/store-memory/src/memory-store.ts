@@ -13,6 +13,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
   type RunRecord,
@@ -258,10 +259,19 @@ export class MemoryStore implements LunationStore {
       );
     }
 
+    const ledger = this.backend.ledger;
+    for (const entry of commit.toolExecutions ?? []) {
+      const existing = ledger.get(entry.runId)?.get(entry.toolCallId);
+      if (existing !== undefined && existing.threadId !== threadId) {
+        throw ledgerEntryElsewhere(entry.runId, entry.toolCallId, existing.threadId);
+      }
+    }
+
     // Serialise everything before touching the backend, so a value that cannot be stored writes nothing.
     const now = this.now();
+    const messageRunId = commit.runId ?? runId;
     const messages = commit.messages.map((message, index) =>
-      toJson({ threadId, seq: slot.messageCount + index + 1, message, runId, createdAt: now }),
+      toJson({ threadId, seq: slot.messageCount + index + 1, message, runId: messageRunId, createdAt: now }),
     );
     const run = commit.run === undefined ? undefined : toJson(commit.run);
     const state = commit.threadState === undefined ? undefined : toJson(commit.threadState);
@@ -294,6 +304,9 @@ export class MemoryStore implements LunationStore {
     assertBeginToolExecution(input);
     this.assertFreshLease(input.threadId, input.leaseToken);
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
+    if (existing !== undefined && existing.threadId !== input.threadId) {
+      throw ledgerEntryElsewhere(input.runId, input.toolCallId, existing.threadId);
+    }
     if (existing === undefined) {
       const entry: ToolExecution = {
         runId: input.runId,
@@ -336,6 +349,7 @@ export class MemoryStore implements LunationStore {
     if (entry.status === 'completed') return entry;
     const json = toJson({ ...entry, status: 'completed', result: input.result, completedAt: this.now() });
     existing.json = json;
+    existing.completed = true;
     return JSON.parse(json) as ToolExecution;
   }
 
@@ -507,10 +521,12 @@ export class MemoryStore implements LunationStore {
       ledger.set(entry.runId, entries);
     }
     const existing = entries.get(entry.toolCallId);
+    if (existing?.completed) return; // a completed entry is final
     entries.set(entry.toolCallId, {
       threadId: entry.threadId,
       startedAt: entry.startedAt,
       order: existing?.order ?? ++this.backend.sequence,
+      completed: entry.status === 'completed',
       json,
     });
     let runIds = ledgerRunsByThread.get(entry.threadId);

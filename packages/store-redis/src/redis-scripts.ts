@@ -145,15 +145,27 @@ if runId ~= '' then
   if run[1] and run[1] ~= threadId then return {'run-elsewhere', run[1]} end
 end
 
+-- Ledger entries: one of another thread rejects the commit before anything is written; a completed one is final.
+local tools = {}
 local i = 11
-for _ = 1, tonumber(ARGV[10]) do
+for t = 1, tonumber(ARGV[10]) do
   local toolKey = runKey(ARGV[i]) .. ':tool:' .. escape(ARGV[i + 1])
-  redis.call('DEL', toolKey)
-  redis.call('HSET', toolKey, 'record', ARGV[i + 2], 'threadId', threadId, 'status', ARGV[i + 3],
-    'attempts', ARGV[i + 4])
-  if ARGV[i + 5] ~= '' then redis.call('HSET', toolKey, 'result', ARGV[i + 5]) end
-  if ARGV[i + 6] ~= '' then redis.call('HSET', toolKey, 'completedAt', ARGV[i + 6]) end
-  addToolExecution(threadId, ARGV[i], ARGV[i + 1])
+  local existing = redis.call('HMGET', toolKey, 'threadId', 'status')
+  if existing[1] and existing[1] ~= threadId then return {'tool-elsewhere', existing[1], ARGV[i], ARGV[i + 1]} end
+  tools[t] = existing[2] ~= 'completed' and toolKey or false
+  i = i + 7
+end
+i = 11
+for t = 1, tonumber(ARGV[10]) do
+  local toolKey = tools[t]
+  if toolKey then
+    redis.call('DEL', toolKey)
+    redis.call('HSET', toolKey, 'record', ARGV[i + 2], 'threadId', threadId, 'status', ARGV[i + 3],
+      'attempts', ARGV[i + 4])
+    if ARGV[i + 5] ~= '' then redis.call('HSET', toolKey, 'result', ARGV[i + 5]) end
+    if ARGV[i + 6] ~= '' then redis.call('HSET', toolKey, 'completedAt', ARGV[i + 6]) end
+    addToolExecution(threadId, ARGV[i], ARGV[i + 1])
+  end
   i = i + 7
 end
 local appended = #ARGV - i + 1
@@ -223,7 +235,9 @@ if ARGV[6] ~= '' then
   if tonumber(ARGV[6]) < latest then return {'stale-lease', latest} end
 end
 local toolKey = runKey(ARGV[2]) .. ':tool:' .. escape(ARGV[3])
-local status = redis.call('HGET', toolKey, 'status')
+local existing = redis.call('HMGET', toolKey, 'status', 'threadId')
+local status = existing[1]
+if existing[2] and existing[2] ~= ARGV[4] then return {'tool-elsewhere', existing[2]} end
 if not status then
   redis.call('HSET', toolKey, 'record', ARGV[5], 'threadId', ARGV[4], 'status', 'in-flight', 'attempts', 1)
   addToolExecution(ARGV[4], ARGV[2], ARGV[3])

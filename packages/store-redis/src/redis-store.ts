@@ -16,6 +16,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
   pageLimit,
@@ -229,6 +230,7 @@ export class RedisStore implements LunationStore {
     assertCheckpointCommit(commit);
     const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
     const runId = run?.identity.runId;
+    const messageRunId = commit.runId ?? runId;
     const args: (string | number)[] = [threadId, expectedMessageCount, leaseToken ?? ''];
     const now = Date.now();
     args.push(now);
@@ -259,11 +261,15 @@ export class RedisStore implements LunationStore {
         message,
         createdAt: now,
       };
-      if (runId !== undefined) record.runId = runId;
+      if (messageRunId !== undefined) record.runId = messageRunId;
       args.push(toJsonText(record, `messages[${index}]`));
     });
 
-    const [outcome, value] = (await this.#run(redisScripts.commit, args)) as [string, unknown];
+    const [outcome, value, ...ids] = (await this.#run(redisScripts.commit, args)) as [
+      string,
+      unknown,
+      ...string[],
+    ];
     switch (outcome) {
       case 'ok':
         return { messageCount: Number(value) };
@@ -277,6 +283,8 @@ export class RedisStore implements LunationStore {
           `Thread "${threadId}" has ${value} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
           { details: { threadId, expectedMessageCount, messageCount: Number(value) } },
         );
+      case 'tool-elsewhere':
+        throw ledgerEntryElsewhere(ids[0] ?? '', ids[1] ?? '', String(value));
       default:
         throw invalid(`Invalid commit: run "${runId}" already belongs to thread "${String(value)}"`);
     }
@@ -315,6 +323,8 @@ export class RedisStore implements LunationStore {
       input.leaseToken ?? '',
     ])) as [string, unknown];
     if (outcome === 'stale-lease') throw staleLease(input.threadId, input.leaseToken!, Number(value));
+    if (outcome === 'tool-elsewhere')
+      throw ledgerEntryElsewhere(input.runId, input.toolCallId, String(value));
     return toToolExecution(value as FlatHash)!;
   }
 

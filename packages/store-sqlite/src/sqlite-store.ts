@@ -16,6 +16,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
   pageLimit,
@@ -194,9 +195,11 @@ const statements = {
      ON CONFLICT (run_id) DO NOTHING`,
   ),
   // An entry never changes thread; leaving thread_id out of SET spares its index a page write per update.
+  // A completed entry is final: the update keeps its record (and still counts as a change).
   upsertToolExecution: runStatement(
     `INSERT INTO lunation_tool_executions (run_id, tool_call_id, thread_id, record) VALUES (?, ?, ?, ?)
-     ON CONFLICT (run_id, tool_call_id) DO UPDATE SET record = excluded.record
+     ON CONFLICT (run_id, tool_call_id) DO UPDATE SET record =
+       CASE WHEN json_extract(record, '$.status') = 'completed' THEN record ELSE excluded.record END
      WHERE thread_id = excluded.thread_id`,
   ),
 
@@ -359,7 +362,7 @@ const operations = {
     let seq = expectedMessageCount;
     for (const message of messages) {
       seq += 1;
-      yield* statements.insertMessage([threadId, seq, message, runId ?? null, now]);
+      yield* statements.insertMessage([threadId, seq, message, commit.runId ?? runId ?? null, now]);
     }
     if (
       run !== undefined &&
@@ -393,6 +396,9 @@ const operations = {
     const existing = parseRecord<ToolExecution>(
       yield* statements.selectToolExecution([input.runId, input.toolCallId]),
     );
+    if (existing !== undefined && existing.threadId !== input.threadId) {
+      throw ledgerEntryElsewhere(input.runId, input.toolCallId, existing.threadId);
+    }
     if (existing?.status === 'completed') return existing;
     const execution: ToolExecution = existing
       ? { ...existing, attempts: existing.attempts + 1 }

@@ -138,6 +138,61 @@ export function commitSpec(context: StoreSpecContext): void {
       expect(await context.store.listToolExecutions(runId)).toEqual([completed, second]);
     });
 
+    it('never changes a completed ledger entry', async () => {
+      const thread = await createThread(context.store);
+      const runId = uniqueId('run');
+      const inFlight = makeToolExecution({ threadId: thread.id, runId, toolCallId: 'call-a' });
+      const completed = {
+        ...inFlight,
+        status: 'completed' as const,
+        result: makeToolResult(1),
+        completedAt: Date.now(),
+      };
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 0,
+        messages: [],
+        toolExecutions: [completed],
+      });
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 0,
+        messages: [makeUserMessage()],
+        toolExecutions: [inFlight, { ...completed, result: makeToolResult(2), attempts: 3 }],
+      });
+      expect(await context.store.getToolExecution(runId, 'call-a')).toEqual(completed);
+      expect(await context.store.listMessages(thread.id)).toHaveLength(1);
+    });
+
+    it('attributes messages to commit.runId when the commit carries no run record', async () => {
+      const thread = await createThread(context.store);
+      const run = makeRunRecord({ threadId: thread.id });
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 0,
+        messages: [makeUserMessage('with run')],
+        run,
+      });
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 1,
+        messages: [makeAssistantMessage('without run')],
+        runId: run.identity.runId,
+      });
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 2,
+        messages: [makeUserMessage()],
+      });
+      const records = await context.store.listMessages(thread.id);
+      expect(records.map((record) => record.runId)).toEqual([
+        run.identity.runId,
+        run.identity.runId,
+        undefined,
+      ]);
+      expect((await context.store.loadCheckpoint(thread.id))?.messages[1]?.runId).toBe(run.identity.runId);
+    });
+
     it('fails with not-found for an unknown thread and writes nothing', async () => {
       const threadId = uniqueId('missing');
       const run = makeRunRecord({ threadId });

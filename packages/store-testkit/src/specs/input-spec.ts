@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { expectLunationError, makeRunRecord, makeUserMessage } from '../fixtures.js';
+import {
+  expectLunationError,
+  makeRunRecord,
+  makeToolExecution,
+  makeToolResult,
+  makeUserMessage,
+} from '../fixtures.js';
 import type { StoreSpecContext } from '../store-spec-context.js';
 
 /** Bad input is `invalid-argument` and writes nothing. */
@@ -64,6 +70,42 @@ export function inputSpec(context: StoreSpecContext): void {
         'invalid-argument',
       );
       await expectUntouched('right');
+    });
+
+    it('rejects a ledger entry of another thread in a commit or a begin, writing nothing', async () => {
+      const { store } = context;
+      await store.createThread({ id: 'left' });
+      await store.createThread({ id: 'right' });
+      const entry = makeToolExecution({ threadId: 'left', runId: 'r1', toolCallId: 'call-1' });
+      const completed = { ...entry, status: 'completed' as const, result: makeToolResult(1), completedAt: 1 };
+      await store.commit({
+        threadId: 'left',
+        expectedMessageCount: 0,
+        messages: [],
+        toolExecutions: [completed],
+      });
+      await expectLunationError(
+        store.commit({
+          threadId: 'right',
+          expectedMessageCount: 0,
+          messages: [makeUserMessage()],
+          threadState: { written: true },
+          toolExecutions: [{ ...entry, threadId: 'right' }],
+        }),
+        'invalid-argument',
+      );
+      await expectLunationError(
+        store.beginToolExecution({
+          runId: 'r1',
+          toolCallId: 'call-1',
+          threadId: 'right',
+          toolName: entry.toolName,
+          idempotencyKey: entry.idempotencyKey,
+        }),
+        'invalid-argument',
+      );
+      await expectUntouched('right');
+      expect(await store.getToolExecution('r1', 'call-1')).toEqual(completed);
     });
 
     it('rejects a cursor of another listing and a commit that cannot be stored as JSON', async () => {
