@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   type AgentEvent,
   type EventSink,
+  emptyUsage,
   type JsonValue,
   LunationError,
   type LunationStore,
@@ -10,20 +12,36 @@ import {
   type RunIdentity,
   type RunOrigin,
   type RunRecord,
-  resumeDecisionSchema,
   type SuspensionTicket,
+  type TerminationReason,
   type Usage,
   type UserMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
 import type { AgentDefinition } from './agent.js';
-import { AgentLoop, type DeliveryMode, type FrontendTool, type RunResult } from './agent-loop.js';
 import type { TaskHost, TaskRecord } from './background-tasks.js';
+import {
+  checkDecisions,
+  commitPartialDecisions,
+  commitSupersede,
+  type OpenThread,
+  validateDecisionShapes,
+} from './decisions.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
+import { AgentLoop } from './loop/agent-loop.js';
+import {
+  openTickets,
+  type ToolCallRecord,
+  toolCallRecords,
+  upgradeThreadState,
+} from './loop/call-records.js';
+import type { DeliveryMode } from './loop/inbox.js';
+import type { FrontendTool, RunResult } from './loop/run-scope.js';
 import { InProcessPersistence, type Persistence, StorePersistence } from './persistence.js';
 import { AgentRegistry, type RegistrySet } from './registry.js';
-import { appliedDecisionsKey, type PendingCall, pendingCallsKey } from './runtime-keys.js';
+import { appliedDecisionsKey } from './runtime-keys.js';
+import { busyHere, ThreadLease } from './thread-lease.js';
 import { type AnyTool, defineTool } from './tool.js';
 
 export interface AgentRuntimeOptions extends RegistrySet {
@@ -32,7 +50,11 @@ export interface AgentRuntimeOptions extends RegistrySet {
   sinks?: EventSink[];
   /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
   leaseTtlMs?: number;
-  /** Identifies this process in leases. @default `${hostname}:${pid}:<random>` */
+  /**
+   * Identifies this runtime in leases; unique among live runtimes sharing the store. A runtime started again
+   * with the same owner (a restarted server with a stable id) takes its own leases back at once instead of
+   * waiting for them to expire. @default `${hostname}:${pid}:<random>`
+   */
   owner?: string;
   /** Emit a `state-snapshot` event before every `step-end`. @default false */
   emitStateSnapshots?: boolean;
@@ -133,7 +155,7 @@ export class AgentRuntime {
     this.persistence = options.store ? new StorePersistence(options.store) : new InProcessPersistence();
     this.sinks = options.sinks ?? [];
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
-    this.owner = options.owner ?? `${hostname()}:${process.pid}:${createId().slice(0, 8)}`;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.emitStateSnapshots = options.emitStateSnapshots ?? false;
     this.tasks = this.createTaskHost();
     this.registry = new AgentRegistry(
@@ -169,7 +191,7 @@ export class AgentRuntime {
       throw new LunationError('invalid-argument', 'run() needs a non-empty threadId');
     }
     const busy = this.activeByThread.get(threadId);
-    if (busy) throw threadBusy(threadId, busy.identity.runId);
+    if (busy) throw busyHere(threadId, busy.identity.runId);
     const input = normaliseInput(options.input);
     const decisions = validateDecisionShapes(options.decisions ?? []);
     const snapshot = this.registry.current;
@@ -188,117 +210,80 @@ export class AgentRuntime {
       done: Promise.resolve(undefined as never),
     };
     this.activeByThread.set(threadId, reservation);
-    let leaseToken: number | undefined;
-    let renewTimer: NodeJS.Timeout | undefined;
+    const lease = new ThreadLease(this.persistence, threadId, this.owner, this.leaseTtlMs);
     const release = async () => {
-      if (renewTimer) clearInterval(renewTimer);
       if (this.activeByThread.get(threadId) === reservation) this.activeByThread.delete(threadId);
       this.activeByRun.delete(reservation.identity.runId);
-      if (leaseToken !== undefined) {
-        await this.persistence.releaseLease(threadId, leaseToken).catch(() => {});
-      }
+      await lease.release();
     };
     try {
-      const lease = await this.persistence.acquireLease(
-        threadId,
-        reservation.identity.runId,
-        this.owner,
-        this.leaseTtlMs,
-      );
-      leaseToken = lease?.token;
-      let loaded = await this.persistence.load(threadId);
-      if (!loaded) {
-        await this.persistence.createThread(threadId, options.resourceId);
-        loaded = { messages: [], threadState: {}, latestRun: undefined, resourceId: options.resourceId };
-      } else if (
-        options.resourceId !== undefined &&
-        loaded.resourceId !== undefined &&
-        loaded.resourceId !== options.resourceId
-      ) {
-        throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
-      }
-      const pending = (loaded.threadState[pendingCallsKey.name] ?? {}) as Record<string, PendingCall>;
-      const applied = new Set((loaded.threadState[appliedDecisionsKey.name] ?? []) as string[]);
-      const openTickets = Object.values(pending).map((entry) => entry.ticket);
-      const latest = loaded.latestRun;
+      await lease.acquire(reservation.identity.runId);
+      const thread = await this.openThread(threadId, options.resourceId);
+      const commitContext = { persistence: this.persistence, threadId, leaseToken: lease.token };
+      const records = toolCallRecords(thread.threadState);
+      const tickets = openTickets(records);
+      const latest = thread.latestRun;
       let previous: RunRecord | undefined;
-      let supersede = false;
       let freshDecisions: ResumeDecision[] = [];
-      let outcome: Omit<DecisionOutcome, 'run'> = { applied: [], ignored: [], openTickets };
+      let outcome: Omit<DecisionOutcome, 'run'> = { applied: [], ignored: [], openTickets: tickets };
 
       if (decisions.length > 0) {
-        const checked = checkDecisions(decisions, pending, applied);
+        const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
+        const checked = checkDecisions(decisions, records, applied);
         freshDecisions = checked.fresh;
-        const undecided = openTickets.filter(
-          (ticket) =>
-            !pending[ticket.id]?.decision &&
-            !freshDecisions.some((decision) => decision.ticketId === ticket.id),
+        const undecided = tickets.filter(
+          (ticket) => !freshDecisions.some((decision) => decision.ticketId === ticket.id),
         );
-        if (undecided.length > 0 || freshDecisions.length === 0) {
-          // Partial: record the decisions, stay suspended.
-          const handle = await this.recordPartialDecisions(
-            threadId,
-            loaded,
-            freshDecisions,
-            undecided,
-            leaseToken,
-            latest,
-            controller,
-          );
+        if (freshDecisions.length === 0 || undecided.length > 0) {
+          // Nothing new, or some tickets still open: record what was decided and stay waiting.
+          const partial =
+            freshDecisions.length > 0
+              ? await commitPartialDecisions(commitContext, thread, freshDecisions)
+              : { openTickets: tickets, run: latest };
           await release();
-          return {
-            handle,
-            outcome: {
-              applied: freshDecisions.map((decision) => decision.decisionId),
-              ignored: checked.ignored,
-              openTickets: undecided,
-            },
+          outcome = {
+            applied: freshDecisions.map((decision) => decision.decisionId),
+            ignored: checked.ignored,
+            openTickets: partial.openTickets,
           };
+          const handle = settledHandle(
+            threadId,
+            partial.run ?? latest,
+            partial.openTickets,
+            freshDecisions,
+            records,
+          );
+          handle.cancel = (reason) => controller.abort(reason);
+          return { handle, outcome };
         }
-        if (latest && latest.status === 'waiting' && latest.identity.threadId === threadId) previous = latest;
+        if (latest && latest.status !== 'done') previous = latest;
         outcome = {
           applied: freshDecisions.map((decision) => decision.decisionId),
           ignored: checked.ignored,
           openTickets: [],
         };
-      } else if (latest && latest.status === 'running') {
+      } else if (latest?.status === 'running') {
         previous = latest; // the process running it died: recover it
       } else if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') {
         previous = latest; // continue the run that waited for its background tasks
       }
       const taskResults = [...(options.taskResults ?? []), ...(this.finishedTasks.get(threadId) ?? [])];
       this.finishedTasks.delete(threadId);
-      if (openTickets.length > 0 && decisions.length === 0) {
+      if (tickets.length > 0 && decisions.length === 0 && previous === undefined) {
         if (input.length === 0) {
           throw new LunationError(
             'invalid-argument',
-            `Thread "${threadId}" has ${openTickets.length} open ticket(s); send decisions or a new message`,
-            { details: { openTickets: openTickets.map((ticket) => ticket.id) } },
+            `Thread "${threadId}" has ${tickets.length} open ticket(s); send decisions or a new message`,
+            { details: { openTickets: tickets.map((ticket) => ticket.id) } },
           );
         }
-        supersede = true;
+        await commitSupersede(commitContext, thread);
       }
       if (!previous && input.length === 0 && decisions.length === 0 && taskResults.length === 0) {
         throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
       }
-      if (supersede && latest && latest.status === 'waiting') {
-        const now = Date.now();
-        await this.persistence.commit({
-          threadId,
-          expectedMessageCount: loaded.messages.length,
-          messages: [],
-          run: {
-            ...latest,
-            status: 'done',
-            termination: { type: 'cancelled', reason: 'superseded by a new message' },
-            openTickets: [],
-            updatedAt: now,
-          },
-          ...(leaseToken === undefined ? {} : { leaseToken }),
-        });
-      }
 
-      const activeAgent = loaded.threadState['runtime.activeAgent'];
+      const activeAgent = thread.threadState['runtime.activeAgent'];
       const agentId =
         options.agentId ??
         previous?.identity.agentId ??
@@ -319,14 +304,8 @@ export class AgentRuntime {
               : {}),
             origin: options.parent?.origin ?? 'user',
           };
-      if (leaseToken !== undefined && identity.runId !== reservation.identity.runId) {
-        // Continuing an earlier run: retake the lease in that run's name so thread-busy errors name it.
-        await this.persistence.releaseLease(threadId, leaseToken);
-        leaseToken = undefined;
-        leaseToken = (
-          await this.persistence.acquireLease(threadId, identity.runId, this.owner, this.leaseTtlMs)
-        )?.token;
-      }
+      // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it.
+      if (identity.runId !== reservation.identity.runId) await lease.retake(identity.runId);
       reservation.identity = identity;
       const stream = new EventStream();
       const buffer = options.stream !== false;
@@ -353,32 +332,18 @@ export class AgentRuntime {
             once: true,
           });
       }
-      if (leaseToken !== undefined) {
-        const token = leaseToken;
-        renewTimer = setInterval(
-          () => {
-            this.persistence.renewLease(threadId, token, this.leaseTtlMs).catch((error) => {
-              controller.abort(
-                new LunationError('lease-lost', `Lost the lease of thread "${threadId}"`, { cause: error }),
-              );
-            });
-          },
-          Math.max(50, Math.floor(this.leaseTtlMs / 3)),
-        );
-        renewTimer.unref();
-      }
+      lease.keepAlive((error) => controller.abort(error));
       const loop = new AgentLoop({
         identity,
         agent,
         resolveAgent: (id) => snapshot.agent(id),
         persistence: this.persistence,
-        leaseToken,
-        history: loaded.messages,
+        leaseToken: lease.token,
+        history: thread.messages,
         input,
-        threadState: loaded.threadState,
+        threadState: thread.threadState,
         previous,
         decisions: freshDecisions,
-        supersede,
         frontendTools: options.frontendTools ?? [],
         signal: controller.signal,
         emit,
@@ -410,6 +375,23 @@ export class AgentRuntime {
       await release();
       throw error;
     }
+  }
+
+  /** Loads a thread (creating it when new), upgraded to the current layout of its state. */
+  private async openThread(threadId: string, resourceId: string | undefined): Promise<OpenThread> {
+    const loaded = await this.persistence.load(threadId);
+    if (!loaded) {
+      await this.persistence.createThread(threadId, resourceId);
+      return { messages: [], threadState: {}, latestRun: undefined };
+    }
+    if (resourceId !== undefined && loaded.resourceId !== undefined && loaded.resourceId !== resourceId) {
+      throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+    }
+    return {
+      messages: loaded.messages,
+      threadState: upgradeThreadState(loaded.threadState),
+      latestRun: loaded.latestRun,
+    };
   }
 
   /** Runs and waits for the result. */
@@ -530,88 +512,6 @@ export class AgentRuntime {
     const thread = await this.persistence.load(id);
     if (thread) return id;
     throw new LunationError('not-found', `No run or thread "${id}"`);
-  }
-
-  private async recordPartialDecisions(
-    threadId: string,
-    loaded: { messages: Message[]; threadState: Record<string, unknown> },
-    fresh: ResumeDecision[],
-    undecided: SuspensionTicket[],
-    leaseToken: number | undefined,
-    latest: RunRecord | undefined,
-    controller: AbortController,
-  ): Promise<RunHandle> {
-    const threadState = { ...loaded.threadState };
-    const pending = { ...((threadState[pendingCallsKey.name] ?? {}) as Record<string, PendingCall>) };
-    for (const decision of fresh) {
-      const entry = pending[decision.ticketId];
-      if (entry) pending[decision.ticketId] = { ...entry, decision };
-    }
-    threadState[pendingCallsKey.name] = pending;
-    if (fresh.length > 0) {
-      await this.persistence.commit({
-        threadId,
-        expectedMessageCount: loaded.messages.length,
-        messages: [],
-        threadState: threadState as Record<string, JsonValue>,
-        ...(leaseToken === undefined ? {} : { leaseToken }),
-      });
-    }
-    const identity: RunIdentity = latest?.identity ?? {
-      threadId,
-      runId: createId(),
-      agentId: 'unknown',
-      origin: 'user',
-    };
-    const stream = new EventStream();
-    let seq = 0;
-    for (const decision of fresh) {
-      const ticket = pending[decision.ticketId]?.ticket;
-      stream.push({
-        type: 'tool-call-resumed',
-        identity,
-        seq: seq++,
-        toolCallId: ticket?.toolCallId ?? '',
-        decision,
-      });
-    }
-    const result: RunResult = {
-      identity,
-      status: 'waiting',
-      termination: { type: 'suspended' },
-      finalText: latest?.finalText ?? '',
-      steps: latest?.steps ?? 0,
-      usage: latest?.usage ?? {
-        inputTokens: 0,
-        outputTokens: 0,
-        cacheReadTokens: 0,
-        cacheWriteTokens: 0,
-        reasoningTokens: 0,
-      },
-      openTickets: undecided,
-      messages: [],
-    };
-    stream.push({
-      type: 'run-end',
-      identity,
-      seq: seq++,
-      status: 'waiting',
-      termination: { type: 'suspended' },
-      finalText: result.finalText,
-      steps: result.steps,
-      usage: result.usage,
-      openTickets: undecided,
-      timestamp: Date.now(),
-    });
-    stream.close();
-    return {
-      runId: identity.runId,
-      threadId,
-      identity,
-      events: stream,
-      result: Promise.resolve(result),
-      cancel: (reason) => controller.abort(reason),
-    };
   }
 
   private createTaskHost(): TaskHost {
@@ -744,14 +644,6 @@ export class AgentRuntime {
   }
 }
 
-function threadBusy(threadId: string, runId: string): LunationError {
-  return new LunationError(
-    'thread-busy',
-    `Thread "${threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
-    { details: { threadId, runId } },
-  );
-}
-
 function normaliseInput(input: RunInput | undefined): Message[] {
   if (input === undefined) return [];
   if (typeof input === 'string') {
@@ -761,59 +653,69 @@ function normaliseInput(input: RunInput | undefined): Message[] {
   return Array.isArray(input) ? input : [input];
 }
 
-function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
-  for (const [index, decision] of decisions.entries()) {
-    const parsed = resumeDecisionSchema.safeParse(decision);
-    if (!parsed.success) {
-      throw new LunationError(
-        'decision-invalid',
-        `Decision #${index} is malformed: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
-      );
-    }
-  }
-  return decisions;
-}
-
-/** Splits decisions into fresh and already-applied ones; throws (changing nothing) on any bad one. */
-function checkDecisions(
+/**
+ * The handle of a run() that continued nothing (some tickets are still open, or every decision was applied
+ * before): it reports the thread's waiting (or finished) run as the store has it.
+ */
+function settledHandle(
+  threadId: string,
+  run: RunRecord | undefined,
+  tickets: SuspensionTicket[],
   decisions: ResumeDecision[],
-  pending: Record<string, PendingCall>,
-  applied: Set<string>,
-): { fresh: ResumeDecision[]; ignored: string[] } {
-  const fresh: ResumeDecision[] = [];
-  const ignored: string[] = [];
-  const seen = new Set<string>();
+  records: Readonly<Record<string, ToolCallRecord>>,
+): RunHandle {
+  const identity: RunIdentity = run?.identity ?? {
+    threadId,
+    runId: createId(),
+    agentId: 'unknown',
+    origin: 'user',
+  };
+  const status = run?.status ?? (tickets.length > 0 ? 'waiting' : 'done');
+  const termination: TerminationReason =
+    run?.termination ?? (tickets.length > 0 ? { type: 'suspended' } : { type: 'natural-end' });
+  const result: RunResult = {
+    identity,
+    status,
+    termination,
+    finalText: run?.finalText ?? '',
+    steps: run?.steps ?? 0,
+    usage: run?.usage ?? emptyUsage(),
+    openTickets: tickets,
+    messages: [],
+  };
+  const stream = new EventStream();
+  let seq = 0;
+  const callOfTicket = new Map<string, string>();
+  for (const record of Object.values(records))
+    if (record.ticket) callOfTicket.set(record.ticket.id, record.toolCallId);
   for (const decision of decisions) {
-    const recorded = Object.values(pending).some(
-      (entry) => entry.decision?.decisionId === decision.decisionId,
-    );
-    if (applied.has(decision.decisionId) || recorded || seen.has(decision.decisionId)) {
-      ignored.push(decision.decisionId);
-      continue;
-    }
-    const entry = pending[decision.ticketId];
-    if (!entry) {
-      throw new LunationError(
-        'unknown-ticket',
-        `Decision "${decision.decisionId}" names ticket "${decision.ticketId}", which is not open on this thread`,
-        { details: { ticketId: decision.ticketId, openTickets: Object.keys(pending) } },
-      );
-    }
-    if (decision.action === 'resume' && entry.ticket.responseSchema) {
-      const schema = z.fromJSONSchema(entry.ticket.responseSchema as Parameters<typeof z.fromJSONSchema>[0]);
-      const parsed = schema.safeParse(decision.payload ?? null);
-      if (!parsed.success) {
-        throw new LunationError(
-          'decision-invalid',
-          `Decision "${decision.decisionId}": the payload does not match ticket "${entry.ticket.id}"'s response schema: ${parsed.error.issues
-            .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(payload)'}: ${issue.message}`)
-            .join('; ')}`,
-          { details: { ticketId: entry.ticket.id } },
-        );
-      }
-    }
-    seen.add(decision.decisionId);
-    fresh.push(decision);
+    stream.push({
+      type: 'tool-call-resumed',
+      identity,
+      seq: seq++,
+      toolCallId: callOfTicket.get(decision.ticketId) ?? '',
+      decision,
+    });
   }
-  return { fresh, ignored };
+  stream.push({
+    type: 'run-end',
+    identity,
+    seq: seq++,
+    status,
+    termination,
+    finalText: result.finalText,
+    steps: result.steps,
+    usage: result.usage,
+    openTickets: tickets,
+    timestamp: Date.now(),
+  });
+  stream.close();
+  return {
+    runId: identity.runId,
+    threadId,
+    identity,
+    events: stream,
+    result: Promise.resolve(result),
+    cancel: () => {},
+  };
 }

@@ -21,11 +21,27 @@ export type StopCondition =
   | { type: 'tool-called'; toolName: string }
   | { type: 'custom'; code: string; check: (stats: StepStats) => boolean };
 
+/** How long a tool call may run before it times out, unless the tool or the agent says otherwise. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
+/** How long a timed-out or cancelled tool call may take to stop before it is abandoned. */
+export const DEFAULT_TOOL_CANCEL_GRACE_MS = 1_000;
+
 export interface ToolExecutionOptions {
   /** @default 'sequential' */
-  mode: 'sequential' | 'parallel';
+  mode?: 'sequential' | 'parallel';
   /** Parallel mode: most calls running at once. @default 8 */
   concurrency?: number;
+  /**
+   * Milliseconds a tool call may run; a tool's own `timeoutMs` wins. Past it the call's signal aborts and the
+   * model gets an error result; the run goes on. 0 disables. @default DEFAULT_TOOL_TIMEOUT_MS (5 minutes)
+   */
+  timeoutMs?: number;
+  /**
+   * Milliseconds a timed-out or cancelled call may take to settle after its signal aborted. A call still
+   * running then is abandoned: its result says so, the ledger records it (it never re-runs), and a cancelled
+   * run ends without waiting for it. @default DEFAULT_TOOL_CANCEL_GRACE_MS (1 second)
+   */
+  cancelGraceMs?: number;
 }
 
 /**

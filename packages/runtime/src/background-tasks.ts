@@ -1,8 +1,6 @@
-import { type JsonValue, LunationError, type RunIdentity } from '@lunation/contract';
+import type { JsonValue, RunIdentity } from '@lunation/contract';
 import { z } from 'zod';
-import { definePlugin } from './plugin.js';
 import { defineStateKey } from './state.js';
-import { defineTool } from './tool.js';
 
 export const taskStatusSchema = z.enum(['running', 'completed', 'failed', 'cancelled']);
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
@@ -66,43 +64,4 @@ export function taskMessageText(task: TaskRecord): string {
   if (task.status === 'completed')
     return `${head}\n${typeof task.result === 'string' ? task.result : JSON.stringify(task.result ?? null)}`;
   return `${head}${task.error ? `: ${task.error}` : ''}`;
-}
-
-/** Offers `list_tasks` and `cancel_task` to the model. Agents that start background work should use it. */
-export function backgroundTasksPlugin(host: () => TaskHost) {
-  return definePlugin({
-    name: 'background-tasks',
-    register(registrar) {
-      registrar.stateKey(tasksKey);
-      registrar.tool(
-        defineTool({
-          name: 'list_tasks',
-          description: 'Lists the background tasks of this conversation with their status and results',
-          input: z.object({}),
-          execute: (_, context) =>
-            Object.values(context.state.get(tasksKey)).map((task) => ({
-              id: task.id,
-              name: task.name,
-              status: task.status,
-              ...(task.error ? { error: task.error } : {}),
-            })),
-        }),
-      );
-      registrar.tool(
-        defineTool({
-          name: 'cancel_task',
-          description: 'Cancels a running background task',
-          input: z.object({ taskId: z.string() }),
-          execute: ({ taskId }, context) => {
-            const task = context.state.get(tasksKey)[taskId];
-            if (!task) throw new LunationError('not-found', `No background task "${taskId}"`);
-            if (task.status !== 'running') return `Task ${taskId} already ${task.status}.`;
-            if (!host().cancel(taskId))
-              throw new LunationError('not-found', `Task ${taskId} is not running in this process`);
-            return `Cancelling task ${taskId}.`;
-          },
-        }),
-      );
-    },
-  });
 }

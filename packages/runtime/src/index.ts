@@ -1,18 +1,14 @@
-export type {
-  AgentDefinition,
-  PluginReference,
-  ResolvedAgent,
-  StepStats,
-  StopCondition,
-  ToolExecutionOptions,
-} from './agent.js';
 export {
-  AgentLoop,
-  idempotencyKey,
-  type RunLoopOptions,
-  type RunResult,
-  unansweredCalls,
-} from './agent-loop.js';
+  type AgentDefinition,
+  DEFAULT_TOOL_CANCEL_GRACE_MS,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  type PluginReference,
+  type ResolvedAgent,
+  type StepStats,
+  type StopCondition,
+  type ToolErrorPolicy,
+  type ToolExecutionOptions,
+} from './agent.js';
 export {
   AgentRuntime,
   type AgentRuntimeOptions,
@@ -24,7 +20,6 @@ export {
 } from './agent-runtime.js';
 export {
   type BackgroundTasks,
-  backgroundTasksPlugin,
   type TaskHost,
   type TaskRecord,
   type TaskStatus,
@@ -55,6 +50,12 @@ export {
 } from './context-policy.js';
 export { EventStream } from './event-stream.js';
 export { createId } from './id.js';
+export { AgentLoop } from './loop/agent-loop.js';
+export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
+export { idempotencyKey } from './loop/checkpointer.js';
+export type { DeliveryMode } from './loop/inbox.js';
+export type { FrontendTool, RunLoopOptions, RunResult } from './loop/run-scope.js';
+export { MAX_JSON_DEPTH } from './loop/storable.js';
 export { PHASES, type Phase } from './phase.js';
 export { MAX_ACTION_ROUNDS, PhaseEngine } from './phase-engine.js';
 export {
@@ -74,6 +75,7 @@ export {
   type ToolGateDecision,
   type ToolGateHook,
 } from './plugin.js';
+export { backgroundTasksPlugin } from './plugins/background-tasks-plugin.js';
 export {
   approvalPayloadSchema,
   evaluatePermission,
@@ -94,8 +96,6 @@ export {
   excludeTools,
   handoff,
   includeOnlyTools,
-  type PendingCall,
-  pendingCallsKey,
   type RunProgress,
   runProgressKey,
   setInferenceOverrides,

@@ -35,10 +35,12 @@ export interface Persistence {
     result: ToolResult;
     leaseToken?: number;
   }): Promise<void>;
+  getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   acquireLease(threadId: string, runId: string, owner: string, ttlMs: number): Promise<Lease | undefined>;
   renewLease(threadId: string, token: number, ttlMs: number): Promise<void>;
-  releaseLease(threadId: string, token: number): Promise<void>;
+  releaseLease(threadId: string, token: number): Promise<boolean>;
+  getLease(threadId: string): Promise<Lease | undefined>;
 }
 
 /** Persistence through a LunationStore: checkpoints, the execution ledger and leases. */
@@ -82,6 +84,10 @@ export class StorePersistence implements Persistence {
     await this.store.completeToolExecution(input);
   }
 
+  getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+    return this.store.getToolExecution(runId, toolCallId);
+  }
+
   getRun(runId: string): Promise<RunRecord | undefined> {
     return this.store.getRun(runId);
   }
@@ -94,8 +100,12 @@ export class StorePersistence implements Persistence {
     await this.store.renewLease({ threadId, token, ttlMs });
   }
 
-  async releaseLease(threadId: string, token: number): Promise<void> {
-    await this.store.releaseLease({ threadId, token });
+  releaseLease(threadId: string, token: number): Promise<boolean> {
+    return this.store.releaseLease({ threadId, token });
+  }
+
+  getLease(threadId: string): Promise<Lease | undefined> {
+    return this.store.getLease(threadId);
   }
 }
 
@@ -166,6 +176,10 @@ export class InProcessPersistence implements Persistence {
 
   async completeTool(): Promise<void> {}
 
+  async getTool(): Promise<undefined> {
+    return undefined;
+  }
+
   async getRun(runId: string): Promise<RunRecord | undefined> {
     return this.runs.get(runId);
   }
@@ -176,5 +190,11 @@ export class InProcessPersistence implements Persistence {
 
   async renewLease(): Promise<void> {}
 
-  async releaseLease(): Promise<void> {}
+  async releaseLease(): Promise<boolean> {
+    return true;
+  }
+
+  async getLease(): Promise<undefined> {
+    return undefined;
+  }
 }

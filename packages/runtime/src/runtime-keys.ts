@@ -1,15 +1,7 @@
-import {
-  emptyUsage,
-  type ModelOverrides,
-  type ResumeDecision,
-  resumeDecisionSchema,
-  type SuspensionTicket,
-  suspensionTicketSchema,
-  type Usage,
-  usageSchema,
-} from '@lunation/contract';
+import { emptyUsage, type ModelOverrides, type Usage, usageSchema } from '@lunation/contract';
 import { z } from 'zod';
 import { type Command, defineAction } from './command.js';
+import { toolCallsKey } from './loop/call-records.js';
 import { definePlugin } from './plugin.js';
 import { defineStateKey, update } from './state.js';
 
@@ -30,36 +22,6 @@ export const runProgressKey = defineStateKey<RunProgress>({
     startedAt: z.number(),
   }),
   initial: () => ({ step: 0, usage: emptyUsage(), consecutiveToolErrors: 0, startedAt: 0 }),
-});
-
-/** A suspended (or decided, not yet applied) tool call, kept in thread scope so it survives restarts. */
-export interface PendingCall {
-  ticket: SuspensionTicket;
-  decision?: ResumeDecision;
-}
-
-export type PendingCallsUpdate =
-  | { type: 'suspend'; ticket: SuspensionTicket }
-  | { type: 'decide'; decision: ResumeDecision }
-  | { type: 'clear'; ticketIds: string[] };
-
-export const pendingCallsKey = defineStateKey<Record<string, PendingCall>, PendingCallsUpdate>({
-  name: 'runtime.pendingCalls',
-  schema: z.record(
-    z.string(),
-    z.object({ ticket: suspensionTicketSchema, decision: resumeDecisionSchema.optional() }),
-  ),
-  initial: () => ({}),
-  scope: 'thread',
-  apply: (value, update) => {
-    const next = { ...value };
-    if (update.type === 'suspend') next[update.ticket.id] = { ticket: update.ticket };
-    else if (update.type === 'decide') {
-      const entry = next[update.decision.ticketId];
-      if (entry) next[update.decision.ticketId] = { ...entry, decision: update.decision };
-    } else for (const id of update.ticketIds) delete next[id];
-    return next;
-  },
 });
 
 const APPLIED_DECISIONS_KEPT = 500;
@@ -177,7 +139,7 @@ export const corePlugin = definePlugin({
   name: 'runtime',
   register(registrar) {
     registrar.stateKey(runProgressKey);
-    registrar.stateKey(pendingCallsKey);
+    registrar.stateKey(toolCallsKey);
     registrar.stateKey(appliedDecisionsKey);
     registrar.stateKey(activeAgentKey);
     registrar.stateKey(allowedToolsKey);

@@ -68,6 +68,8 @@ export interface ToolContext {
 export interface Tool<Input = unknown> {
   readonly descriptor: ToolDescriptor;
   readonly inputSchema: z.ZodType<Input> | undefined;
+  /** Milliseconds a call may run before it times out (overrides the agent's `toolExecution.timeoutMs`). */
+  readonly timeoutMs?: number;
   /** Returns the data for a success result, or a ToolOutput. Throwing yields an error result. */
   execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -79,6 +81,8 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   name: string;
   description: string;
   input: Schema;
+  /** Milliseconds a call may run before it times out; 0 disables. @default the agent's `toolExecution.timeoutMs` */
+  timeoutMs?: number;
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
 
@@ -92,6 +96,7 @@ export function defineTool<Schema extends z.ZodType>(
     descriptor: { name: definition.name, description: definition.description, parameters },
     inputSchema: definition.input as z.ZodType<z.infer<Schema>>,
     execute: definition.execute,
+    ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
   };
 }
 

@@ -285,7 +285,7 @@ describe('agent loop', () => {
     const request = model.requests[1]?.messages ?? [];
     expect(request.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
     expect(request[3]?.content[0]).toMatchObject({
-      result: { status: 'error', message: 'Cancelled: the run was cancelled before this call finished.' },
+      result: { status: 'error', message: 'Cancelled: the run was cancelled while this call ran.' },
     });
   });
 

@@ -1,0 +1,228 @@
+import {
+  type JsonValue,
+  LunationError,
+  type Message,
+  type ResumeDecision,
+  type RunRecord,
+  resumeDecisionSchema,
+  type SuspensionTicket,
+  type ToolMessage,
+} from '@lunation/contract';
+import { z } from 'zod';
+import { createId } from './id.js';
+import { cancelledResult, errorResult } from './loop/call-plan.js';
+import { answerOpenStep, openTickets, type ToolCallRecord, toolCallsKey } from './loop/call-records.js';
+import { MAX_JSON_DEPTH } from './loop/storable.js';
+import type { Persistence } from './persistence.js';
+import { appliedDecisionsKey } from './runtime-keys.js';
+
+// Decisions and new input that arrive while a thread waits on tickets, before any run continues it.
+
+/** Checks the shape of each decision (and that its payload is not absurdly deep) before anything else. */
+export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
+  if (!Array.isArray(decisions)) throw new LunationError('decision-invalid', 'Decisions must be an array');
+  for (const [index, decision] of decisions.entries()) {
+    if (nestingDepth((decision as { payload?: unknown } | null)?.payload, 0) > MAX_JSON_DEPTH) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decision #${index}: the payload is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      );
+    }
+    const parsed = resumeDecisionSchema.safeParse(decision);
+    if (!parsed.success) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decision #${index} is malformed: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+      );
+    }
+  }
+  return decisions;
+}
+
+/**
+ * Splits decisions into fresh ones and already-applied ones (ignored); throws, changing nothing, on a decision
+ * for a ticket that is not open, two decisions for one ticket, or a payload failing the ticket's schema.
+ */
+export function checkDecisions(
+  decisions: ResumeDecision[],
+  records: Readonly<Record<string, ToolCallRecord>>,
+  applied: ReadonlySet<string>,
+): { fresh: ResumeDecision[]; ignored: string[] } {
+  const open = new Map<string, SuspensionTicket>();
+  const recorded = new Set<string>();
+  for (const record of Object.values(records)) {
+    if (record.status === 'suspended' && record.ticket) open.set(record.ticket.id, record.ticket);
+    if (record.decision) recorded.add(record.decision.decisionId);
+  }
+  const fresh: ResumeDecision[] = [];
+  const ignored: string[] = [];
+  const decided = new Map<string, string>();
+  for (const decision of decisions) {
+    if (
+      applied.has(decision.decisionId) ||
+      recorded.has(decision.decisionId) ||
+      decided.has(decision.decisionId)
+    ) {
+      ignored.push(decision.decisionId);
+      continue;
+    }
+    const ticket = open.get(decision.ticketId);
+    if (!ticket) {
+      throw new LunationError(
+        'unknown-ticket',
+        `Decision "${decision.decisionId}" names ticket "${decision.ticketId}", which is not open on this thread`,
+        { details: { ticketId: decision.ticketId, openTickets: [...open.keys()] } },
+      );
+    }
+    const earlier = [...decided.entries()].find(([, ticketId]) => ticketId === ticket.id)?.[0];
+    if (earlier !== undefined) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decisions "${earlier}" and "${decision.decisionId}" both decide ticket "${ticket.id}"; send one decision per ticket`,
+        { details: { ticketId: ticket.id } },
+      );
+    }
+    if (decision.action === 'resume' && ticket.responseSchema) checkPayload(decision, ticket);
+    decided.set(decision.decisionId, ticket.id);
+    fresh.push(decision);
+  }
+  return { fresh, ignored };
+}
+
+function checkPayload(decision: ResumeDecision, ticket: SuspensionTicket): void {
+  const schema = z.fromJSONSchema(ticket.responseSchema as Parameters<typeof z.fromJSONSchema>[0]);
+  const parsed = schema.safeParse(decision.payload ?? null);
+  if (parsed.success) return;
+  throw new LunationError(
+    'decision-invalid',
+    `Decision "${decision.decisionId}": the payload does not match ticket "${ticket.id}"'s response schema: ${parsed.error.issues
+      .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(payload)'}: ${issue.message}`)
+      .join('; ')}`,
+    { details: { ticketId: ticket.id } },
+  );
+}
+
+/** A thread as a run is about to start on it. */
+export interface OpenThread {
+  messages: Message[];
+  threadState: Record<string, unknown>;
+  latestRun: RunRecord | undefined;
+}
+
+interface CommitContext {
+  persistence: Persistence;
+  threadId: string;
+  leaseToken: number | undefined;
+}
+
+/**
+ * Some tickets decided, others still open: the decided calls become `resuming` with their decisions and the
+ * waiting run's record lists only the tickets still open — one commit. Returns the tickets still open.
+ */
+export async function commitPartialDecisions(
+  context: CommitContext,
+  thread: OpenThread,
+  decisions: ResumeDecision[],
+): Promise<{ openTickets: SuspensionTicket[]; run: RunRecord | undefined }> {
+  const records = { ...(thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord>) };
+  for (const decision of decisions) {
+    for (const [id, record] of Object.entries(records)) {
+      if (record.status === 'suspended' && record.ticket?.id === decision.ticketId) {
+        records[id] = { ...record, status: 'resuming', decision };
+      }
+    }
+  }
+  const tickets = openTickets(records);
+  const latest = thread.latestRun;
+  const run =
+    latest?.status === 'waiting' ? { ...latest, openTickets: tickets, updatedAt: Date.now() } : undefined;
+  await context.persistence.commit({
+    threadId: context.threadId,
+    expectedMessageCount: thread.messages.length,
+    messages: [],
+    threadState: {
+      ...thread.threadState,
+      [toolCallsKey.name]: records,
+      [appliedDecisionsKey.name]: appliedWith(thread.threadState, decisions),
+    } as Record<string, JsonValue>,
+    ...(run ? { run } : {}),
+    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
+  });
+  thread.threadState = { ...thread.threadState, [toolCallsKey.name]: records };
+  return { openTickets: tickets, run };
+}
+
+/**
+ * New input instead of decisions: in one commit, every open call is answered (declined as superseded, or with
+ * its recorded result), the call records are cleared and the waiting run ends `cancelled`. The new input then
+ * starts a run of its own on a thread with nothing open.
+ */
+export async function commitSupersede(context: CommitContext, thread: OpenThread): Promise<void> {
+  const records = (thread.threadState[toolCallsKey.name] ?? {}) as Record<string, ToolCallRecord>;
+  const parts = answerOpenStep(thread.messages, records, (record) =>
+    record?.status === 'suspended' && record.ticket
+      ? errorResult(
+          `Cancelled: the user sent a new message instead of answering "${record.ticket.message}".`,
+          {
+            superseded: true,
+          },
+        )
+      : cancelledResult('the user sent a new message before this call could run'),
+  );
+  const latest = thread.latestRun;
+  const message: ToolMessage | undefined =
+    parts.length === 0
+      ? undefined
+      : {
+          id: createId(),
+          role: 'tool',
+          content: parts,
+          metadata: {
+            ...(latest ? { runId: latest.identity.runId, step: latest.steps } : {}),
+            superseded: true,
+          },
+        };
+  const { [toolCallsKey.name]: _, ...threadState } = thread.threadState;
+  const run: RunRecord | undefined =
+    latest && latest.status !== 'done'
+      ? {
+          ...latest,
+          status: 'done',
+          termination: { type: 'cancelled', reason: 'superseded by a new message' },
+          openTickets: [],
+          updatedAt: Date.now(),
+        }
+      : undefined;
+  await context.persistence.commit({
+    threadId: context.threadId,
+    expectedMessageCount: thread.messages.length,
+    messages: message ? [message] : [],
+    threadState: threadState as Record<string, JsonValue>,
+    ...(run ? { run } : latest ? { runId: latest.identity.runId } : {}),
+    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
+  });
+  if (message) thread.messages = [...thread.messages, message];
+  thread.threadState = threadState;
+  if (run) thread.latestRun = run;
+}
+
+function appliedWith(threadState: Record<string, unknown>, decisions: ResumeDecision[]): string[] {
+  const applied = (threadState[appliedDecisionsKey.name] ?? []) as string[];
+  return appliedDecisionsKey.apply(
+    applied,
+    decisions.map((decision) => decision.decisionId),
+  );
+}
+
+function nestingDepth(value: unknown, depth: number): number {
+  if (typeof value !== 'object' || value === null || depth > MAX_JSON_DEPTH) return depth;
+  let deepest = depth + 1;
+  try {
+    for (const key in value) {
+      deepest = Math.max(deepest, nestingDepth((value as Record<string, unknown>)[key], depth + 1));
+    }
+  } catch {
+    return MAX_JSON_DEPTH + 1;
+  }
+  return deepest;
+}

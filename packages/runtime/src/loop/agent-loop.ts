@@ -1,0 +1,302 @@
+import {
+  LunationError,
+  type Message,
+  type ModelRequest,
+  statusForTermination,
+  type TerminationReason,
+  toErrorInfo,
+} from '@lunation/contract';
+import type { TaskRecord } from '../background-tasks.js';
+import { runProgressKey } from '../runtime-keys.js';
+import { Checkpointer } from './checkpointer.js';
+import { compactIfNeeded } from './compaction.js';
+import { type DeliveryMode, Inbox } from './inbox.js';
+import { type Inference, infer } from './inference.js';
+import { buildRequest } from './model-request.js';
+import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
+import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
+import { ToolCalls } from './tool-calls.js';
+
+/**
+ * One run of the agent loop: RunStart → resume the open step (decisions, recovery) → [StepStart → inference →
+ * tool calls → StepEnd → checkpoint]* → RunEnd. The stages live in their own modules; the tool-call protocol,
+ * which keeps approvals and the ledger right through crashes, is `tool-calls.ts`.
+ */
+export class AgentLoop {
+  private readonly scope: RunScope;
+  private readonly inbox: Inbox;
+  private readonly checkpointer: Checkpointer;
+  private readonly toolCalls: ToolCalls;
+  /** Model calls get their own abort signal so that `interrupt` input can stop one without ending the run. */
+  private inferenceAbort = new AbortController();
+  private inferring = false;
+  private interrupted = false;
+  private deadline: ReturnType<typeof setTimeout> | undefined;
+  /** The abort reason of a run that reached its `timeout` stop condition. */
+  private timeoutReason: LunationError | undefined;
+
+  constructor(options: RunLoopOptions) {
+    const limit = runTimeoutMs(options.agent.definition.stopConditions);
+    let runOptions = options;
+    if (limit !== undefined) {
+      // The timeout stop condition also ends a run that is stuck in a model or tool call.
+      const controller = new AbortController();
+      const forward = () => controller.abort(options.signal.reason);
+      if (options.signal.aborted) forward();
+      else options.signal.addEventListener('abort', forward, { once: true });
+      const reason = new LunationError('timeout', `The run reached its ${limit} ms timeout`);
+      this.timeoutReason = reason;
+      this.deadline = setTimeout(() => controller.abort(reason), limit);
+      this.deadline.unref?.();
+      runOptions = { ...options, signal: controller.signal };
+    }
+    const scope = new RunScope(runOptions);
+    this.scope = scope;
+    this.inbox = new Inbox(scope);
+    this.checkpointer = new Checkpointer(scope);
+    this.toolCalls = new ToolCalls(scope, this.checkpointer);
+    scope.signal.addEventListener('abort', () => this.inferenceAbort.abort(scope.signal.reason), {
+      once: true,
+    });
+  }
+
+  /** Adds input to the live run: delivered at the next step boundary, before the next model call. */
+  deliver(messages: Message[], mode: DeliveryMode): void {
+    this.inbox.deliver(messages, mode);
+    if (mode === 'interrupt' && this.inferring) {
+      this.interrupted = true;
+      this.inferenceAbort.abort('interrupted by new input');
+    }
+  }
+
+  /** A background task of this thread finished. */
+  deliverTask(task: TaskRecord): void {
+    this.inbox.deliverTask(task);
+  }
+
+  /** Ends a kept-alive run once it is idle. */
+  close(): void {
+    this.inbox.close();
+  }
+
+  async execute(): Promise<RunResult> {
+    const { scope } = this;
+    const { input } = scope.options;
+    if (scope.listening) {
+      scope.emit({
+        type: 'run-start',
+        input,
+        resumed: scope.options.previous !== undefined,
+        timestamp: Date.now(),
+      });
+    }
+    let termination: TerminationReason | undefined;
+    try {
+      scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+      if (scope.engine.isActive('RunStart')) {
+        // Hooks see the run's input, though it joins the thread after the open step is settled.
+        const base = scope.base();
+        await scope.engine.run(
+          'RunStart',
+          input.length === 0 ? base : { ...base, messages: [...scope.messages, ...input] },
+        );
+      }
+      termination = await this.resume();
+      if (termination === undefined) {
+        for (const message of input) scope.append(message);
+        while (termination === undefined) termination = await this.step();
+      }
+    } catch (error) {
+      termination = this.terminationFor(error);
+    }
+    return this.finish(termination);
+  }
+
+  /** Settles the thread's open step first (decisions, supersede, recovery after a crash). */
+  private async resume(): Promise<TerminationReason | undefined> {
+    const outcome = await this.toolCalls.resume();
+    if (!outcome) return undefined;
+    if (this.scope.signal.aborted) return this.cancelled();
+    if (outcome.blocked !== undefined) return { type: 'blocked', reason: outcome.blocked };
+    if (outcome.suspended) return { type: 'suspended' };
+    if (this.scope.toolErrorStop !== undefined) {
+      return { type: 'stopped', code: 'tool-error', detail: this.scope.toolErrorStop };
+    }
+    return undefined;
+  }
+
+  private async step(): Promise<TerminationReason | undefined> {
+    const { scope } = this;
+    const { signal } = scope;
+    if (signal.aborted) return this.cancelled();
+    scope.switchAgentIfHandedOff();
+    this.inbox.drain();
+    scope.progress.step++;
+    scope.stepToolsCalled = [];
+    const step = scope.progress.step;
+    if (scope.listening) scope.emit({ type: 'step-start', step });
+    if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
+    if (scope.engine.isActive('BeforeInference')) await scope.engine.run('BeforeInference', scope.base());
+    if (signal.aborted) return this.cancelled();
+    await compactIfNeeded(scope);
+    let inference: Inference;
+    try {
+      inference = await this.infer(buildRequest(scope));
+    } catch (error) {
+      if (!this.interrupted || signal.aborted) throw error;
+      // New input interrupted the model call: drop the partial answer and continue with the input.
+      this.interrupted = false;
+      this.inferenceAbort = new AbortController();
+      this.emitStepEnd();
+      return undefined;
+    }
+    if (signal.aborted) return this.cancelled();
+    const { response } = inference;
+    scope.append(response.message);
+    scope.finalText = response.text;
+    scope.lastStopReason = response.stopReason;
+    if (scope.engine.isActive('AfterInference'))
+      await scope.engine.run('AfterInference', scope.base(response));
+    if (signal.aborted) return this.cancelled();
+
+    let termination: TerminationReason | undefined;
+    if (response.toolCalls.length > 0) {
+      const outcome = await this.toolCalls.step(response, inference.rejectedCalls);
+      if (signal.aborted) termination = this.cancelled();
+      else if (outcome.blocked !== undefined) termination = { type: 'blocked', reason: outcome.blocked };
+      else if (outcome.suspended) termination = { type: 'suspended' };
+      else if (scope.toolErrorStop !== undefined) {
+        termination = { type: 'stopped', code: 'tool-error', detail: scope.toolErrorStop };
+      }
+    } else {
+      termination = { type: 'natural-end' };
+    }
+    if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
+    if (termination === undefined) termination = evaluateStopConditions(scope);
+    if (termination?.type === 'natural-end') termination = await this.afterReply();
+    scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+    if (termination === undefined) {
+      if (scope.durable) await this.checkpointer.commit('running', undefined, true);
+      this.emitStepEnd();
+    }
+    return termination;
+  }
+
+  private async infer(request: ModelRequest): Promise<Inference> {
+    this.inferring = true;
+    try {
+      return await infer(this.scope, request, this.inferenceAbort.signal);
+    } finally {
+      this.inferring = false;
+    }
+  }
+
+  /** The model answered without tool calls: continue with new input, wait for it, or end. */
+  private async afterReply(): Promise<TerminationReason | undefined> {
+    const { scope, inbox } = this;
+    if (inbox.size > 0) return undefined;
+    if (scope.options.keepAlive && !inbox.closed) {
+      scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+      if (scope.durable) await this.checkpointer.commit('running', undefined, true);
+      this.emitStepEnd();
+      scope.options.onTurnEnd?.({
+        finalText: scope.finalText,
+        steps: scope.progress.step,
+        usage: scope.progress.usage,
+      });
+      await inbox.waitForInput();
+      if (scope.signal.aborted) return this.cancelled();
+      if (inbox.size > 0) return undefined;
+      return { type: 'natural-end' };
+    }
+    if (inbox.pendingTasks().length > 0) return { type: 'awaiting-tasks' };
+    return { type: 'natural-end' };
+  }
+
+  private cancelled(): TerminationReason {
+    const { signal } = this.scope;
+    if (this.timeoutReason !== undefined && signal.reason === this.timeoutReason)
+      return timedOut(Date.now() - this.scope.progress.startedAt);
+    return { type: 'cancelled', reason: abortReason(signal) };
+  }
+
+  private terminationFor(error: unknown): TerminationReason {
+    if (this.scope.signal.aborted || LunationError.hasCode(error, 'cancelled')) return this.cancelled();
+    const info = toErrorInfo(error);
+    if (this.scope.listening) this.scope.emit({ type: 'error', error: info });
+    return { type: 'error', error: info };
+  }
+
+  private emitStepEnd(): void {
+    const { scope } = this;
+    if (!scope.listening) return;
+    if (scope.options.emitStateSnapshots) {
+      const snapshot = scope.state.snapshot();
+      scope.emit({
+        type: 'state-snapshot',
+        revision: snapshot.revision,
+        state: { ...snapshot.export('thread'), ...snapshot.export('run') },
+      });
+    }
+    scope.emit({
+      type: 'step-end',
+      step: scope.progress.step,
+      stopReason: scope.lastStopReason,
+      usage: scope.progress.usage,
+    });
+  }
+
+  private async finish(reason: TerminationReason): Promise<RunResult> {
+    const { scope } = this;
+    let termination = reason;
+    const status = statusForTermination(termination);
+    if (status === 'done') {
+      // A finished run leaves no call unanswered: nothing runs later behind the user's back.
+      const why =
+        termination.type === 'cancelled' || (termination.type === 'stopped' && termination.code === 'timeout')
+          ? 'the run was stopped before this call finished'
+          : 'the run ended before this call finished';
+      this.toolCalls.answerOpenCalls(why);
+    }
+    try {
+      if (termination.type !== 'cancelled' || !scope.signal.aborted) {
+        if (scope.engine.isActive('RunEnd')) await scope.engine.run('RunEnd', scope.base());
+      }
+    } catch (error) {
+      scope.emitError(error);
+    }
+    scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+    try {
+      await this.checkpointer.commit(status, termination, true);
+    } catch (error) {
+      scope.emitError(error);
+      if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
+    }
+    this.toolCalls.dispose();
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    if (scope.progress.step > 0) this.emitStepEnd();
+    const openTickets = this.checkpointer.currentTickets();
+    if (scope.listening) {
+      scope.emit({
+        type: 'run-end',
+        status,
+        termination,
+        finalText: scope.finalText,
+        steps: scope.progress.step,
+        usage: scope.progress.usage,
+        openTickets,
+        timestamp: Date.now(),
+      });
+    }
+    return {
+      identity: scope.identity,
+      status,
+      termination,
+      finalText: scope.finalText,
+      steps: scope.progress.step,
+      usage: scope.progress.usage,
+      openTickets,
+      messages: scope.runMessages,
+    };
+  }
+}

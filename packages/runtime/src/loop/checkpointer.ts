@@ -1,0 +1,178 @@
+import type {
+  RunRecord,
+  RunStatus,
+  TerminationReason,
+  ToolCall,
+  ToolExecution,
+  ToolResult,
+} from '@lunation/contract';
+import { openTickets, toolCallsKey } from './call-records.js';
+import type { RunScope } from './run-scope.js';
+
+/** Stable per tool call, across re-runs after a crash. */
+export function idempotencyKey(runId: string, toolCallId: string): string {
+  return `${runId}:${toolCallId}`;
+}
+
+/**
+ * Writes the run to the store: checkpoints (messages since the last one, thread state when it changed, the run
+ * record, ledger entries riding along) and single ledger writes. Knows what the store already has.
+ */
+export class Checkpointer {
+  private committedCount: number;
+  private lastThreadRevision: number;
+  private runWritten: boolean;
+  /** Ticket ids of the open tickets the stored run record lists. */
+  private writtenTickets: string;
+  /** The status the stored run record has. */
+  private writtenStatus: RunStatus | undefined;
+  private readonly createdAt: number;
+  private riding: ToolExecution[] = [];
+
+  constructor(private readonly scope: RunScope) {
+    const { previous, history } = scope.options;
+    this.committedCount = history.length;
+    this.lastThreadRevision = scope.state.threadRevision;
+    this.runWritten = previous !== undefined;
+    this.writtenTickets = previous ? ticketSignature(previous.openTickets) : '';
+    this.writtenStatus = previous?.status;
+    this.createdAt = previous?.createdAt ?? Date.now();
+  }
+
+  /** The ledger entry of a call about to start in this step, written with the step's first checkpoint (C1). */
+  claim(runId: string, call: ToolCall): ToolExecution {
+    const entry: ToolExecution = {
+      runId,
+      toolCallId: call.toolCallId,
+      threadId: this.scope.identity.threadId,
+      toolName: call.toolName,
+      idempotencyKey: idempotencyKey(runId, call.toolCallId),
+      status: 'in-flight',
+      attempts: 1,
+      startedAt: Date.now(),
+    };
+    this.riding.push(entry);
+    return entry;
+  }
+
+  /** Records a start right now (resume and recovery): returns the entry as the store has it. */
+  async begin(runId: string, call: ToolCall): Promise<ToolExecution | undefined> {
+    const { persistence, leaseToken } = this.scope.options;
+    return persistence.beginTool({
+      runId,
+      toolCallId: call.toolCallId,
+      threadId: this.scope.identity.threadId,
+      toolName: call.toolName,
+      idempotencyKey: idempotencyKey(runId, call.toolCallId),
+      ...(leaseToken === undefined ? {} : { leaseToken }),
+    });
+  }
+
+  /** What the ledger says of a call (recovery only). */
+  lookup(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+    return this.scope.options.persistence.getTool(runId, toolCallId);
+  }
+
+  /** A finished call's ledger completion, as it rides in a commit. */
+  completion(entry: ToolExecution, result: ToolResult): ToolExecution {
+    return { ...entry, status: 'completed', result, completedAt: Date.now() };
+  }
+
+  /** Lets a completion ride in the next checkpoint (the last call of a step: the step's end is next). */
+  ride(entry: ToolExecution): void {
+    this.riding.push(entry);
+  }
+
+  /** Writes a completion at once: a finished side effect is durable before the next one starts. */
+  async complete(entry: ToolExecution): Promise<void> {
+    const { persistence, leaseToken } = this.scope.options;
+    await persistence.completeTool({
+      runId: entry.runId,
+      toolCallId: entry.toolCallId,
+      result: entry.result as ToolResult,
+      ...(leaseToken === undefined ? {} : { leaseToken }),
+    });
+  }
+
+  /** Whether the run has messages the store does not have yet. */
+  hasUncommitted(): boolean {
+    return this.scope.messages.length > this.committedCount;
+  }
+
+  /** Whether the store's run record lists different open tickets than the call records now do. */
+  ticketsChanged(): boolean {
+    return ticketSignature(this.currentTickets()) !== this.writtenTickets;
+  }
+
+  runRecord(status: RunStatus, termination: TerminationReason | undefined): RunRecord {
+    const { scope } = this;
+    const { options, progress } = scope;
+    return {
+      identity: options.identity,
+      status,
+      ...(termination === undefined ? {} : { termination }),
+      steps: progress.step,
+      usage: progress.usage,
+      openTickets: this.currentTickets(),
+      state: scope.state.exportScope('run'),
+      finalText: scope.finalText,
+      ...(options.registryVersion === undefined ? {} : { registryVersion: options.registryVersion }),
+      createdAt: this.createdAt,
+      updatedAt: Date.now(),
+    };
+  }
+
+  /**
+   * One atomic commit of everything not yet in the store: the messages added since the last commit, ledger
+   * entries riding along, the thread state when it changed, and the run record — always when `withRun`,
+   * otherwise only when the store has none yet, or its status or open tickets are out of date.
+   */
+  async commit(status: RunStatus, termination?: TerminationReason, withRun = true): Promise<void> {
+    const { scope } = this;
+    const { persistence, identity, leaseToken } = scope.options;
+    const messages = scope.messages.slice(this.committedCount);
+    const threadRevision = scope.state.threadRevision;
+    const threadChanged = threadRevision !== this.lastThreadRevision;
+    const run =
+      withRun ||
+      !this.runWritten ||
+      status !== this.writtenStatus ||
+      (threadChanged && this.ticketsChanged());
+    const record = run ? this.runRecord(status, termination) : undefined;
+    const executions = this.riding;
+    this.riding = [];
+    try {
+      this.committedCount = await persistence.commit({
+        threadId: identity.threadId,
+        expectedMessageCount: this.committedCount,
+        messages,
+        ...(record ? { run: record } : { runId: identity.runId }),
+        ...(threadChanged ? { threadState: scope.state.exportScope('thread') } : {}),
+        ...(executions.length > 0 ? { toolExecutions: executions } : {}),
+        ...(leaseToken === undefined ? {} : { leaseToken }),
+      });
+    } catch (error) {
+      this.riding = executions.concat(this.riding);
+      throw error;
+    }
+    this.lastThreadRevision = threadRevision;
+    if (record) {
+      this.runWritten = true;
+      this.writtenStatus = status;
+      this.writtenTickets = ticketSignature(record.openTickets);
+    }
+  }
+
+  /** The tickets of the calls that wait for a decision now. */
+  currentTickets() {
+    const state = this.scope.state;
+    return state.written(toolCallsKey) ? openTickets(state.peek(toolCallsKey)) : [];
+  }
+}
+
+function ticketSignature(tickets: ReadonlyArray<{ id: string }>): string {
+  if (tickets.length === 0) return '';
+  let signature = '';
+  for (const ticket of tickets) signature += `${ticket.id},`;
+  return signature;
+}

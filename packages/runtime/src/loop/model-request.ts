@@ -1,0 +1,65 @@
+import type { Message, ModelRequest, ToolDescriptor } from '@lunation/contract';
+import { applyCompaction, truncateMessages } from '../context-policy.js';
+import type { RequestDraft } from '../plugin.js';
+import { requestAdjustmentsKey } from '../runtime-keys.js';
+import type { RunScope } from './run-scope.js';
+
+/**
+ * The next model request: the system prompt, the history as the context policy shapes it (compaction,
+ * truncation), the tools (agent and client tools, minus exclusions), context messages and overrides asked for
+ * by BeforeInference actions (consumed here), then the plugins' request transforms.
+ */
+export function buildRequest(scope: RunScope): ModelRequest {
+  const { agent, state } = scope;
+  const adjustments = state.written(requestAdjustmentsKey) ? state.peek(requestAdjustmentsKey) : undefined;
+  const policy = agent.definition.context;
+  let history: Message[] = policy?.compaction ? applyCompaction(scope.messages) : scope.messages.slice();
+  if (policy?.maxTokens !== undefined) history = truncateMessages(history, policy);
+  const messages: Message[] = [];
+  if (agent.definition.systemPrompt) {
+    messages.push({
+      id: `system:${agent.id}`,
+      role: 'system',
+      content: [{ type: 'text', text: agent.definition.systemPrompt }],
+    });
+  }
+  let tools: ToolDescriptor[] = agent.descriptors as ToolDescriptor[];
+  const { frontendTools } = scope.options;
+  if (frontendTools.length > 0) tools = [...tools, ...frontendTools];
+  let overrides = agent.definition.overrides ?? {};
+  if (adjustments) {
+    for (const context of adjustments.contextMessages) {
+      if ((context.position ?? 'end') === 'system')
+        messages.push(contextMessage(context.key, context.role, context.text));
+    }
+    messages.push(...history);
+    for (const context of adjustments.contextMessages) {
+      if ((context.position ?? 'end') === 'end')
+        messages.push(contextMessage(context.key, context.role, context.text));
+    }
+    if (adjustments.excludedTools.length > 0) {
+      tools = tools.filter((tool) => !adjustments.excludedTools.includes(tool.name));
+    }
+    if (adjustments.onlyTools) tools = tools.filter((tool) => adjustments.onlyTools?.includes(tool.name));
+    overrides = { ...overrides, ...adjustments.overrides };
+    state.commit([{ key: requestAdjustmentsKey, update: { type: 'reset' } }]);
+  } else {
+    for (const message of history) messages.push(message);
+  }
+  const transforms = agent.plugins.transforms;
+  if (transforms.length === 0) return { messages, tools, overrides };
+  let draft: RequestDraft = { messages, tools, overrides };
+  for (const transform of transforms) {
+    draft = transform(draft, { identity: scope.identity, step: scope.progress.step });
+  }
+  return { messages: draft.messages, tools: draft.tools, overrides: draft.overrides };
+}
+
+function contextMessage(key: string, role: 'system' | 'user', text: string): Message {
+  return {
+    id: `context:${key}`,
+    role,
+    content: [{ type: 'text', text }],
+    metadata: { visibility: 'internal' },
+  };
+}

@@ -1,0 +1,204 @@
+import {
+  type AgentEvent,
+  emptyUsage,
+  type JsonSchema,
+  type Message,
+  type ResumeDecision,
+  type RunIdentity,
+  type RunRecord,
+  type RunStatus,
+  type StopReason,
+  type SuspensionTicket,
+  type TerminationReason,
+  type ToolDescriptor,
+  type ToolResult,
+  toErrorInfo,
+  type Usage,
+} from '@lunation/contract';
+import type { ResolvedAgent } from '../agent.js';
+import type { TaskHost, TaskRecord } from '../background-tasks.js';
+import type { Persistence } from '../persistence.js';
+import { type PhaseContextBase, PhaseEngine } from '../phase-engine.js';
+import type { AgentView, ModelResponse, Plugin } from '../plugin.js';
+import { activeAgentKey, type RunProgress } from '../runtime-keys.js';
+import { StateStore } from '../state.js';
+
+/** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
+export interface FrontendTool extends ToolDescriptor {
+  /** JSON Schema the client's result (the decision payload) must satisfy. */
+  responseSchema?: JsonSchema;
+}
+
+/** Everything one run needs; assembled by AgentRuntime. */
+export interface RunLoopOptions {
+  identity: RunIdentity;
+  agent: ResolvedAgent;
+  resolveAgent(agentId: string): ResolvedAgent;
+  persistence: Persistence;
+  leaseToken: number | undefined;
+  /** The thread's committed messages. */
+  history: Message[];
+  /** New input messages of this run. */
+  input: Message[];
+  threadState: Record<string, unknown>;
+  /** The run record being continued (resume after suspension, or recovery after a crash). */
+  previous: RunRecord | undefined;
+  /** Validated decisions for open tickets. */
+  decisions: ResumeDecision[];
+  frontendTools: FrontendTool[];
+  signal: AbortSignal;
+  emit(event: AgentEvent): void;
+  registryVersion: number | undefined;
+  emitStateSnapshots: boolean;
+  /** Live background tasks of this process. */
+  tasks?: TaskHost;
+  /** Results of background tasks that finished while no run was active. */
+  taskResults?: TaskRecord[];
+  /** False when nobody consumes events: the loop then skips building them. @default true */
+  listening?: boolean;
+  /** Stay open after a reply and wait for more input (a session), until `close()`. */
+  keepAlive?: boolean;
+  /** Called each time a kept-alive run has answered and waits for input. */
+  onTurnEnd?(turn: { finalText: string; steps: number; usage: Usage }): void;
+}
+
+/** What a run ended with. */
+export interface RunResult {
+  identity: RunIdentity;
+  status: RunStatus;
+  termination: TerminationReason;
+  finalText: string;
+  steps: number;
+  usage: Usage;
+  openTickets: SuspensionTicket[];
+  /** Messages this run added to the thread. */
+  messages: Message[];
+}
+
+type EventInput = Record<string, unknown> & { type: AgentEvent['type'] };
+
+/**
+ * The state one run shares across its stages: the agent (which a handoff may change), its plugins' engine,
+ * the typed state, the conversation, progress counters and the event stream.
+ */
+export class RunScope {
+  agent: ResolvedAgent;
+  engine: PhaseEngine;
+  agentView: AgentView;
+  readonly state: StateStore;
+  /** The thread's history plus this run's messages so far. */
+  readonly messages: Message[];
+  /** Messages this run added. */
+  readonly runMessages: Message[] = [];
+  readonly progress: RunProgress;
+  /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */
+  readonly listening: boolean;
+  finalText = '';
+  lastStopReason: StopReason | undefined;
+  /** Names of the tools called in the current step (for stop conditions). */
+  stepToolsCalled: string[] = [];
+  /** Set when a tool failed under the `stop` error policy. */
+  toolErrorStop: string | undefined;
+  private seq = 0;
+
+  constructor(readonly options: RunLoopOptions) {
+    this.listening = options.listening ?? true;
+    this.agent = options.agent;
+    this.state = new StateStore(this.agent.plugins.keys.values());
+    this.state.restore(options.threadState);
+    if (options.previous) this.state.restore(options.previous.state);
+    this.engine = this.createEngine();
+    this.agentView = this.createAgentView();
+    this.messages = options.history;
+    this.progress = {
+      step: options.previous?.steps ?? 0,
+      usage: options.previous?.usage ?? emptyUsage(),
+      consecutiveToolErrors: 0,
+      startedAt: Date.now(),
+    };
+  }
+
+  get identity(): RunIdentity {
+    return this.options.identity;
+  }
+
+  get signal(): AbortSignal {
+    return this.options.signal;
+  }
+
+  get durable(): boolean {
+    return this.options.persistence.durable;
+  }
+
+  emit(event: EventInput): void {
+    const target = event as unknown as { identity: RunIdentity; seq: number };
+    target.identity = this.options.identity;
+    target.seq = this.seq++;
+    this.options.emit(event as unknown as AgentEvent);
+  }
+
+  /** Reports a non-fatal problem on the event stream. */
+  emitError(error: unknown): void {
+    if (this.listening) this.emit({ type: 'error', error: toErrorInfo(error) });
+  }
+
+  append(message: Message): void {
+    this.messages.push(message);
+    this.runMessages.push(message);
+  }
+
+  /** The context every hook of a phase gets. */
+  base(
+    response?: ModelResponse,
+    toolCall?: PhaseContextBase['toolCall'],
+    toolResult?: ToolResult,
+    decision?: ResumeDecision,
+  ): PhaseContextBase {
+    return {
+      decision,
+      identity: this.options.identity,
+      messages: this.messages,
+      agent: this.agentView,
+      step: this.progress.step,
+      signal: this.options.signal,
+      response,
+      toolCall,
+      toolResult,
+    };
+  }
+
+  /** A handoff changed the thread's active agent: run the next steps with it. */
+  switchAgentIfHandedOff(): void {
+    const active = this.state.peek(activeAgentKey);
+    if (active === null || active === this.agent.id) return;
+    this.agent = this.options.resolveAgent(active);
+    for (const key of this.agent.plugins.keys.values()) {
+      if (!this.state.isRegistered(key)) this.state.register(key);
+    }
+    this.engine = this.createEngine();
+    this.agentView = this.createAgentView();
+  }
+
+  private createEngine(): PhaseEngine {
+    return new PhaseEngine(this.agent.plugins, this.state, (error) => this.emitError(error));
+  }
+
+  private createAgentView(): AgentView {
+    const agent = this.agent;
+    return {
+      id: agent.id,
+      systemPrompt: agent.definition.systemPrompt,
+      config: <Config>(plugin: Plugin<Config> | string) =>
+        agent.plugins.configs.get(typeof plugin === 'string' ? plugin : plugin.name) as Config,
+    };
+  }
+}
+
+/** The reason an aborted signal carries, as text. */
+export function abortReason(signal: AbortSignal): string | undefined {
+  const reason = signal.reason;
+  if (reason === undefined) return undefined;
+  if (typeof reason === 'string') return reason;
+  if (reason instanceof Error) return reason.message;
+  return undefined;
+}

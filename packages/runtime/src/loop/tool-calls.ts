@@ -1,0 +1,481 @@
+import type { ResumeDecision, ToolCall, ToolMessage, ToolResultPart } from '@lunation/contract';
+import { DEFAULT_TOOL_CANCEL_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS, type ToolErrorPolicy } from '../agent.js';
+import { createId } from '../id.js';
+import type { ModelResponse } from '../plugin.js';
+import { appliedDecisionsKey } from '../runtime-keys.js';
+import type { StateUpdate } from '../state.js';
+import {
+  type CallPlan,
+  cancelledResult,
+  errorResult,
+  isRunnable,
+  isSettled,
+  newPlan,
+  settle,
+  toRecord,
+} from './call-plan.js';
+import { answerOpenStep, toolCallsKey, unansweredCalls } from './call-records.js';
+import { type Checkpointer, idempotencyKey } from './checkpointer.js';
+import type { RunScope } from './run-scope.js';
+import { toStorableJson } from './storable.js';
+import { ToolClock } from './tool-clock.js';
+import { ToolGate } from './tool-gate.js';
+import { invokeTool } from './tool-invoker.js';
+
+/** How the tool calls of a step ended. */
+export interface ToolStepOutcome {
+  /** A ToolGate hook blocked a call: the run ends `blocked`. */
+  blocked?: string;
+  /** A call waits for a decision: the run ends `waiting`. */
+  suspended: boolean;
+}
+
+/**
+ * The tool-call protocol. A crash at any instant must never skip an approval, repeat a finished side effect or
+ * strand a run, so every decision that guards a side effect is durable before the side effect can start, and
+ * every finished side effect is durable before the next one starts and before the next model call:
+ *
+ * - **C1**, one commit before any tool of the step starts: the assistant message, each call's gate outcome
+ *   (a suspended call with its ticket, a denied or failed one with its result, as call records in thread
+ *   state) and an in-flight ledger entry for each call about to start.
+ * - Each allowed call runs; when it finishes, its ledger completion is written before the next call starts
+ *   (sequential) or as it finishes (parallel). The last one rides in C2.
+ * - **C2**, the step's checkpoint: the tool message with every result in call order, the call records cleared.
+ *   While a call waits for a decision no tool message is written: the finished calls' results are kept as
+ *   call records beside the tickets, and the run record says `waiting` with exactly those tickets.
+ *
+ * A resume starts with **C0**: the decisions consumed (a suspended call becomes `resuming` with its decision,
+ * or settles as declined), and the run record back to `running` once no ticket is open. A resumed or recovered
+ * call records its start with `beginToolExecution`, which hands back the recorded result instead when an
+ * earlier attempt finished it. Recovery decides from the store alone, per unanswered call:
+ *
+ * | call record / ledger                     | what happens                                              |
+ * | ---------------------------------------- | --------------------------------------------------------- |
+ * | record with a result                     | the recorded result; never executed                       |
+ * | `suspended`                              | waits for its decision (or is cancelled by new input)     |
+ * | `resuming` (decided)                     | runs with its decision (begin → maybe the ledger's result)|
+ * | no record, ledger `completed`            | the ledger's result; never executed                       |
+ * | no record, ledger `in-flight`            | re-runs with the same idempotency key (`rerun`)           |
+ * | no record, no ledger entry               | goes through ToolGate again; never executed unchecked     |
+ * | any, but the run is not `running`        | cancelled: nothing runs behind the user's back            |
+ */
+export class ToolCalls {
+  private readonly gate: ToolGate;
+  private readonly clock: ToolClock;
+  /** The calls of the step in progress (until its tool message or records are written). */
+  private plans: CallPlan[] = [];
+
+  constructor(
+    private readonly scope: RunScope,
+    private readonly checkpointer: Checkpointer,
+  ) {
+    this.gate = new ToolGate(scope);
+    const graceMs = scope.agent.definition.toolExecution?.cancelGraceMs ?? DEFAULT_TOOL_CANCEL_GRACE_MS;
+    this.clock = new ToolClock(scope.signal, graceMs);
+  }
+
+  /** The calls of a fresh step: gate, C1, run, then the results for C2. */
+  async step(response: ModelResponse, rejectedCalls?: ReadonlyMap<string, string>): Promise<ToolStepOutcome> {
+    const { runId } = this.scope.identity;
+    const plans: CallPlan[] = [];
+    for (const call of response.toolCalls) {
+      const plan = newPlan(call, runId);
+      const problem = rejectedCalls?.get(call.toolCallId);
+      if (problem !== undefined) settle(plan, 'failed', errorResult(problem));
+      plans.push(plan);
+      this.scope.stepToolsCalled.push(call.toolName);
+    }
+    this.plans = plans;
+    const blocked = await this.decide(plans, response);
+    if (this.scope.durable) await this.commitOutcomes(plans, []);
+    this.announce(plans);
+    await this.run(plans, response);
+    return this.close(plans, blocked);
+  }
+
+  /**
+   * The unanswered calls of the thread's open step, continued from what the store says: decisions applied
+   * (C0), recovered calls settled, re-run or gated again, then the results committed before the next model
+   * call. Undefined when the thread has no unanswered call.
+   */
+  async resume(): Promise<ToolStepOutcome | undefined> {
+    const calls = unansweredCalls(this.scope.messages);
+    if (calls.length === 0) return undefined;
+    const applied: string[] = [];
+    const plans: CallPlan[] = [];
+    for (const call of calls) plans.push(await this.restore(call, applied));
+    this.plans = plans;
+    const blocked = await this.decide(plans, undefined);
+    if (this.scope.durable) await this.commitOutcomes(plans, applied);
+    this.announce(plans);
+    await this.run(plans, undefined);
+    const outcome = this.close(plans, blocked);
+    // A resumed call's completion must be durable before the next model call.
+    if (this.scope.durable && !outcome.suspended && outcome.blocked === undefined) {
+      await this.checkpointer.commit('running', undefined, true);
+    }
+    return outcome;
+  }
+
+  /**
+   * Answers every unanswered call of the open step when the run ends cancelled or failed: with its result
+   * when it has one (in this process, in a record), otherwise as cancelled, so no later run executes it.
+   */
+  answerOpenCalls(why: string): void {
+    const current = new Map(this.plans.map((plan) => [plan.call.toolCallId, plan]));
+    const parts = answerOpenStep(this.scope.messages, this.scope.state.peek(toolCallsKey), () =>
+      cancelledResult(why),
+    );
+    for (const part of parts) {
+      const known = current.get(part.toolCallId)?.result;
+      if (known) part.result = known;
+    }
+    this.appendToolMessage(parts);
+    this.clearRecords();
+  }
+
+  dispose(): void {
+    this.clock.dispose();
+  }
+
+  /** A call of the open step as the store left it (see the recovery table above). */
+  private async restore(call: ToolCall, applied: string[]): Promise<CallPlan> {
+    const { scope } = this;
+    const { previous, decisions, input } = scope.options;
+    const record = scope.state.peek(toolCallsKey)[call.toolCallId];
+    const plan = newPlan(call, record?.runId ?? previous?.identity.runId ?? scope.identity.runId);
+    if (record) {
+      plan.status = record.status;
+      if (record.ticket) plan.ticket = record.ticket;
+      if (record.decision) plan.decision = record.decision;
+      if (record.result) {
+        plan.result = record.result;
+        plan.fromRecord = true;
+        return plan;
+      }
+      if (record.status === 'suspended' && plan.ticket) {
+        const ticketId = plan.ticket.id;
+        const decision = decisions.find((candidate) => candidate.ticketId === ticketId);
+        if (decision) {
+          this.applyDecision(plan, decision);
+          applied.push(decision.decisionId);
+        } else if (input.length > 0) {
+          settle(
+            plan,
+            'cancelled',
+            errorResult(
+              `Cancelled: the user sent a new message instead of answering "${plan.ticket.message}".`,
+              { superseded: true },
+            ),
+          );
+        }
+        return plan;
+      }
+      plan.ledger = 'begin';
+      if (record.attempts !== undefined) plan.attempts = record.attempts;
+      if (plan.status !== 'resuming') plan.status = 'allowed';
+      return plan;
+    }
+    if (previous?.status !== 'running' || !scope.durable) {
+      settle(plan, 'cancelled', cancelledResult('the run ended before this call finished'));
+      return plan;
+    }
+    // The process running this step died: the ledger tells what became of the call.
+    const entry = await this.checkpointer.lookup(plan.runId, call.toolCallId);
+    if (entry?.status === 'completed' && entry.result) {
+      plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+      plan.result = entry.result;
+      plan.fromLedger = true;
+    } else if (entry) {
+      plan.status = 'allowed';
+      plan.ledger = 'begin';
+    }
+    return plan;
+  }
+
+  /** A decision for a suspended call: decline it, take the payload as its result, or let it run. */
+  private applyDecision(plan: CallPlan, decision: ResumeDecision): void {
+    const { scope } = this;
+    if (scope.listening)
+      scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
+    plan.decision = decision;
+    if (decision.action === 'cancel') {
+      settle(
+        plan,
+        'cancelled',
+        errorResult(`The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`, {
+          declined: true,
+        }),
+      );
+    } else if (plan.ticket?.resumeMode === 'use-decision-as-result') {
+      const payload = toStorableJson(decision.payload);
+      settle(
+        plan,
+        'succeeded',
+        payload.ok
+          ? { status: 'success', ...(payload.value === undefined ? {} : { data: payload.value }) }
+          : errorResult(`The client's result cannot be stored: ${payload.problem}.`),
+      );
+    } else {
+      plan.status = 'resuming';
+      plan.ledger = 'begin';
+      plan.dirty = true;
+    }
+  }
+
+  /** Gate outcomes for the calls that have none yet. A blocked call stops the whole step: nothing else runs. */
+  private async decide(plans: CallPlan[], response: ModelResponse | undefined): Promise<string | undefined> {
+    let blocked: string | undefined;
+    for (const plan of plans) {
+      if (plan.status !== 'new') continue;
+      await this.gate.decide(plan, response);
+      if (plan.blocked !== undefined && blocked === undefined) blocked = plan.blocked;
+    }
+    if (blocked === undefined) return undefined;
+    for (const plan of plans) {
+      if (isSettled(plan)) continue;
+      settle(
+        plan,
+        'failed',
+        errorResult('Tool execution was interrupted: an earlier call in this step was blocked.'),
+      );
+    }
+    return blocked;
+  }
+
+  /**
+   * C1 (or C0 when resuming): the gate outcomes and decisions as call records, an in-flight ledger entry for
+   * each call that starts now, and whatever the step added (the assistant message) — before any tool starts.
+   */
+  private async commitOutcomes(plans: CallPlan[], appliedDecisions: string[]): Promise<void> {
+    const { scope, checkpointer } = this;
+    const updates: StateUpdate[] = [];
+    const records = [];
+    let claims = 0;
+    for (const plan of plans) {
+      if (plan.dirty) {
+        records.push(toRecord(plan));
+        plan.dirty = false;
+      }
+      if (isRunnable(plan) && plan.ledger === 'claim') {
+        plan.execution = checkpointer.claim(plan.runId, plan.call);
+        claims++;
+      }
+    }
+    if (records.length > 0) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
+    if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
+    if (updates.length > 0) scope.state.commit(updates);
+    if (updates.length === 0 && claims === 0 && !checkpointer.hasUncommitted()) return;
+    await checkpointer.commit('running', undefined, false);
+  }
+
+  /** Tells listeners of the tickets, once they are durable. */
+  private announce(plans: CallPlan[]): void {
+    const { scope } = this;
+    for (const plan of plans) {
+      if (!plan.newlySuspended) continue;
+      plan.newlySuspended = false;
+      if (scope.listening && plan.ticket) scope.emit({ type: 'tool-call-suspended', ticket: plan.ticket });
+    }
+  }
+
+  /**
+   * Runs the runnable calls, sequentially or in parallel, making each completion durable in time. Results are
+   * reported in call order (sequential mode) or as they come (parallel mode).
+   */
+  private async run(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
+    const runnable = plans.filter(isRunnable);
+    const execution = this.scope.agent.definition.toolExecution;
+    if (execution?.mode !== 'parallel' || runnable.length <= 1) {
+      let remaining = runnable.length;
+      for (const plan of plans) {
+        if (!isRunnable(plan)) {
+          if (!plan.fromRecord) this.report(plan);
+          continue;
+        }
+        await this.runOne(plan, response);
+        // The next call may not start before this one's completion is in the store.
+        if (--remaining > 0) await this.flushCompletion(plan);
+      }
+      return;
+    }
+    for (const plan of plans) if (!isRunnable(plan) && !plan.fromRecord) this.report(plan);
+    const limit = Math.max(1, execution.concurrency ?? 8);
+    let next = 0;
+    let unfinished = runnable.length;
+    const worker = async () => {
+      while (next < runnable.length) {
+        const plan = runnable[next++] as CallPlan;
+        try {
+          await this.runOne(plan, response);
+        } finally {
+          unfinished--;
+        }
+        // Each completion is written as it finishes; the last one rides in the step's checkpoint.
+        if (unfinished > 0) await this.flushCompletion(plan);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(limit, runnable.length) }, worker));
+  }
+
+  private async flushCompletion(plan: CallPlan): Promise<void> {
+    if (plan.execution?.status === 'completed') await this.checkpointer.complete(plan.execution);
+  }
+
+  /** BeforeToolExecute → start in the ledger → execute → completion → AfterToolExecute. */
+  private async runOne(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {
+    const { scope, checkpointer } = this;
+    const { call } = plan;
+    const tool = scope.agent.tools.get(call.toolName);
+    if (!tool || (plan.input === undefined && !this.gate.parse(plan, tool))) {
+      if (!tool) settle(plan, 'failed', errorResult(`Unknown tool "${call.toolName}".`));
+      this.report(plan);
+      return;
+    }
+    const toolCall = { ...call, input: plan.input };
+    if (scope.engine.isActive('BeforeToolExecute')) {
+      await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
+    }
+    const key = idempotencyKey(plan.runId, call.toolCallId);
+    let rerun = false;
+    if (scope.durable && plan.ledger === 'begin') {
+      const entry = await checkpointer.begin(plan.runId, call);
+      if (entry?.status === 'completed' && entry.result) {
+        plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+        plan.result = entry.result;
+        plan.fromLedger = true;
+        await this.afterExecute(plan, response);
+        return;
+      }
+      plan.execution = entry;
+      rerun = (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1;
+    }
+    plan.status = 'running';
+    if (scope.listening) {
+      scope.emit({
+        type: 'tool-execution-start',
+        step: scope.progress.step,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        idempotencyKey: key,
+        rerun,
+      });
+    }
+    const definition = scope.agent.definition;
+    const invocation = await invokeTool(scope, this.clock, {
+      tool,
+      input: plan.input,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      idempotencyKey: key,
+      rerun,
+      decision: plan.decision,
+      timeoutMs: tool.timeoutMs ?? definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+      policy: this.errorPolicy(call.toolName),
+    });
+    if (invocation.suspend) {
+      // The tool asked for a decision: it runs again once decided (its ledger entry stays in flight).
+      if (this.gate.suspend(plan, invocation.suspend)) {
+        plan.attempts = plan.execution?.attempts ?? 1;
+        this.announce([plan]);
+        return;
+      }
+    } else {
+      plan.status = invocation.status;
+      plan.result = invocation.result;
+    }
+    if (scope.durable && plan.execution && plan.result) {
+      plan.execution = checkpointer.completion(plan.execution, plan.result);
+      checkpointer.ride(plan.execution);
+    }
+    if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+    await this.afterExecute(plan, response);
+  }
+
+  private async afterExecute(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {
+    const { scope } = this;
+    const result = plan.result;
+    if (!result) return;
+    if (scope.engine.isActive('AfterToolExecute')) {
+      const toolCall = { ...plan.call, input: plan.input };
+      await scope.engine.run('AfterToolExecute', scope.base(response, toolCall, result, plan.decision));
+    }
+    const progress = scope.progress;
+    progress.consecutiveToolErrors = result.status === 'error' ? progress.consecutiveToolErrors + 1 : 0;
+    if (result.status === 'error' && this.errorPolicy(plan.call.toolName).policy === 'stop') {
+      scope.toolErrorStop = `${plan.call.toolName}: ${result.message ?? 'error'}`;
+    }
+    this.report(plan);
+  }
+
+  /** The step's results: a tool message in call order, or — while a call waits — call records. */
+  private close(plans: CallPlan[], blocked: string | undefined): ToolStepOutcome {
+    const { scope } = this;
+    this.plans = [];
+    const outcome: ToolStepOutcome = { suspended: false, ...(blocked === undefined ? {} : { blocked }) };
+    if (plans.some((plan) => plan.status === 'suspended')) {
+      const records = [];
+      for (const plan of plans) {
+        if (plan.dirty || (isSettled(plan) && !plan.fromRecord)) records.push(toRecord(plan));
+        plan.dirty = false;
+      }
+      if (records.length > 0) scope.state.commit([{ key: toolCallsKey, update: { type: 'set', records } }]);
+      outcome.suspended = true;
+      return outcome;
+    }
+    const parts: ToolResultPart[] = [];
+    for (const plan of plans) {
+      parts.push({
+        type: 'tool-result',
+        toolCallId: plan.call.toolCallId,
+        toolName: plan.call.toolName,
+        result: plan.result ?? cancelledResult('the call did not finish'),
+      });
+    }
+    this.appendToolMessage(parts);
+    this.clearRecords();
+    return outcome;
+  }
+
+  /** Emits a call's result once. */
+  private report(plan: CallPlan): void {
+    const { scope } = this;
+    if (plan.reported || !plan.result) return;
+    plan.reported = true;
+    if (!scope.listening) return;
+    scope.emit({
+      type: 'tool-result',
+      step: scope.progress.step,
+      toolCallId: plan.call.toolCallId,
+      toolName: plan.call.toolName,
+      status: plan.status,
+      result: plan.result,
+      fromLedger: plan.fromLedger === true,
+    });
+  }
+
+  private appendToolMessage(parts: ToolResultPart[]): void {
+    if (parts.length === 0) return;
+    const message: ToolMessage = {
+      id: createId(),
+      role: 'tool',
+      content: parts,
+      metadata: { runId: this.scope.identity.runId, step: this.scope.progress.step },
+    };
+    this.scope.append(message);
+  }
+
+  private clearRecords(): void {
+    const { state } = this.scope;
+    if (!state.written(toolCallsKey)) return;
+    for (const _ in state.peek(toolCallsKey)) {
+      state.commit([{ key: toolCallsKey, update: { type: 'clear' } }]);
+      return;
+    }
+  }
+
+  private errorPolicy(toolName: string): ToolErrorPolicy {
+    const definition = this.scope.agent.definition;
+    return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
+  }
+}

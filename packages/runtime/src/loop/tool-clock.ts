@@ -1,0 +1,120 @@
+import { LunationError } from '@lunation/contract';
+
+/** One running call as the clock sees it. */
+export interface Watch {
+  readonly timeoutMs: number;
+  readonly deadline: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** When a timed-out or cancelled call that has not settled is abandoned (0: not yet due). */
+  abandonAt: number;
+  /** Created when the tool first reads its signal. */
+  controller: AbortController | undefined;
+  /** Settles the call as abandoned; set by whoever waits for it. */
+  abandon: (() => void) | undefined;
+}
+
+/**
+ * Timeouts and cancellation of a run's running tool calls, on one timer for the whole run (armed for the
+ * earliest due time, re-armed lazily): a call past its deadline, or running when the run is cancelled, has
+ * its signal aborted; if it still has not settled after the grace period it is abandoned.
+ */
+export class ToolClock {
+  private readonly watches = new Set<Watch>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private armedFor = Number.POSITIVE_INFINITY;
+  private readonly onRunAbort = () => this.cancelAll();
+
+  constructor(
+    private readonly runSignal: AbortSignal,
+    private readonly graceMs: number,
+  ) {
+    runSignal.addEventListener('abort', this.onRunAbort, { once: true });
+  }
+
+  /** Starts watching a call. `timeoutMs` 0 means no timeout. */
+  watch(timeoutMs: number): Watch {
+    const watch: Watch = {
+      timeoutMs,
+      deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY,
+      timedOut: false,
+      cancelled: false,
+      abandonAt: 0,
+      controller: undefined,
+      abandon: undefined,
+    };
+    this.watches.add(watch);
+    if (this.runSignal.aborted) this.cancel(watch, Date.now());
+    this.arm(dueAt(watch));
+    return watch;
+  }
+
+  release(watch: Watch): void {
+    this.watches.delete(watch);
+    if (this.watches.size === 0) this.timer?.unref();
+  }
+
+  /** The signal a tool sees: aborted when its call times out or the run is cancelled. */
+  signalFor(watch: Watch): AbortSignal {
+    if (!watch.controller) {
+      watch.controller = new AbortController();
+      if (watch.timedOut) watch.controller.abort(timeoutError(watch));
+      else if (watch.cancelled) watch.controller.abort(this.runSignal.reason);
+    }
+    return watch.controller.signal;
+  }
+
+  dispose(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.runSignal.removeEventListener('abort', this.onRunAbort);
+  }
+
+  private cancelAll(): void {
+    const now = Date.now();
+    for (const watch of this.watches) this.cancel(watch, now);
+    this.arm(now + this.graceMs);
+  }
+
+  private cancel(watch: Watch, now: number): void {
+    if (watch.cancelled) return;
+    watch.cancelled = true;
+    if (watch.abandonAt === 0) watch.abandonAt = now + this.graceMs;
+    watch.controller?.abort(this.runSignal.reason);
+  }
+
+  private arm(at: number): void {
+    if (at >= this.armedFor) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.armedFor = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, at - Date.now()));
+    if (this.watches.size === 0) this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const watch of this.watches) {
+      if (!watch.timedOut && !watch.cancelled && now >= watch.deadline) {
+        watch.timedOut = true;
+        watch.abandonAt = now + this.graceMs;
+        watch.controller?.abort(timeoutError(watch));
+      }
+      if (watch.abandonAt !== 0 && now >= watch.abandonAt) {
+        watch.abandon?.();
+        continue;
+      }
+      next = Math.min(next, dueAt(watch));
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  }
+}
+
+function dueAt(watch: Watch): number {
+  return watch.abandonAt !== 0 ? watch.abandonAt : watch.deadline;
+}
+
+function timeoutError(watch: Watch): LunationError {
+  return new LunationError('timeout', `The tool call timed out after ${watch.timeoutMs} ms`);
+}

@@ -1,0 +1,277 @@
+import {
+  type JsonValue,
+  LunationError,
+  type ResumeDecision,
+  type RunIdentity,
+  type ToolCallStatus,
+  type ToolResult,
+} from '@lunation/contract';
+import type { ToolErrorPolicy } from '../agent.js';
+import { type BackgroundTasks, type TaskRecord, tasksKey } from '../background-tasks.js';
+import type { Command } from '../command.js';
+import type { StateSnapshot } from '../state.js';
+import { type AnyTool, type TicketInput, type ToolContext, ToolOutput } from '../tool.js';
+import { errorResult } from './call-plan.js';
+import type { RunScope } from './run-scope.js';
+import { checkToolResult, describeThrown, toStorableJson } from './storable.js';
+import type { ToolClock, Watch } from './tool-clock.js';
+
+/** How one execution of a tool ended. */
+export interface Invocation {
+  status: Extract<ToolCallStatus, 'succeeded' | 'failed' | 'cancelled' | 'abandoned'>;
+  result: ToolResult;
+  /** A state command the tool returned with its result. */
+  command?: Command;
+  /** The tool asked for a decision instead of finishing. */
+  suspend?: TicketInput;
+}
+
+export interface InvokeRequest {
+  tool: AnyTool;
+  input: unknown;
+  toolCallId: string;
+  toolName: string;
+  idempotencyKey: string;
+  rerun: boolean;
+  decision: ResumeDecision | undefined;
+  timeoutMs: number;
+  policy: ToolErrorPolicy;
+}
+
+type Settled = { kind: 'value'; value: unknown } | { kind: 'error'; error: unknown } | { kind: 'abandoned' };
+
+/**
+ * Executes one tool call: under its timeout and the run's cancellation (a call that does not settle within
+ * the grace period is abandoned), with the tool's error policy (retries), turning whatever the tool returns
+ * or throws into a storable result. Never throws.
+ */
+export async function invokeTool(
+  scope: RunScope,
+  clock: ToolClock,
+  request: InvokeRequest,
+): Promise<Invocation> {
+  const watch = clock.watch(request.timeoutMs);
+  const context = new ToolCallContext(scope, clock, watch, request);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const settled = await execute(request, context, watch);
+      if (settled.kind === 'abandoned') return abandoned(request, watch);
+      if (settled.kind === 'value') return fromValue(settled.value, request);
+      const { error } = settled;
+      if (watch.cancelled) {
+        return {
+          status: 'cancelled',
+          result: errorResult('Cancelled: the run was cancelled while this call ran.', { cancelled: true }),
+        };
+      }
+      if (watch.timedOut) {
+        return {
+          status: 'failed',
+          result: errorResult(`Tool "${request.toolName}" timed out after ${request.timeoutMs} ms.`, {
+            timedOut: true,
+          }),
+        };
+      }
+      const { policy } = request;
+      if (policy.policy === 'retry' && isRetryable(error) && attempt < (policy.maxRetries ?? 2)) {
+        if (await backoff((policy.backoffMs ?? 100) * 2 ** attempt, scope.signal)) continue;
+      }
+      return { status: 'failed', result: thrownResult(request.toolName, error, attempt) };
+    }
+  } finally {
+    clock.release(watch);
+  }
+}
+
+async function execute(request: InvokeRequest, context: ToolCallContext, watch: Watch): Promise<Settled> {
+  let value: unknown;
+  try {
+    value = request.tool.execute(request.input, context);
+  } catch (error) {
+    return { kind: 'error', error };
+  }
+  if (!isPromiseLike(value)) return { kind: 'value', value };
+  return new Promise<Settled>((resolve) => {
+    watch.abandon = () => resolve({ kind: 'abandoned' });
+    value.then(
+      (settled) => resolve({ kind: 'value', value: settled }),
+      (error) => resolve({ kind: 'error', error }),
+    );
+  });
+}
+
+function fromValue(value: unknown, request: InvokeRequest): Invocation {
+  if (ToolOutput.isInstance(value)) {
+    if (value.suspend && !request.decision) {
+      return { status: 'succeeded', result: { status: 'pending' }, suspend: value.suspend };
+    }
+    const checked = checkToolResult(value.result);
+    if (!checked.ok) {
+      return {
+        status: 'failed',
+        result: errorResult(
+          `Tool "${request.toolName}" returned a result that cannot be stored: ${checked.problem}.`,
+        ),
+      };
+    }
+    return {
+      status: checked.value.status === 'error' ? 'failed' : 'succeeded',
+      result: checked.value,
+      ...(value.command ? { command: value.command } : {}),
+    };
+  }
+  const data = toStorableJson(value);
+  if (!data.ok) {
+    return {
+      status: 'failed',
+      result: errorResult(
+        `Tool "${request.toolName}" returned a value that cannot be stored: ${data.problem}.`,
+      ),
+    };
+  }
+  return {
+    status: 'succeeded',
+    result: data.value === undefined ? { status: 'success' } : { status: 'success', data: data.value },
+  };
+}
+
+function abandoned(request: InvokeRequest, watch: Watch): Invocation {
+  const why = watch.timedOut ? `timed out after ${request.timeoutMs} ms` : 'was cancelled';
+  return {
+    status: 'abandoned',
+    result: errorResult(
+      `Tool "${request.toolName}" ${why} and did not stop; it was abandoned and its outcome is unknown.`,
+      { abandoned: true, ...(watch.timedOut ? { timedOut: true } : { cancelled: true }) },
+    ),
+  };
+}
+
+function thrownResult(toolName: string, error: unknown, attempt: number): ToolResult {
+  const metadata: Record<string, JsonValue> = {};
+  if (LunationError.isInstance(error)) {
+    metadata.code = error.code;
+    metadata.retryable = error.isRetryable;
+  }
+  if (attempt > 0) metadata.attempts = attempt + 1;
+  return errorResult(
+    `Tool "${toolName}" failed: ${describeThrown(error)}`,
+    Object.keys(metadata).length > 0 ? metadata : undefined,
+  );
+}
+
+function isRetryable(error: unknown): boolean {
+  try {
+    if (LunationError.isInstance(error)) return error.isRetryable;
+    return (error as { retryable?: unknown } | null)?.retryable === true;
+  } catch {
+    return false;
+  }
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** Waits before a retry; false when the run was cancelled meanwhile. */
+function backoff(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The context of one tool execution. */
+class ToolCallContext implements ToolContext {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly idempotencyKey: string;
+  readonly rerun: boolean;
+  readonly decision: ResumeDecision | undefined;
+  private backgroundTasks: BackgroundTasks | undefined;
+  private snapshot: StateSnapshot | undefined;
+
+  constructor(
+    private readonly scope: RunScope,
+    private readonly clock: ToolClock,
+    private readonly watch: Watch,
+    request: InvokeRequest,
+  ) {
+    this.toolCallId = request.toolCallId;
+    this.toolName = request.toolName;
+    this.idempotencyKey = request.idempotencyKey;
+    this.rerun = request.rerun;
+    this.decision = request.decision;
+  }
+
+  get identity(): RunIdentity {
+    return this.scope.identity;
+  }
+
+  /** Aborted when the call times out or the run is cancelled. */
+  get signal(): AbortSignal {
+    return this.clock.signalFor(this.watch);
+  }
+
+  /** The state as the call started (taken when first read). */
+  get state(): StateSnapshot {
+    if (!this.snapshot) this.snapshot = this.scope.state.snapshot();
+    return this.snapshot;
+  }
+
+  get background(): BackgroundTasks {
+    if (!this.backgroundTasks) this.backgroundTasks = backgroundFor(this.scope, this.toolCallId);
+    return this.backgroundTasks;
+  }
+
+  reportProgress(progress: JsonValue): void {
+    if (!this.scope.listening) return;
+    const stored = toStorableJson(progress);
+    this.scope.emit({
+      type: 'tool-progress',
+      toolCallId: this.toolCallId,
+      toolName: this.toolName,
+      progress: stored.ok ? (stored.value ?? null) : `(progress that cannot be shown: ${stored.problem})`,
+    });
+  }
+
+  suspend(ticket: TicketInput): ToolOutput {
+    return new ToolOutput({ status: 'pending' }, undefined, ticket);
+  }
+
+  output(result: ToolResult, command?: Command): ToolOutput {
+    return new ToolOutput(result, command);
+  }
+}
+
+/** Background tasks started by a tool: recorded in thread state, run by this process's task host. */
+function backgroundFor(scope: RunScope, toolCallId: string): BackgroundTasks {
+  const host = scope.options.tasks;
+  const record = (task: TaskRecord) => {
+    if (!scope.state.isRegistered(tasksKey)) scope.state.register(tasksKey);
+    scope.state.commit([{ key: tasksKey, update: task }]);
+    return task.id;
+  };
+  const unavailable = (): never => {
+    throw new LunationError(
+      'invalid-argument',
+      `Background tasks are not available to tool call ${toolCallId}`,
+    );
+  };
+  return {
+    spawn: (name, work) => (host ? record(host.spawn(scope.identity, name, work)) : unavailable()),
+    spawnAgent: (agentId, task) =>
+      host ? record(host.spawnAgent(scope.identity, agentId, task)) : unavailable(),
+  };
+}
