@@ -1,4 +1,4 @@
-import { LunationError, type ModelRequest } from '@lunation/contract';
+import { type JsonObject, LunationError, type ModelRequest } from '@lunation/contract';
 import {
   assertStreamInvariants,
   collectStream,
@@ -298,7 +298,7 @@ describe('AnthropicModel: extraBody', () => {
   });
 
   it('refuses n > 1 before sending anything, and leaves n: 1 out', async () => {
-    for (const providerOptions of [{ extraBody: { n: 3 } }, { n: 2 }]) {
+    for (const providerOptions of [{ extraBody: { n: 3 } }, { n: 2 }] as JsonObject[]) {
       const { error } = await collectStream(
         model().stream(userRequest({ providerOptions: { anthropic: providerOptions } })),
       );
