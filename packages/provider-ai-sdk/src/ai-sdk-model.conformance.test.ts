@@ -4,7 +4,6 @@ import { runProviderConformance } from '@lunation/provider-testkit';
 import { anthropicWire } from './__fixtures__/anthropic-wire.js';
 import { openaiWire } from './__fixtures__/openai-wire.js';
 import { AiSdkModel } from './ai-sdk-model.js';
-import './node-version.js';
 
 runProviderConformance({
   name: 'AiSdkModel over @ai-sdk/anthropic',
