@@ -206,7 +206,7 @@ describe('AnthropicModel request', () => {
         { name: 'get_weather', description: weatherTool.description, input_schema: weatherTool.parameters },
         { name: 'get_time', description: timeTool.description, input_schema: timeTool.parameters },
       ],
-      tool_choice: { type: 'any' },
+      tool_choice: { type: 'auto' },
       stop_sequences: ['###'],
       thinking: { type: 'enabled', budget_tokens: 8_192 },
     });
@@ -539,8 +539,7 @@ describe('AnthropicModel stream', () => {
   });
 
   it.each([
-    ['refusal', 'content-filter'],
-    ['pause_turn', 'end-turn'],
+    ['end_turn', 'end-turn'],
     ['model_context_window_exceeded', 'max-tokens'],
     ['stop_sequence', 'stop-sequence'],
     ['max_tokens', 'max-tokens'],

@@ -4,7 +4,9 @@ import type {
   RawMessageStreamEvent,
 } from '@anthropic-ai/sdk/resources/messages';
 import {
+  addUsage,
   cancelledError,
+  emptyUsage,
   type JsonObject,
   LunationError,
   type ModelCallOptions,
@@ -17,9 +19,17 @@ import {
   resolveRetryPolicy,
   streamWithRetries,
 } from '@lunation/contract';
-import { buildRequest, type ThinkingMode } from './build-request.js';
+import { AnswerBuilder } from './answer-builder.js';
+import {
+  type AnthropicMcpServer,
+  type AnthropicServerTool,
+  type BuildRequestSettings,
+  buildRequest,
+  MCP_CONNECTOR_BETA,
+  type ThinkingMode,
+} from './build-request.js';
 import { mapError } from './map-error.js';
-import { parseStream } from './parse-stream.js';
+import { type ParseState, parseStream, type SegmentOutcome, toStopReason } from './parse-stream.js';
 
 /** The part of an `Anthropic` client the adapter uses. */
 export type AnthropicClient = Pick<Anthropic, 'messages'>;
@@ -60,6 +70,25 @@ export interface AnthropicModelOptions {
    * @default 'auto'
    */
   thinking?: ThinkingMode;
+  /**
+   * Tools Anthropic runs itself, offered beside the agent's tools on every call, in the API's shape:
+   * `{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }`,
+   * `{ type: 'code_execution_20250825', name: 'code_execution' }`, ... Their calls, results and citations are
+   * kept in the answer and sent back as received.
+   */
+  serverTools?: AnthropicServerTool[];
+  /**
+   * Remote MCP servers for Anthropic's MCP connector (`mcp_servers`, sent with the `mcp-client-2025-04-04`
+   * beta header), e.g. `{ type: 'url', name: 'docs', url: 'https://mcp.example.com/sse' }`.
+   */
+  mcpServers?: AnthropicMcpServer[];
+  /**
+   * How many times one answer is continued after `pause_turn` (a long server-tool turn Anthropic paused).
+   * The runtime sees one answer; when the limit is reached the answer ends with `end-turn` and
+   * `rawStopReason: 'pause_turn'`.
+   * @default 8
+   */
+  maxPauseContinuations?: number;
   /** A ready client; `apiKey`, `baseURL` and `headers` are then ignored. */
   client?: AnthropicClient;
   /** The id under `provider` and the key of `request.providerOptions`. @default 'anthropic' */
@@ -95,28 +124,79 @@ export class AnthropicModel implements ModelProvider {
 
   async *#stream(request: ModelRequest, signal: AbortSignal | undefined): AsyncGenerator<ModelStreamPart> {
     const label = this.#label(request.overrides?.model ?? this.modelId);
-    const body = buildRequest(request, {
+    const settings: BuildRequestSettings = {
       model: this.modelId,
       thinkingMode: this.#options.thinking ?? 'auto',
       maxTokens: this.#options.maxTokens ?? 4_096,
       promptCache: this.#options.promptCache ?? false,
       providerOptions: request.providerOptions?.[this.provider] as JsonObject | undefined,
-    });
-    yield* streamWithRetries({
-      policy: this.#policy,
-      signal,
-      cancelled: () => cancelledError(label, signal),
-      attempt: (attemptSignal) => this.#attempt(body, label, attemptSignal),
-      ...(this.#options.streamIdleTimeoutMs === undefined
-        ? {}
-        : { idleTimeoutMs: this.#options.streamIdleTimeoutMs }),
-    });
+      providerId: this.provider,
+      serverTools: this.#options.serverTools ?? [],
+      mcpServers: this.#options.mcpServers ?? [],
+    };
+    const maxContinuations = this.#options.maxPauseContinuations ?? 8;
+    const answer = new AnswerBuilder();
+    const state: ParseState = { openUncitedText: false };
+    let usage = emptyUsage();
+    let container: JsonObject | null = null;
+    let continuations = 0;
+    let body = buildRequest(request, settings);
+    for (;;) {
+      let outcome: SegmentOutcome | undefined;
+      const parts = streamWithRetries({
+        policy: this.#policy,
+        signal,
+        cancelled: () => cancelledError(label, signal),
+        attempt: (attemptSignal) =>
+          this.#attempt(body, label, attemptSignal, state, (result) => {
+            outcome = result;
+          }),
+        ...(this.#options.streamIdleTimeoutMs === undefined
+          ? {}
+          : { idleTimeoutMs: this.#options.streamIdleTimeoutMs }),
+      });
+      for await (const part of parts) {
+        answer.push(part);
+        yield part;
+      }
+      if (outcome === undefined)
+        throw new LunationError('internal', 'An Anthropic response ended without an outcome');
+      usage = addUsage(usage, outcome.usage);
+      container = outcome.container ?? container;
+      // A paused server-tool turn is continued by sending the answer so far back, as Anthropic documents.
+      if (outcome.stopReason === 'pause_turn' && continuations < maxContinuations && !answer.hasToolCalls) {
+        continuations++;
+        const paused: ModelRequest = {
+          ...request,
+          messages: [
+            ...request.messages,
+            { id: 'paused-turn', role: 'assistant', content: [...answer.content] },
+          ],
+        };
+        body = buildRequest(paused, settings);
+        continue;
+      }
+      const metadata: JsonObject = {};
+      if (outcome.stopDetails) metadata.stop_details = outcome.stopDetails;
+      if (container) metadata.container = container;
+      if (continuations > 0) metadata.pauseContinuations = continuations;
+      yield { type: 'usage', usage };
+      yield {
+        type: 'finish',
+        stopReason: toStopReason(outcome.stopReason),
+        ...(outcome.stopReason === null ? {} : { rawStopReason: outcome.stopReason }),
+        ...(Object.keys(metadata).length > 0 ? { providerMetadata: { [this.provider]: metadata } } : {}),
+      };
+      return;
+    }
   }
 
   async *#attempt(
     body: MessageCreateParamsStreaming,
     label: ProviderLabel,
     signal: AbortSignal | undefined,
+    state: ParseState,
+    done: (outcome: SegmentOutcome) => void,
   ): AsyncGenerator<ModelStreamPart> {
     let events: AsyncIterable<RawMessageStreamEvent>;
     try {
@@ -124,15 +204,32 @@ export class AnthropicModel implements ModelProvider {
         signal,
         maxRetries: 0,
         ...(this.#options.timeout === undefined ? {} : { timeout: this.#options.timeout }),
+        ...(this.#options.mcpServers?.length ? { headers: { 'anthropic-beta': this.#betaHeader() } } : {}),
       });
     } catch (error) {
       throw mapError(error, label, 'request');
     }
+    // A retried attempt starts from the state before it; the state moves on only with a whole response.
+    const attemptState = { ...state };
     try {
-      yield* parseStream(events, label);
+      done(yield* parseStream(events, label, this.provider, attemptState));
+      Object.assign(state, attemptState);
     } catch (error) {
       throw mapError(error, label, 'stream');
     }
+  }
+
+  /** The MCP connector's beta, after any `anthropic-beta` the `headers` option already sends. */
+  #betaHeader(): string {
+    const configured = Object.entries(this.#options.headers ?? {}).find(
+      ([name]) => name.toLowerCase() === 'anthropic-beta',
+    )?.[1];
+    const betas = (configured ?? '')
+      .split(',')
+      .map((beta) => beta.trim())
+      .filter(Boolean);
+    if (!betas.includes(MCP_CONNECTOR_BETA)) betas.push(MCP_CONNECTOR_BETA);
+    return betas.join(',');
   }
 
   #getClient(): AnthropicClient {

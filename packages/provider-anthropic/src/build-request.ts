@@ -1,3 +1,4 @@
+import type { BetaRequestMCPServerURLDefinition } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type {
   ToolChoice as AnthropicToolChoice,
   Base64ImageSource,
@@ -8,11 +9,13 @@ import type {
   TextBlockParam,
   ThinkingConfigParam,
   Tool,
+  ToolUnion,
 } from '@anthropic-ai/sdk/resources/messages';
 import {
   type AssistantMessage,
   type ImagePart,
   type JsonObject,
+  type JsonValue,
   LunationError,
   type Message,
   type ModelRequest,
@@ -27,6 +30,27 @@ export const thinkingBudgets = { minimal: 1_024, low: 2_048, medium: 8_192, high
 /** How reasoning effort becomes thinking: token budgets (up to Claude 4.5) or adaptive thinking (4.6 and later). */
 export type ThinkingMode = 'auto' | 'budget' | 'adaptive';
 
+/**
+ * A tool Anthropic runs itself (web search, web fetch, code execution, tool search), in the Messages API's own
+ * shape, e.g. `{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }`.
+ */
+export type AnthropicServerTool = Extract<
+  ToolUnion,
+  {
+    type:
+      | `web_search_${string}`
+      | `web_fetch_${string}`
+      | `code_execution_${string}`
+      | `tool_search_tool_${string}`;
+  }
+>;
+
+/** A remote MCP server for Anthropic's MCP connector, in the API's shape (`{ type: 'url', url, name, ... }`). */
+export type AnthropicMcpServer = BetaRequestMCPServerURLDefinition;
+
+/** The `anthropic-beta` value the MCP connector needs. */
+export const MCP_CONNECTOR_BETA = 'mcp-client-2025-04-04';
+
 export interface BuildRequestSettings {
   model: string;
   thinkingMode: ThinkingMode;
@@ -36,6 +60,12 @@ export interface BuildRequestSettings {
   promptCache: boolean;
   /** `request.providerOptions[providerId]`. */
   providerOptions: JsonObject | undefined;
+  /** The adapter's provider id: the key of the provider metadata and provider content it sends back. */
+  providerId: string;
+  /** Server tools sent after the request's tools. */
+  serverTools: readonly AnthropicServerTool[];
+  /** MCP connector servers (`mcp_servers`). */
+  mcpServers: readonly AnthropicMcpServer[];
 }
 
 type UserOrAssistant = Extract<MessageParam, { role: 'user' | 'assistant' }>;
@@ -54,7 +84,7 @@ export function buildRequest(
         if (part.text !== '') system.push({ type: 'text', text: part.text });
       continue;
     }
-    const blocks = toBlocks(message);
+    const blocks = toBlocks(message, settings.providerId);
     if (blocks.length === 0) continue;
     const role = message.role === 'assistant' ? 'assistant' : 'user';
     const previous = messages.at(-1);
@@ -74,22 +104,47 @@ export function buildRequest(
 
   const body: MessageCreateParamsStreaming = { model, max_tokens: maxTokens, messages, stream: true };
   if (system.length > 0) body.system = system;
-  const tools: Tool[] = request.tools.map((tool) => ({
+  if (thinking !== undefined) body.thinking = thinking;
+  if (effort !== undefined) body.thinking = { type: 'adaptive' };
+  const thinkingOn = body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive';
+
+  let functionTools: Tool[] = request.tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
     input_schema: tool.parameters as Tool['input_schema'],
   }));
+  let toolChoice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice);
+  // Anthropic rejects a forced tool choice (`any` or `tool`) while thinking is on: keep thinking and let the
+  // model choose (`auto`), offering only the named tool when one was forced.
+  if (thinkingOn && (toolChoice?.type === 'any' || toolChoice?.type === 'tool')) {
+    if (toolChoice.type === 'tool') {
+      const name = toolChoice.name;
+      functionTools = functionTools.filter((tool) => tool.name === name);
+    }
+    toolChoice = { type: 'auto' };
+  }
+  const tools: ToolUnion[] = [...functionTools, ...settings.serverTools.map((tool) => ({ ...tool }))];
   if (tools.length > 0) {
     body.tools = tools;
-    if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+    if (toolChoice !== undefined) body.tool_choice = toolChoice;
   }
   if (overrides.stopSequences !== undefined && overrides.stopSequences.length > 0) {
     body.stop_sequences = overrides.stopSequences;
   }
-  if (thinking !== undefined) body.thinking = thinking;
-  if (effort !== undefined) {
-    body.thinking = { type: 'adaptive' };
-    body.output_config = { effort };
+  if (effort !== undefined || request.responseFormat !== undefined) {
+    body.output_config = {
+      ...(effort === undefined ? {} : { effort }),
+      ...(request.responseFormat === undefined
+        ? {}
+        : { format: { type: 'json_schema', schema: request.responseFormat.schema } }),
+    };
+  }
+  const container = latestContainer(request.messages, settings.providerId);
+  if (container !== undefined) body.container = container;
+  if (settings.mcpServers.length > 0) {
+    (body as unknown as Record<string, unknown>).mcp_servers = settings.mcpServers.map((server) => ({
+      ...server,
+    }));
   }
 
   const providerOptions = settings.providerOptions ?? {};
@@ -104,18 +159,66 @@ export function buildRequest(
 
   const extraBody = providerOptions.extraBody;
   if (extraBody !== undefined) {
-    if (typeof extraBody !== 'object' || extraBody === null || Array.isArray(extraBody)) {
+    if (!isPlainObject(extraBody)) {
       throw new LunationError(
         'invalid-argument',
         'providerOptions.anthropic.extraBody must be a JSON object of Messages API body fields',
       );
     }
-    Object.assign(body, extraBody);
+    const { n, ...fields } = extraBody;
+    checkCandidateCount(n ?? providerOptions.n);
+    deepMerge(body as unknown as Record<string, unknown>, fields);
+  } else {
+    checkCandidateCount(providerOptions.n);
   }
   return body;
 }
 
-function toBlocks(message: Exclude<Message, { role: 'system' }>): ContentBlockParam[] {
+/**
+ * The Messages API has no `n`: one call gives one answer. `n: 1` is accepted (and not sent); more is refused
+ * before anything is sent.
+ */
+function checkCandidateCount(n: JsonValue | undefined): void {
+  if (n === undefined || n === 1) return;
+  throw new LunationError(
+    'invalid-argument',
+    `Anthropic's Messages API returns one answer per call, but n=${JSON.stringify(n)} was asked for; call the model once per answer instead.`,
+    { details: { n } },
+  );
+}
+
+/**
+ * Merges `source` into `target`: objects are merged key by key (recursively), anything else (arrays
+ * included) replaces the target's value, and `null` removes the key.
+ */
+export function deepMerge(target: Record<string, unknown>, source: Record<string, JsonValue>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const current = target[key];
+    if (value === null) delete target[key];
+    else if (isPlainObject(value) && isPlainObject(current)) deepMerge(current, value);
+    else target[key] = structuredClone(value);
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, JsonValue> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The code-execution container of the latest answer that has one and has not expired. */
+function latestContainer(messages: readonly Message[], providerId: string): string | undefined {
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index]!;
+    if (message.role !== 'assistant') continue;
+    const container = message.providerMetadata?.[providerId]?.container;
+    if (!isPlainObject(container) || typeof container.id !== 'string') continue;
+    const expiresAt =
+      typeof container.expires_at === 'string' ? Date.parse(container.expires_at) : Number.NaN;
+    return Number.isNaN(expiresAt) || expiresAt > Date.now() ? container.id : undefined;
+  }
+  return undefined;
+}
+
+function toBlocks(message: Exclude<Message, { role: 'system' }>, providerId: string): ContentBlockParam[] {
   switch (message.role) {
     case 'user':
       return message.content.flatMap((part): ContentBlockParam[] => {
@@ -123,7 +226,7 @@ function toBlocks(message: Exclude<Message, { role: 'system' }>): ContentBlockPa
         return part.text === '' ? [] : [{ type: 'text', text: part.text }];
       });
     case 'assistant':
-      return assistantBlocks(message);
+      return assistantBlocks(message, providerId);
     case 'tool':
       return message.content.map((part) => {
         const text = toolResultText(part.result);
@@ -137,8 +240,12 @@ function toBlocks(message: Exclude<Message, { role: 'system' }>): ContentBlockPa
   }
 }
 
-/** Signed thinking goes back as-is; reasoning without a signature (e.g. from another provider) cannot and is dropped. */
-function assistantBlocks(message: AssistantMessage): ContentBlockParam[] {
+/**
+ * Signed thinking goes back as-is; reasoning without a signature (e.g. from another provider) cannot and is
+ * dropped. Text keeps its citations; this provider's content blocks (server tool calls and results) go back
+ * verbatim, other providers' are dropped; refusals are not sent back.
+ */
+function assistantBlocks(message: AssistantMessage, providerId: string): ContentBlockParam[] {
   const blocks: ContentBlockParam[] = [];
   for (const part of message.content) {
     if (part.type === 'reasoning') {
@@ -146,14 +253,24 @@ function assistantBlocks(message: AssistantMessage): ContentBlockParam[] {
       else if (part.signature !== undefined)
         blocks.push({ type: 'thinking', thinking: part.text, signature: part.signature });
     } else if (part.type === 'text') {
-      if (part.text !== '') blocks.push({ type: 'text', text: part.text });
+      const citations = part.providerMetadata?.[providerId]?.citations;
+      if (Array.isArray(citations) && citations.length > 0) {
+        blocks.push({ type: 'text', text: part.text, citations } as unknown as TextBlockParam);
+      } else if (part.text !== '') {
+        blocks.push({ type: 'text', text: part.text });
+      }
     } else if (part.type === 'tool-call') {
+      const caller = part.providerMetadata?.[providerId]?.caller;
       blocks.push({
         type: 'tool_use',
         id: part.toolCallId,
         name: part.toolName,
         input: parseArguments(part.arguments),
+        ...(isPlainObject(caller) ? { caller: caller as never } : {}),
       });
+    } else if (part.type === 'provider-content') {
+      if (part.provider === providerId)
+        blocks.push(structuredClone(part.value) as unknown as ContentBlockParam);
     }
   }
   return blocks;
@@ -228,12 +345,16 @@ function toEffort(effort: ReasoningEffort | undefined): 'low' | 'medium' | 'high
 }
 
 /** Breakpoints on the system prompt, the last tool and the last cacheable block of the last message. */
-function addCacheBreakpoints(system: TextBlockParam[], tools: Tool[], messages: UserOrAssistant[]): void {
+function addCacheBreakpoints(
+  system: TextBlockParam[],
+  tools: ToolUnion[],
+  messages: UserOrAssistant[],
+): void {
   const cacheControl = { type: 'ephemeral' } as const;
   const lastSystem = system.at(-1);
   if (lastSystem) lastSystem.cache_control = cacheControl;
   const lastTool = tools.at(-1);
-  if (lastTool) lastTool.cache_control = cacheControl;
+  if (lastTool) (lastTool as { cache_control?: typeof cacheControl }).cache_control = cacheControl;
   const lastMessage = messages.at(-1);
   if (lastMessage === undefined) return;
   const blocks = lastMessage.content as ContentBlockParam[];

@@ -1,3 +1,9 @@
 export type { RetryOptions } from '@lunation/contract';
 export { type AnthropicClient, AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
-export { type ThinkingMode, thinkingBudgets } from './build-request.js';
+export {
+  type AnthropicMcpServer,
+  type AnthropicServerTool,
+  MCP_CONNECTOR_BETA,
+  type ThinkingMode,
+  thinkingBudgets,
+} from './build-request.js';

@@ -1,10 +1,29 @@
 import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
-import type { ModelStreamPart, StopReason, Usage } from '@lunation/contract';
-import { type ProviderLabel, streamInterruptedError } from '@lunation/contract';
+import {
+  emptyUsage,
+  type JsonObject,
+  LunationError,
+  type ModelStreamPart,
+  type ProviderLabel,
+  type StopReason,
+  streamInterruptedError,
+  type Usage,
+} from '@lunation/contract';
 
 type BlockState =
+  | { kind: 'text'; citations: JsonObject[] | undefined }
   | { kind: 'thinking'; signature: string | undefined; signatureSent: boolean }
-  | { kind: 'tool'; id: string; name: string; arguments: string; input: unknown; ended: boolean }
+  | {
+      kind: 'tool';
+      id: string;
+      name: string;
+      arguments: string;
+      input: unknown;
+      caller: JsonObject | undefined;
+      ended: boolean;
+    }
+  /** A block only Anthropic understands (server tool call or result, MCP call or result, ...). */
+  | { kind: 'provider'; value: JsonObject; inputJson: string | undefined }
   | { kind: 'other' };
 
 interface WireUsage {
@@ -15,51 +34,97 @@ interface WireUsage {
   output_tokens_details?: { thinking_tokens?: number | null } | null;
 }
 
+/** What one response (one HTTP stream) ended with. */
+export interface SegmentOutcome {
+  stopReason: string | null;
+  /** `stop_details` (refusals), as sent. */
+  stopDetails: JsonObject | null;
+  /** The code-execution container, as sent. */
+  container: JsonObject | null;
+  usage: Usage;
+}
+
+/** State that lives across the responses of one answer (a turn continued after `pause_turn`). */
+export interface ParseState {
+  /** The last block streamed was text without citations, still open for the consumer. */
+  openUncitedText: boolean;
+}
+
 /**
- * Turns Messages API stream events into contract stream parts. The stream counts as complete only
- * once `message_stop` arrived; `ping` and unknown events are ignored.
+ * Turns one Messages API event stream into contract content parts (no `usage` / `finish`: the caller adds them
+ * once per answer) and returns how the response ended. The response counts as complete only once
+ * `message_stop` arrived; `ping` and unknown events are ignored; a second `message_start` is an error.
  */
 export async function* parseStream(
   events: AsyncIterable<RawMessageStreamEvent>,
   label: ProviderLabel,
-): AsyncGenerator<ModelStreamPart> {
+  providerId: string,
+  state: ParseState,
+): AsyncGenerator<ModelStreamPart, SegmentOutcome> {
   const blocks = new Map<number, BlockState>();
   const usage: WireUsage = {};
   let stopReason: string | null = null;
+  let stopDetails: JsonObject | null = null;
+  let container: JsonObject | null = null;
+  let started = false;
   let stopped = false;
 
   for await (const event of events) {
     switch (event.type) {
       case 'message_start':
+        if (started) throw secondMessageStart(label, event.message.id);
+        started = true;
         mergeUsage(usage, event.message.usage);
         break;
       case 'content_block_start': {
-        const block = event.content_block;
+        const block = event.content_block as unknown as JsonObject & { type: string };
         if (block.type === 'text') {
-          blocks.set(event.index, { kind: 'other' });
-          if (block.text) yield { type: 'text-delta', delta: block.text };
-        } else if (block.type === 'thinking') {
-          blocks.set(event.index, {
-            kind: 'thinking',
-            signature: block.signature || undefined,
-            signatureSent: false,
-          });
-          if (block.thinking) yield { type: 'reasoning-delta', delta: block.thinking };
+          const cited = Array.isArray(block.citations);
+          // A new text block: close an uncited one the consumer still holds open, so the two stay apart.
+          if (state.openUncitedText) yield closeText(providerId);
+          state.openUncitedText = false;
+          blocks.set(event.index, { kind: 'text', citations: cited ? [] : undefined });
+          if (typeof block.text === 'string' && block.text) {
+            state.openUncitedText = !cited;
+            yield { type: 'text-delta', delta: block.text };
+          }
+          break;
+        }
+        state.openUncitedText = false;
+        if (block.type === 'thinking') {
+          const signature =
+            typeof block.signature === 'string' && block.signature ? block.signature : undefined;
+          blocks.set(event.index, { kind: 'thinking', signature, signatureSent: false });
+          if (typeof block.thinking === 'string' && block.thinking)
+            yield { type: 'reasoning-delta', delta: block.thinking };
         } else if (block.type === 'redacted_thinking') {
           blocks.set(event.index, { kind: 'other' });
-          yield { type: 'reasoning-delta', delta: block.data, redacted: true };
+          yield { type: 'reasoning-delta', delta: String(block.data ?? ''), redacted: true };
         } else if (block.type === 'tool_use') {
+          const id = String(block.id);
+          const name = String(block.name);
+          const caller =
+            isObject(block.caller) && block.caller.type !== 'direct'
+              ? (block.caller as JsonObject)
+              : undefined;
           blocks.set(event.index, {
             kind: 'tool',
-            id: block.id,
-            name: block.name,
+            id,
+            name,
             arguments: '',
             input: block.input,
+            caller,
             ended: false,
           });
-          yield { type: 'tool-call-start', toolCallId: block.id, toolName: block.name };
+          yield { type: 'tool-call-start', toolCallId: id, toolName: name };
         } else {
-          blocks.set(event.index, { kind: 'other' });
+          // server_tool_use, web_search_tool_result, code_execution_tool_result, mcp_tool_use, ...: kept whole.
+          const streamsInput = isObject(block.input) && Object.keys(block.input).length === 0;
+          blocks.set(event.index, {
+            kind: 'provider',
+            value: block,
+            inputJson: streamsInput ? '' : undefined,
+          });
         }
         break;
       }
@@ -67,7 +132,15 @@ export async function* parseStream(
         const block = blocks.get(event.index);
         const delta = event.delta;
         if (delta.type === 'text_delta') {
-          if (delta.text) yield { type: 'text-delta', delta: delta.text };
+          if (delta.text) {
+            if (block?.kind === 'text' && block.citations === undefined) state.openUncitedText = true;
+            yield { type: 'text-delta', delta: delta.text };
+          }
+        } else if (delta.type === 'citations_delta') {
+          if (block?.kind === 'text') {
+            block.citations ??= [];
+            block.citations.push(delta.citation as unknown as JsonObject);
+          }
         } else if (delta.type === 'thinking_delta') {
           if (delta.thinking) yield { type: 'reasoning-delta', delta: delta.thinking };
         } else if (delta.type === 'signature_delta') {
@@ -77,6 +150,8 @@ export async function* parseStream(
           if (block?.kind === 'tool' && delta.partial_json) {
             block.arguments += delta.partial_json;
             yield { type: 'tool-call-delta', toolCallId: block.id, argumentsDelta: delta.partial_json };
+          } else if (block?.kind === 'provider' && block.inputJson !== undefined) {
+            block.inputJson += delta.partial_json;
           }
         }
         break;
@@ -87,14 +162,28 @@ export async function* parseStream(
           block.signatureSent = true;
           yield { type: 'reasoning-delta', delta: '', signature: block.signature };
         } else if (block?.kind === 'tool') {
-          yield* endToolCall(block);
+          yield* endToolCall(block, providerId);
+        } else if (block?.kind === 'text' && block.citations !== undefined) {
+          // The citations belong to the whole block: they close it.
+          yield {
+            type: 'text-delta',
+            delta: '',
+            providerMetadata: { [providerId]: { citations: block.citations } },
+          };
+        } else if (block?.kind === 'provider') {
+          yield providerContent(block, providerId, label);
         }
+        blocks.delete(event.index);
         break;
       }
-      case 'message_delta':
-        stopReason = event.delta.stop_reason ?? stopReason;
+      case 'message_delta': {
+        const delta = event.delta as RawMessageDeltaFields;
+        stopReason = delta.stop_reason ?? stopReason;
+        if (isObject(delta.stop_details)) stopDetails = delta.stop_details as JsonObject;
+        if (isObject(delta.container)) container = delta.container as JsonObject;
         mergeUsage(usage, event.usage);
         break;
+      }
       case 'message_stop':
         stopped = true;
         break;
@@ -104,13 +193,68 @@ export async function* parseStream(
   }
 
   if (!stopped) throw streamInterruptedError(label, 'the event stream ended before message_stop');
-  for (const block of blocks.values()) if (block.kind === 'tool') yield* endToolCall(block);
-  yield { type: 'usage', usage: toUsage(usage) };
-  yield { type: 'finish', stopReason: toStopReason(stopReason), rawStopReason: stopReason ?? undefined };
+  for (const block of blocks.values()) if (block.kind === 'tool') yield* endToolCall(block, providerId);
+  if (stopReason === 'refusal') {
+    state.openUncitedText = false;
+    yield { type: 'refusal-delta', delta: refusalText(stopDetails) };
+  }
+  return { stopReason, stopDetails, container, usage: toUsage(usage) };
+}
+
+interface RawMessageDeltaFields {
+  stop_reason?: string | null;
+  stop_details?: unknown;
+  container?: unknown;
+}
+
+/** An empty text delta whose metadata closes the open text block (`citations: null`, as the API reports it). */
+function closeText(providerId: string): ModelStreamPart {
+  return { type: 'text-delta', delta: '', providerMetadata: { [providerId]: { citations: null } } };
+}
+
+function providerContent(
+  block: Extract<BlockState, { kind: 'provider' }>,
+  providerId: string,
+  label: ProviderLabel,
+): ModelStreamPart {
+  const value: JsonObject = { ...block.value };
+  if (block.inputJson !== undefined && block.inputJson !== '') {
+    try {
+      value.input = JSON.parse(block.inputJson) as JsonObject;
+    } catch (error) {
+      throw new LunationError(
+        'provider-error',
+        `${label.name} streamed a ${String(value.type)} block whose input is not JSON for model "${label.model}"; retry the call.`,
+        { cause: error, details: { provider: label.name, model: label.model, input: block.inputJson } },
+      );
+    }
+  }
+  return { type: 'provider-content', provider: providerId, kind: String(value.type), value };
+}
+
+/** The refusal's explanation, or a sentence naming its category when Anthropic sent none. */
+function refusalText(stopDetails: JsonObject | null): string {
+  const explanation = stopDetails?.explanation;
+  if (typeof explanation === 'string' && explanation !== '') return explanation;
+  const category = stopDetails?.category;
+  return typeof category === 'string'
+    ? `The model declined to answer (refusal category: ${category}).`
+    : 'The model declined to answer.';
+}
+
+function secondMessageStart(label: ProviderLabel, messageId: string): LunationError {
+  return new LunationError(
+    'provider-error',
+    `${label.name} sent a second message_start (message ${messageId}) inside one stream for model "${label.model}"; the answer cannot be trusted, so it was dropped. Retry the call.`,
+    { details: { provider: label.name, model: label.model, messageId } },
+  );
 }
 
 /** A call streamed without pieces (no input) ends with its start `input`, or `{}`. */
-function* endToolCall(block: Extract<BlockState, { kind: 'tool' }>): Generator<ModelStreamPart> {
+function* endToolCall(
+  block: Extract<BlockState, { kind: 'tool' }>,
+  providerId: string,
+): Generator<ModelStreamPart> {
   if (block.ended) return;
   block.ended = true;
   if (block.arguments === '') {
@@ -119,7 +263,17 @@ function* endToolCall(block: Extract<BlockState, { kind: 'tool' }>): Generator<M
     block.arguments = hasInput ? JSON.stringify(block.input) : '{}';
     yield { type: 'tool-call-delta', toolCallId: block.id, argumentsDelta: block.arguments };
   }
-  yield { type: 'tool-call-end', toolCallId: block.id, toolName: block.name, arguments: block.arguments };
+  yield {
+    type: 'tool-call-end',
+    toolCallId: block.id,
+    toolName: block.name,
+    arguments: block.arguments,
+    ...(block.caller ? { providerMetadata: { [providerId]: { caller: block.caller } } } : {}),
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `message_delta` usage is cumulative; its non-null fields replace those of `message_start`. */
@@ -142,6 +296,7 @@ function toUsage(usage: WireUsage): Usage {
   const cacheReadTokens = usage.cache_read_input_tokens ?? 0;
   const cacheWriteTokens = usage.cache_creation_input_tokens ?? 0;
   return {
+    ...emptyUsage(),
     inputTokens: (usage.input_tokens ?? 0) + cacheReadTokens + cacheWriteTokens,
     outputTokens: usage.output_tokens ?? 0,
     cacheReadTokens,
@@ -150,8 +305,8 @@ function toUsage(usage: WireUsage): Usage {
   };
 }
 
-/** `pause_turn` has no contract equivalent and reads as `end-turn` (see `rawStopReason`). */
-function toStopReason(stopReason: string | null): StopReason {
+/** The contract's stop reason for Anthropic's; `pause_turn` never reaches here (the adapter continues the turn). */
+export function toStopReason(stopReason: string | null): StopReason {
   switch (stopReason) {
     case 'max_tokens':
     case 'model_context_window_exceeded':
@@ -161,7 +316,7 @@ function toStopReason(stopReason: string | null): StopReason {
     case 'stop_sequence':
       return 'stop-sequence';
     case 'refusal':
-      return 'content-filter';
+      return 'refusal';
     default:
       return 'end-turn';
   }

@@ -86,7 +86,7 @@ const stopReasons: Partial<Record<StopReason, string>> = {
   'max-tokens': 'max_tokens',
   'tool-use': 'tool_use',
   'stop-sequence': 'stop_sequence',
-  'content-filter': 'refusal',
+  refusal: 'refusal',
 };
 
 const zeroUsage: Usage = {
@@ -289,6 +289,6 @@ export const anthropicWire: ProviderWire = {
     reasoningSignature: true,
     redactedReasoning: true,
     interleavedToolCalls: false,
-    stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'stop-sequence', 'content-filter'],
+    stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'stop-sequence', 'refusal'],
   },
 };
