@@ -181,7 +181,9 @@ async function main(): Promise<void> {
   );
   if (!values.smoke) {
     mkdirSync(join(benchDir, 'results'), { recursive: true });
-    writeFileSync(join(benchDir, 'results/w4.json'), `${JSON.stringify(report, null, 2)}\n`);
+    const file = `results/w4-node${process.versions.node.split('.')[0]}.json`;
+    writeFileSync(join(benchDir, file), `${JSON.stringify(report, null, 2)}\n`);
+    process.stdout.write(`Wrote bench/${file}\n`);
   }
   if (results.some((result) => result.status !== 'ok')) process.exitCode = 1;
 }
