@@ -263,7 +263,6 @@ describe('OpenAIModel reasoning history', () => {
       model: 'deepseek-reasoner',
       apiKey: 'sk-test',
       baseURL: 'https://api.deepseek.com',
-      client: undefined,
       maxRetries: 0,
     });
     // The request goes to the scripted server through an injected fetch; the option default comes from baseURL.
