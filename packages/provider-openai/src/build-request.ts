@@ -6,26 +6,42 @@ import {
   type Message,
   type ModelRequest,
   type ReasoningEffort,
+  type ResponseFormat,
   type ToolChoice,
   toolResultText,
   type UserMessage,
 } from '@lunation/contract';
 import type {
+  ChatCompletionAssistantMessageParam,
   ChatCompletionContentPart,
   ChatCompletionContentPartText,
   ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
+import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
+import { mergeExtraBody } from './merge-extra-body.js';
+import { type StrictSchemas, strictFor } from './strict-schema.js';
 
 /** Which body field carries `overrides.maxTokens`. */
 export type MaxTokensField = 'max_completion_tokens' | 'max_tokens';
 
+/**
+ * Which reasoning parts go back to the server, as `reasoning_content` on assistant messages: none (OpenAI
+ * takes no reasoning back), those of assistant turns that called tools (DeepSeek thinking mode, Moonshot Kimi
+ * K2: required while a tool loop runs), or all.
+ */
+export type ReasoningHistory = 'omit' | 'tool-call-turns' | 'all';
+
 export interface BuildRequestSettings {
   model: string;
   maxTokensField: MaxTokensField;
+  reasoningHistory: ReasoningHistory;
+  strictSchemas: StrictSchemas;
   /** `request.providerOptions[providerId]`. */
   providerOptions: JsonObject | undefined;
+  /** The key of `providerOptions`, for error messages. */
+  providerId: string;
 }
 
 /** The Chat Completions streaming body for a contract request. */
@@ -36,7 +52,7 @@ export function buildRequest(
   const overrides = request.overrides ?? {};
   const body: ChatCompletionCreateParamsStreaming = {
     model: overrides.model ?? settings.model,
-    messages: request.messages.flatMap(toMessages),
+    messages: request.messages.flatMap((message) => toMessages(message, settings.reasoningHistory)),
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -54,28 +70,45 @@ export function buildRequest(
     body.stop = overrides.stopSequences;
   if (overrides.reasoningEffort !== undefined)
     body.reasoning_effort = toReasoningEffort(overrides.reasoningEffort);
+  if (request.responseFormat !== undefined)
+    body.response_format = toResponseFormat(request.responseFormat, settings.strictSchemas);
 
-  const extraBody = settings.providerOptions?.extraBody;
-  if (extraBody !== undefined) {
-    if (typeof extraBody !== 'object' || extraBody === null || Array.isArray(extraBody)) {
-      throw new LunationError(
-        'invalid-argument',
-        'providerOptions.openai.extraBody must be a JSON object of Chat Completions body fields',
-      );
-    }
-    Object.assign(body, extraBody);
+  const merged = mergeExtraBody(body, settings.providerOptions?.extraBody, settings.providerId);
+  const choices = (merged as { n?: unknown }).n;
+  if (choices !== undefined && choices !== null && choices !== 1) {
+    throw new LunationError(
+      'invalid-argument',
+      `OpenAIModel streams one choice per call, but providerOptions.${settings.providerId}.extraBody sets n=${JSON.stringify(choices)}; remove \`n\` and call the model once per answer you need.`,
+      { details: { n: choices as JsonObject[string] } },
+    );
   }
-  return body;
+  return merged;
 }
 
-function toMessages(message: Message): ChatCompletionMessageParam[] {
+/** `response_format: { type: 'json_schema' }` (Structured Outputs). */
+export function toResponseFormat(
+  format: ResponseFormat,
+  strictSchemas: StrictSchemas,
+): ResponseFormatJSONSchema {
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: format.name ?? 'output',
+      ...(format.description === undefined ? {} : { description: format.description }),
+      schema: format.schema,
+      strict: strictFor(format.schema, strictSchemas),
+    },
+  };
+}
+
+function toMessages(message: Message, reasoningHistory: ReasoningHistory): ChatCompletionMessageParam[] {
   switch (message.role) {
     case 'system':
       return [{ role: 'system', content: textContent(message.content) }];
     case 'user':
       return [{ role: 'user', content: userContent(message) }];
     case 'assistant':
-      return assistantMessages(message);
+      return assistantMessages(message, reasoningHistory);
     case 'tool':
       return message.content.map((part) => ({
         role: 'tool',
@@ -106,13 +139,24 @@ function imageUrl(part: ImagePart): string {
   return source.type === 'url' ? source.url : `data:${source.mediaType};base64,${source.data}`;
 }
 
-/** Reasoning parts are dropped: Chat Completions takes no reasoning back. */
-function assistantMessages(message: AssistantMessage): ChatCompletionMessageParam[] {
+/**
+ * Text, refusals and tool calls become one assistant message. Reasoning goes back as `reasoning_content`
+ * only as `reasoningHistory` says (redacted reasoning never does); provider-content parts of other APIs are
+ * left out.
+ */
+function assistantMessages(
+  message: AssistantMessage,
+  reasoningHistory: ReasoningHistory,
+): ChatCompletionMessageParam[] {
   let text = '';
+  let refusal = '';
+  let reasoning = '';
   const toolCalls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> =
     [];
   for (const part of message.content) {
     if (part.type === 'text') text += part.text;
+    else if (part.type === 'refusal') refusal += part.text;
+    else if (part.type === 'reasoning' && !part.redacted) reasoning += part.text;
     else if (part.type === 'tool-call') {
       toolCalls.push({
         id: part.toolCallId,
@@ -121,14 +165,17 @@ function assistantMessages(message: AssistantMessage): ChatCompletionMessagePara
       });
     }
   }
-  if (text === '' && toolCalls.length === 0) return [];
-  return [
-    {
-      role: 'assistant',
-      content: text === '' ? null : text,
-      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-    },
-  ];
+  if (text === '' && refusal === '' && toolCalls.length === 0) return [];
+  const assistant: ChatCompletionAssistantMessageParam & { reasoning_content?: string } = {
+    role: 'assistant',
+    content: text === '' ? null : text,
+  };
+  if (refusal !== '') assistant.refusal = refusal;
+  if (toolCalls.length > 0) assistant.tool_calls = toolCalls;
+  const sendReasoning =
+    reasoningHistory === 'all' || (reasoningHistory === 'tool-call-turns' && toolCalls.length > 0);
+  if (sendReasoning && reasoning !== '') assistant.reasoning_content = reasoning;
+  return [assistant];
 }
 
 function toToolChoice(choice: ToolChoice): ChatCompletionToolChoiceOption {
@@ -137,7 +184,7 @@ function toToolChoice(choice: ToolChoice): ChatCompletionToolChoiceOption {
 }
 
 /** A token budget maps to the nearest effort level. */
-function toReasoningEffort(
+export function toReasoningEffort(
   effort: ReasoningEffort,
 ): NonNullable<ChatCompletionCreateParamsStreaming['reasoning_effort']> {
   if (typeof effort === 'string') return effort;

@@ -14,9 +14,10 @@ import {
 } from '@lunation/contract';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
-import { buildRequest, type MaxTokensField } from './build-request.js';
+import { buildRequest, type MaxTokensField, type ReasoningHistory } from './build-request.js';
 import { mapError } from './map-error.js';
 import { parseStream } from './parse-stream.js';
+import type { StrictSchemas } from './strict-schema.js';
 
 /** The part of an `OpenAI` client the adapter uses. */
 export type OpenAIClient = Pick<OpenAI, 'chat'>;
@@ -50,6 +51,20 @@ export interface OpenAIModelOptions {
    * @default 'max_completion_tokens'
    */
   maxTokensField?: MaxTokensField;
+  /**
+   * Which reasoning parts go back as `reasoning_content` on assistant messages. DeepSeek's thinking mode and
+   * Moonshot's Kimi K2 need the reasoning of the assistant turns that called tools sent back while the tool
+   * loop runs; OpenAI takes none.
+   * @default 'tool-call-turns' for api.deepseek.com and api.moonshot.ai / .cn, otherwise 'omit'
+   */
+  reasoningHistory?: ReasoningHistory;
+  /**
+   * Whether `responseFormat` asks for strict Structured Outputs (`json_schema.strict`). `'auto'` sets it when the
+   * schema meets strict mode's rules (every object closed with `additionalProperties: false` and all
+   * properties required); otherwise the server treats the schema as a hint and the runtime validates.
+   * @default 'auto'
+   */
+  strictSchemas?: StrictSchemas;
   /** A ready client; `apiKey`, `baseURL`, `organization`, `project` and `headers` are then ignored. */
   client?: OpenAIClient;
   /** The id under `provider` and the key of `request.providerOptions`. @default 'openai' */
@@ -91,7 +106,10 @@ export class OpenAIModel implements ModelProvider {
     const body = buildRequest(request, {
       model: this.modelId,
       maxTokensField: this.#options.maxTokensField ?? 'max_completion_tokens',
+      reasoningHistory: this.#options.reasoningHistory ?? defaultReasoningHistory(this.#options.baseURL),
+      strictSchemas: this.#options.strictSchemas ?? 'auto',
       providerOptions: request.providerOptions?.[this.provider] as JsonObject | undefined,
+      providerId: this.provider,
     });
     yield* streamWithRetries({
       policy: this.#policy,
@@ -145,4 +163,18 @@ export class OpenAIModel implements ModelProvider {
       baseURL === undefined || client !== undefined ? 'OpenAI' : `OpenAI-compatible server at ${baseURL}`;
     return { name, model, apiKeyHint: 'the `apiKey` option or OPENAI_API_KEY' };
   }
+}
+
+/** Servers known to need the reasoning of tool-call turns back. */
+const REASONING_ECHO_HOSTS = ['api.deepseek.com', 'api.moonshot.ai', 'api.moonshot.cn'];
+
+function defaultReasoningHistory(baseURL: string | undefined): ReasoningHistory {
+  if (baseURL === undefined) return 'omit';
+  let host: string;
+  try {
+    host = new URL(baseURL).hostname;
+  } catch {
+    return 'omit';
+  }
+  return REASONING_ECHO_HOSTS.includes(host) ? 'tool-call-turns' : 'omit';
 }

@@ -31,6 +31,7 @@ export async function* parseStream(
   const calls = new Map<number, ToolCallState>();
   let finishReason: string | undefined;
   let usage: Usage | undefined;
+  let refused = false;
 
   for await (const chunk of chunks) {
     if (chunk.usage) usage = toUsage(chunk.usage);
@@ -41,8 +42,10 @@ export async function* parseStream(
       if (reasoning !== '') yield { type: 'reasoning-delta', delta: reasoning };
       if (typeof delta.content === 'string' && delta.content !== '')
         yield { type: 'text-delta', delta: delta.content };
-      if (typeof delta.refusal === 'string' && delta.refusal !== '')
-        yield { type: 'text-delta', delta: delta.refusal };
+      if (typeof delta.refusal === 'string' && delta.refusal !== '') {
+        refused = true;
+        yield { type: 'refusal-delta', delta: delta.refusal };
+      }
       for (const toolCall of delta.tool_calls ?? []) {
         const index = toolCall.index ?? calls.size;
         let call = calls.get(index);
@@ -78,7 +81,7 @@ export async function* parseStream(
   yield { type: 'usage', usage: usage ?? emptyUsage() };
   yield {
     type: 'finish',
-    stopReason: toStopReason(finishReason, calls.size > 0),
+    stopReason: refused && finishReason === 'stop' ? 'refusal' : toStopReason(finishReason, calls.size > 0),
     rawStopReason: finishReason,
   };
 }
@@ -109,13 +112,37 @@ function reasoningText(delta: object): string {
   return typeof value === 'string' ? value : '';
 }
 
-function toUsage(usage: CompletionUsage): Usage {
+/**
+ * The contract's usage: reasoning ⊆ output, cache reads ⊆ input. Vendors differ, and the numbers tell them
+ * apart: OpenAI counts reasoning inside `completion_tokens` (total = prompt + completion); xAI counts it
+ * outside (total = prompt + completion + reasoning), and so does any server reporting more reasoning than
+ * completion tokens. DeepSeek reports cache hits as `prompt_cache_hit_tokens`, Moonshot as a top-level
+ * `cached_tokens`; a cache count larger than `prompt_tokens` was left out of it.
+ */
+export function toUsage(usage: CompletionUsage): Usage {
+  const vendor = usage as CompletionUsage & {
+    prompt_cache_hit_tokens?: number;
+    cached_tokens?: number;
+  };
+  const prompt = usage.prompt_tokens ?? 0;
+  const completion = usage.completion_tokens ?? 0;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens ?? 0;
+  const total = usage.total_tokens;
+  const reasoningOutside =
+    reasoning > 0 &&
+    (reasoning > completion ||
+      (typeof total === 'number' &&
+        total !== prompt + completion &&
+        total === prompt + completion + reasoning));
+  const cacheRead =
+    usage.prompt_tokens_details?.cached_tokens ?? vendor.prompt_cache_hit_tokens ?? vendor.cached_tokens ?? 0;
+  const cacheWrite = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
   return {
-    inputTokens: usage.prompt_tokens ?? 0,
-    outputTokens: usage.completion_tokens ?? 0,
-    cacheReadTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
-    cacheWriteTokens: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
-    reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+    inputTokens: cacheRead + cacheWrite > prompt ? prompt + cacheRead + cacheWrite : prompt,
+    outputTokens: reasoningOutside ? completion + reasoning : completion,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
+    reasoningTokens: reasoning,
   };
 }
 

@@ -10,11 +10,13 @@ export {
 export {
   formatServerSentEvent,
   type ProviderWire,
+  reportableUsage,
   type ScriptedError,
   type ScriptedEvent,
   type ScriptedResponse,
   type ScriptedStream,
   scriptedStopReason,
+  type UnreportedUsageField,
   type WireCapabilities,
 } from './provider-wire.js';
 export {

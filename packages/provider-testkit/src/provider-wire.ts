@@ -60,6 +60,30 @@ export interface WireCapabilities {
   interleavedToolCalls: boolean;
   /** The stop reasons the wire can express unambiguously. */
   stopReasons: readonly StopReason[];
+  /**
+   * How tool-call arguments arrive: in pieces (`streamed`), or each call whole in one event (`whole`, e.g.
+   * Ollama's NDJSON `/api/chat`, whose arguments are a JSON object the adapter serialises). With `whole`, the
+   * suite expects one argument piece per call and compares arguments as parsed JSON; calls cannot interleave.
+   * @default 'streamed'
+   */
+  toolCallArguments?: 'streamed' | 'whole';
+  /**
+   * Usage fields the vendor's wire has no field for (e.g. no cache or reasoning counts). The adapter must report
+   * 0 for them: the suite still scripts non-zero values, so an adapter that reads a field the wire does carry
+   * (or invents one) fails, and so does one that drops a field not listed here.
+   * @default []
+   */
+  unreportedUsage?: readonly UnreportedUsageField[];
+}
+
+/** A usage field a wire may lack. */
+export type UnreportedUsageField = 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens';
+
+/** The usage an adapter on this wire must report for `usage`: fields the wire lacks are 0. */
+export function reportableUsage(usage: Usage, capabilities: WireCapabilities): Usage {
+  const reported = { ...usage };
+  for (const field of capabilities.unreportedUsage ?? []) reported[field] = 0;
+  return reported;
 }
 
 /** An adapter's encoder from vendor-neutral scripted responses to the vendor's HTTP responses. */

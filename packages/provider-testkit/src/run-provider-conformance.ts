@@ -13,7 +13,12 @@ import {
   collectStream,
   summarizeParts,
 } from './collect-stream.js';
-import type { ProviderWire, ScriptedEvent, ScriptedResponse } from './provider-wire.js';
+import {
+  type ProviderWire,
+  reportableUsage,
+  type ScriptedEvent,
+  type ScriptedResponse,
+} from './provider-wire.js';
 import { ScriptedServer } from './scripted-server.js';
 
 /** What the kit passes to `createModel`. */
@@ -86,6 +91,17 @@ const errorTable: ReadonlyArray<{
 export function runProviderConformance(options: ProviderConformanceOptions): void {
   const { wire, createModel } = options;
   const capabilities = wire.capabilities;
+  const wholeCalls = capabilities.toolCallArguments === 'whole';
+  if (wholeCalls && capabilities.interleavedToolCalls) {
+    throw new Error(
+      `${options.name}: a wire that sends each tool call whole (toolCallArguments: 'whole') cannot interleave argument pieces; set interleavedToolCalls: false`,
+    );
+  }
+  /** The arguments as the adapter must report them: the same text, or (whole calls) the same JSON value. */
+  const expectArguments = (actual: string | undefined, expected: string, label: string) => {
+    if (wholeCalls) expect(parseJson(actual, label), label).toEqual(JSON.parse(expected));
+    else expect(actual, label).toBe(expected);
+  };
 
   describe(`${options.name} provider conformance`, () => {
     const server = new ScriptedServer();
@@ -142,7 +158,11 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       ]);
       expect(error).toBeUndefined();
       assertStreamInvariants(parts);
-      expect(parts.filter((part) => part.type === 'text-delta').map((part) => part.delta)).toEqual([
+      // An empty delta that only carries providerMetadata closes a text block (contract); it adds no text.
+      const textDeltas = parts.filter(
+        (part) => part.type === 'text-delta' && (part.delta !== '' || part.providerMetadata === undefined),
+      );
+      expect(textDeltas.map((part) => (part.type === 'text-delta' ? part.delta : ''))).toEqual([
         'Hel',
         'lo',
         ', world',
@@ -171,20 +191,20 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       expect(error).toBeUndefined();
       assertStreamInvariants(parts);
       const summary = summarizeParts(parts);
+      const pieces = wholeCalls ? 1 : 3;
       expect(summary.toolCalls).toEqual([
         {
           toolCallId: 'call_1',
           toolName: 'get_weather',
-          arguments: '{"city": "Paris"}',
-          streamedArguments: '{"city": "Paris"}',
-          deltaCount: 3,
+          arguments: expect.any(String),
+          streamedArguments: summary.toolCalls[0]?.arguments,
+          deltaCount: pieces,
         },
       ]);
+      expectArguments(summary.toolCalls[0]?.arguments, '{"city": "Paris"}', 'call_1 arguments');
       expect(summary.types).toEqual([
         'tool-call-start',
-        'tool-call-delta',
-        'tool-call-delta',
-        'tool-call-delta',
+        ...Array.from({ length: pieces }, () => 'tool-call-delta' as const),
         'tool-call-end',
         'usage',
         'finish',
@@ -207,18 +227,15 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       expect(error).toBeUndefined();
       assertStreamInvariants(parts);
       const summary = summarizeParts(parts);
-      expect(
-        summary.toolCalls.map(({ toolCallId, toolName, arguments: args }) => ({
-          toolCallId,
-          toolName,
-          args,
-        })),
-      ).toEqual([
-        { toolCallId: 'call_a', toolName: 'get_weather', args: '{"city": "Paris"}' },
-        { toolCallId: 'call_b', toolName: 'get_weather', args: '{"city": "Oslo"}' },
-        { toolCallId: 'call_c', toolName: 'get_weather', args: '{"city": "Rome"}' },
+      expect(summary.toolCalls.map(({ toolCallId, toolName }) => ({ toolCallId, toolName }))).toEqual([
+        { toolCallId: 'call_a', toolName: 'get_weather' },
+        { toolCallId: 'call_b', toolName: 'get_weather' },
+        { toolCallId: 'call_c', toolName: 'get_weather' },
       ]);
-      expect(parts.filter((part) => part.type === 'tool-call-delta')).toHaveLength(5);
+      expectArguments(summary.toolCalls[0]?.arguments, '{"city": "Paris"}', 'call_a arguments');
+      expectArguments(summary.toolCalls[1]?.arguments, '{"city": "Oslo"}', 'call_b arguments');
+      expectArguments(summary.toolCalls[2]?.arguments, '{"city": "Rome"}', 'call_c arguments');
+      expect(parts.filter((part) => part.type === 'tool-call-delta')).toHaveLength(wholeCalls ? 3 : 5);
       expect(parts.filter((part) => part.type === 'tool-call-end')).toHaveLength(3);
       if (capabilities.interleavedToolCalls) {
         const deltaOrder = parts.flatMap((part) =>
@@ -276,7 +293,11 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       },
     );
 
-    it('reports usage including cache and reasoning tokens', async () => {
+    it(`reports usage including cache and reasoning tokens${
+      capabilities.unreportedUsage?.length
+        ? ` (0 for what the wire lacks: ${capabilities.unreportedUsage.join(', ')})`
+        : ''
+    }`, async () => {
       const usage: Usage = {
         inputTokens: 2_048,
         outputTokens: 300,
@@ -287,7 +308,7 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       const { parts, error } = await run([{ type: 'stream', events: [{ type: 'text', text: 'ok' }], usage }]);
       expect(error).toBeUndefined();
       const usageParts = parts.filter((part) => part.type === 'usage');
-      expect(usageParts).toEqual([{ type: 'usage', usage }]);
+      expect(usageParts).toEqual([{ type: 'usage', usage: reportableUsage(usage, capabilities) }]);
     });
 
     it('maps every stop reason the wire can express', async () => {
@@ -467,6 +488,14 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       expect(expectLunationError(error, 'provider-error').isRetryable).toBe(true);
     });
   });
+}
+
+function parseJson(text: string | undefined, label: string): unknown {
+  try {
+    return JSON.parse(text ?? '');
+  } catch {
+    throw new Error(`${label}: ${JSON.stringify(text)} is not JSON`);
+  }
 }
 
 async function waitUntil(condition: () => boolean): Promise<void> {
