@@ -15,6 +15,7 @@ import { type Inference, infer } from './inference.js';
 import { buildRequest } from './model-request.js';
 import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
 import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
+import { isLunationError } from './storable.js';
 import { ToolCalls } from './tool-calls.js';
 
 /**
@@ -221,7 +222,8 @@ export class AgentLoop {
   }
 
   private terminationFor(error: unknown): TerminationReason {
-    if (this.scope.signal.aborted || LunationError.hasCode(error, 'cancelled')) return this.cancelled();
+    if (this.scope.signal.aborted || (isLunationError(error) && error.code === 'cancelled'))
+      return this.cancelled();
     const info = toErrorInfo(error);
     if (this.scope.listening) this.scope.emit({ type: 'error', error: info });
     return { type: 'error', error: info };

@@ -1,4 +1,4 @@
-import type { JsonValue, ToolResult } from '@lunation/contract';
+import { type JsonValue, LunationError, type ToolResult } from '@lunation/contract';
 
 // The boundary: everything a tool call puts in the store is checked here first, so that a value JSON cannot
 // hold (or one nested deep enough to break a parser or a store) becomes an error result the model sees
@@ -32,8 +32,7 @@ export function toStorableJson(value: unknown): Checked<JsonValue | undefined> {
   if (value === undefined) return { ok: true, value: undefined };
   try {
     const plain = plainJsonDepth(value, 0);
-    if (plain > MAX_JSON_DEPTH)
-      return { ok: false, problem: `it is nested deeper than ${MAX_JSON_DEPTH} levels` };
+    if (plain > MAX_JSON_DEPTH) return { ok: false, problem: tooDeep(value) };
     if (plain >= 0) return { ok: true, value: value as JsonValue };
     if (typeof value === 'function' || typeof value === 'symbol') {
       return { ok: false, problem: `a ${typeof value} is not JSON` };
@@ -108,6 +107,25 @@ export function describeThrown(error: unknown): string {
   } catch {
     return 'an unprintable thrown value';
   }
+}
+
+/** Whether a LunationError, for any value (a hostile Proxy included). */
+export function isLunationError(value: unknown): value is LunationError {
+  try {
+    return LunationError.isInstance(value);
+  } catch {
+    return false;
+  }
+}
+
+/** Why a value past the depth limit cannot be stored: a cycle, or plain depth. */
+function tooDeep(value: unknown): string {
+  try {
+    JSON.stringify(value);
+  } catch (error) {
+    if (error instanceof TypeError) return describeThrown(error);
+  }
+  return `it is nested deeper than ${MAX_JSON_DEPTH} levels`;
 }
 
 /** Nesting depth of parsed JSON, counting stops just past the limit. */

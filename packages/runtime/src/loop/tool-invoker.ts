@@ -13,7 +13,7 @@ import type { StateSnapshot } from '../state.js';
 import { type AnyTool, type TicketInput, type ToolContext, ToolOutput } from '../tool.js';
 import { errorResult } from './call-plan.js';
 import type { RunScope } from './run-scope.js';
-import { checkToolResult, describeThrown, toStorableJson } from './storable.js';
+import { checkToolResult, describeThrown, isLunationError, toStorableJson } from './storable.js';
 import type { ToolClock, Watch } from './tool-clock.js';
 
 /** How one execution of a tool ended. */
@@ -101,6 +101,19 @@ async function execute(request: InvokeRequest, context: ToolCallContext, watch: 
 }
 
 function fromValue(value: unknown, request: InvokeRequest): Invocation {
+  try {
+    return shapeValue(value, request);
+  } catch (error) {
+    return {
+      status: 'failed',
+      result: errorResult(
+        `Tool "${request.toolName}" returned a value that cannot be stored: ${describeThrown(error)}.`,
+      ),
+    };
+  }
+}
+
+function shapeValue(value: unknown, request: InvokeRequest): Invocation {
   if (ToolOutput.isInstance(value)) {
     if (value.suspend && !request.decision) {
       return { status: 'succeeded', result: { status: 'pending' }, suspend: value.suspend };
@@ -148,7 +161,7 @@ function abandoned(request: InvokeRequest, watch: Watch): Invocation {
 
 function thrownResult(toolName: string, error: unknown, attempt: number): ToolResult {
   const metadata: Record<string, JsonValue> = {};
-  if (LunationError.isInstance(error)) {
+  if (isLunationError(error)) {
     metadata.code = error.code;
     metadata.retryable = error.isRetryable;
   }
@@ -161,7 +174,7 @@ function thrownResult(toolName: string, error: unknown, attempt: number): ToolRe
 
 function isRetryable(error: unknown): boolean {
   try {
-    if (LunationError.isInstance(error)) return error.isRetryable;
+    if (isLunationError(error)) return error.isRetryable;
     return (error as { retryable?: unknown } | null)?.retryable === true;
   } catch {
     return false;
@@ -169,11 +182,15 @@ function isRetryable(error: unknown): boolean {
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
+  try {
+    return (
+      value !== null &&
+      (typeof value === 'object' || typeof value === 'function') &&
+      typeof (value as { then?: unknown }).then === 'function'
+    );
+  } catch {
+    return false; // a hostile value; fromValue() says it cannot be stored
+  }
 }
 
 /** Waits before a retry; false when the run was cancelled meanwhile. */
