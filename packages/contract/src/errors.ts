@@ -33,6 +33,7 @@ import { z } from 'zod';
  * - `phase-loop-exceeded` — scheduled actions kept producing actions past the round limit.
  * - `decision-invalid` — a resume decision was malformed or failed the ticket's response schema.
  * - `unknown-ticket` — a decision named a ticket that is not open.
+ * - `output-invalid` — the model's final answer did not match the run's output schema, also after repair.
  * - `internal` — a bug: an invariant did not hold.
  */
 export const errorCodeSchema = z.enum([
@@ -66,6 +67,7 @@ export const errorCodeSchema = z.enum([
   'phase-loop-exceeded',
   'decision-invalid',
   'unknown-ticket',
+  'output-invalid',
   'internal',
 ]);
 export type ErrorCode = z.infer<typeof errorCodeSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonObjectSchema } from './json.js';
+import { jsonObjectSchema, jsonValueSchema } from './json.js';
 import { type Message, messageSchema } from './messages.js';
 import { usageSchema } from './model.js';
 import {
@@ -47,6 +47,8 @@ export const runRecordSchema = z.object({
   /** Persistent run-scoped state, by state key. */
   state: jsonObjectSchema,
   finalText: z.string().optional(),
+  /** The validated structured output of a run with an output schema. */
+  output: jsonValueSchema.optional(),
   /** The version of the agent registry the run was resolved against. */
   registryVersion: z.number().int().nonnegative().optional(),
   createdAt: timestamp,

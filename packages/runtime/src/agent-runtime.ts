@@ -81,6 +81,8 @@ export interface RunOptions {
   onEvent?: (event: AgentEvent) => void;
   /** Keep the run open after each reply, waiting for input (see `session()`). @default false */
   keepAlive?: boolean;
+  /** The run must end with a JSON value matching this schema (overrides the agent's `output`). */
+  output?: z.ZodType;
   /** @internal child runs */
   parent?: { runId: string; toolCallId: string; origin: RunOrigin };
   /** @internal background task results to deliver */
@@ -354,6 +356,7 @@ export class AgentRuntime {
         listening: buffer || sinks.length > 0 || onEvent !== undefined,
         ...(options.keepAlive ? { keepAlive: true } : {}),
         ...(options.onTurnEnd ? { onTurnEnd: options.onTurnEnd } : {}),
+        ...(options.output ? { output: options.output } : {}),
       });
       reservation.loop = loop;
       const result = loop.execute().finally(async () => {
@@ -394,10 +397,15 @@ export class AgentRuntime {
     };
   }
 
-  /** Runs and waits for the result. */
-  async generate(options: RunOptions): Promise<RunResult> {
+  /**
+   * Runs and waits for the result. With an `output` schema the result's `output` is typed by it (validated
+   * JSON, present when the run ended with one).
+   */
+  async generate<Schema extends z.ZodType = z.ZodType<unknown>>(
+    options: RunOptions & { output?: Schema },
+  ): Promise<RunResult<z.infer<Schema>>> {
     const handle = await this.run({ stream: false, ...options });
-    return handle.result;
+    return handle.result as Promise<RunResult<z.infer<Schema>>>;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { ModelOverrides, ModelProvider, ToolDescriptor, Usage } from '@lunation/contract';
+import type { z } from 'zod';
 import type { ContextPolicy } from './context-policy.js';
 import type { Plugin, PluginSet } from './plugin.js';
 import type { AnyTool } from './tool.js';
@@ -83,6 +84,13 @@ export interface AgentDefinition {
   toolErrorPolicies?: Record<string, ToolErrorPolicy>;
   /** Default model settings for this agent. */
   overrides?: ModelOverrides;
+  /**
+   * The run must end with a JSON value matching this schema: it is asked for in the provider's native
+   * structured-output mode where there is one, then validated; the run's result carries it as `output`.
+   */
+  output?: z.ZodType;
+  /** Repair rounds after an answer that does not match `output` (then `output-invalid`). @default 1 */
+  outputRepairs?: number;
 }
 
 /** An agent ready to run: model, tools and plugins looked up and validated. */

@@ -2,6 +2,7 @@ import { emptyUsage, type ModelOverrides, type Usage, usageSchema } from '@lunat
 import { z } from 'zod';
 import { type Command, defineAction } from './command.js';
 import { toolCallsKey } from './loop/call-records.js';
+import { outputKey } from './loop/structured-output.js';
 import { definePlugin } from './plugin.js';
 import { defineStateKey, update } from './state.js';
 
@@ -140,6 +141,7 @@ export const corePlugin = definePlugin({
   register(registrar) {
     registrar.stateKey(runProgressKey);
     registrar.stateKey(toolCallsKey);
+    registrar.stateKey(outputKey);
     registrar.stateKey(appliedDecisionsKey);
     registrar.stateKey(activeAgentKey);
     registrar.stateKey(allowedToolsKey);

@@ -16,6 +16,7 @@ import { buildRequest } from './model-request.js';
 import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
 import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
 import { isLunationError } from './storable.js';
+import { checkOutput, type OutputSpec, resolveOutput } from './structured-output.js';
 import { ToolCalls } from './tool-calls.js';
 
 /**
@@ -33,6 +34,7 @@ export class AgentLoop {
   private inferring = false;
   private interrupted = false;
   private deadline: ReturnType<typeof setTimeout> | undefined;
+  private readonly output: OutputSpec | undefined;
   /** The abort reason of a run that reached its `timeout` stop condition. */
   private timeoutReason: LunationError | undefined;
 
@@ -56,6 +58,7 @@ export class AgentLoop {
     this.inbox = new Inbox(scope);
     this.checkpointer = new Checkpointer(scope);
     this.toolCalls = new ToolCalls(scope, this.checkpointer);
+    this.output = resolveOutput(scope);
     scope.signal.addEventListener('abort', () => this.inferenceAbort.abort(scope.signal.reason), {
       once: true,
     });
@@ -168,6 +171,12 @@ export class AgentLoop {
       else if (outcome.suspended) termination = { type: 'suspended' };
       else if (scope.toolErrorStop !== undefined) {
         termination = { type: 'stopped', code: 'tool-error', detail: scope.toolErrorStop };
+      }
+    } else if (this.output) {
+      const output = checkOutput(scope, this.output, response.text, response.stopReason === 'refusal');
+      if (output) {
+        scope.output = output.value;
+        termination = { type: 'natural-end' };
       }
     } else {
       termination = { type: 'natural-end' };
@@ -299,6 +308,7 @@ export class AgentLoop {
       usage: scope.progress.usage,
       openTickets,
       messages: scope.runMessages,
+      ...(scope.output === undefined ? {} : { output: scope.output }),
     };
   }
 }

@@ -116,6 +116,7 @@ export class Checkpointer {
       openTickets: this.currentTickets(),
       state: scope.state.exportScope('run'),
       finalText: scope.finalText,
+      ...(scope.output === undefined ? {} : { output: scope.output }),
       ...(options.registryVersion === undefined ? {} : { registryVersion: options.registryVersion }),
       createdAt: this.createdAt,
       updatedAt: Date.now(),

@@ -3,6 +3,7 @@ import { applyCompaction, truncateMessages } from '../context-policy.js';
 import type { RequestDraft } from '../plugin.js';
 import { requestAdjustmentsKey } from '../runtime-keys.js';
 import type { RunScope } from './run-scope.js';
+import { responseFormat } from './structured-output.js';
 
 /**
  * The next model request: the system prompt, the history as the context policy shapes it (compaction,
@@ -46,13 +47,21 @@ export function buildRequest(scope: RunScope): ModelRequest {
   } else {
     for (const message of history) messages.push(message);
   }
+  const format = responseFormat(scope);
   const transforms = agent.plugins.transforms;
-  if (transforms.length === 0) return { messages, tools, overrides };
+  if (transforms.length === 0) {
+    return format ? { messages, tools, overrides, responseFormat: format } : { messages, tools, overrides };
+  }
   let draft: RequestDraft = { messages, tools, overrides };
   for (const transform of transforms) {
     draft = transform(draft, { identity: scope.identity, step: scope.progress.step });
   }
-  return { messages: draft.messages, tools: draft.tools, overrides: draft.overrides };
+  return {
+    messages: draft.messages,
+    tools: draft.tools,
+    overrides: draft.overrides,
+    ...(format ? { responseFormat: format } : {}),
+  };
 }
 
 function contextMessage(key: string, role: 'system' | 'user', text: string): Message {

@@ -2,6 +2,7 @@ import {
   type AgentEvent,
   emptyUsage,
   type JsonSchema,
+  type JsonValue,
   type Message,
   type ResumeDecision,
   type RunIdentity,
@@ -15,6 +16,7 @@ import {
   toErrorInfo,
   type Usage,
 } from '@lunation/contract';
+import type { z } from 'zod';
 import type { ResolvedAgent } from '../agent.js';
 import type { TaskHost, TaskRecord } from '../background-tasks.js';
 import type { Persistence } from '../persistence.js';
@@ -60,10 +62,12 @@ export interface RunLoopOptions {
   keepAlive?: boolean;
   /** Called each time a kept-alive run has answered and waits for input. */
   onTurnEnd?(turn: { finalText: string; steps: number; usage: Usage }): void;
+  /** This run's output schema (overrides the agent's). */
+  output?: z.ZodType;
 }
 
 /** What a run ended with. */
-export interface RunResult {
+export interface RunResult<Output = unknown> {
   identity: RunIdentity;
   status: RunStatus;
   termination: TerminationReason;
@@ -73,6 +77,8 @@ export interface RunResult {
   openTickets: SuspensionTicket[];
   /** Messages this run added to the thread. */
   messages: Message[];
+  /** The validated structured output, for a run with an output schema that ended with one. */
+  output?: Output;
 }
 
 type EventInput = Record<string, unknown> & { type: AgentEvent['type'] };
@@ -99,6 +105,8 @@ export class RunScope {
   stepToolsCalled: string[] = [];
   /** Set when a tool failed under the `stop` error policy. */
   toolErrorStop: string | undefined;
+  /** The validated structured output, once the run has it. */
+  output: JsonValue | undefined;
   private seq = 0;
 
   constructor(readonly options: RunLoopOptions) {

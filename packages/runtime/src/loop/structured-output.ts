@@ -1,0 +1,119 @@
+import { type JsonSchema, type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
+import { z } from 'zod';
+import { createId } from '../id.js';
+import { defineStateKey } from '../state.js';
+import { formatIssues, toJsonSchema } from '../tool.js';
+import type { RunScope } from './run-scope.js';
+import { describeThrown, toStorableJson } from './storable.js';
+
+/** How many times a run asks the model to fix an answer that does not match its output schema. @default 1 */
+export const DEFAULT_OUTPUT_REPAIRS = 1;
+
+/** A run's structured output: the schema its final answer must match. */
+export interface OutputSpec {
+  schema: z.ZodType;
+  /** Repair rounds allowed after a bad answer. */
+  repairs: number;
+}
+
+interface OutputState {
+  schema: JsonSchema;
+  repairsUsed: number;
+}
+
+/**
+ * The output schema of a run as JSON Schema, kept with the run (run scope) so that a run resumed in another
+ * process — where only the agent definition is known — still validates its final answer.
+ */
+export const outputKey = defineStateKey<OutputState | null>({
+  name: 'runtime.output',
+  schema: z.object({ schema: z.record(z.string(), z.unknown()), repairsUsed: z.number() }).nullable(),
+  initial: () => null,
+});
+
+/**
+ * The output a run must end with: the run's own schema, else the agent's, else the one the run started with
+ * (resumed from the store), else none.
+ */
+export function resolveOutput(scope: RunScope): OutputSpec | undefined {
+  const own = scope.options.output ?? scope.agent.definition.output;
+  const repairs = scope.agent.definition.outputRepairs ?? DEFAULT_OUTPUT_REPAIRS;
+  if (own) {
+    if (!scope.state.written(outputKey)) {
+      scope.state.commit([{ key: outputKey, update: { schema: toJsonSchema(own), repairsUsed: 0 } }]);
+    }
+    return { schema: own, repairs };
+  }
+  const kept = scope.state.peek(outputKey);
+  if (!kept) return undefined;
+  return { schema: z.fromJSONSchema(kept.schema as Parameters<typeof z.fromJSONSchema>[0]), repairs };
+}
+
+/** What model requests of a run with structured output ask for. */
+export function responseFormat(scope: RunScope): ResponseFormat | undefined {
+  const kept = scope.state.peek(outputKey);
+  return kept ? { type: 'json', schema: kept.schema, name: 'output' } : undefined;
+}
+
+/**
+ * Checks the final answer against the output schema. A bad answer gets a repair round while any are left (an
+ * internal message tells the model what was wrong, and the run goes on); after that it is `output-invalid`.
+ * Returns the validated value, or `undefined` when a repair round was started.
+ */
+export function checkOutput(
+  scope: RunScope,
+  spec: OutputSpec,
+  text: string,
+  refused: boolean,
+): { value: JsonValue } | undefined {
+  const checked = refused
+    ? { ok: false as const, problem: 'the model refused to answer' }
+    : parseAnswer(spec, text);
+  if (checked.ok) return { value: checked.value };
+  const state = scope.state.peek(outputKey) ?? { schema: toJsonSchema(spec.schema), repairsUsed: 0 };
+  if (refused || state.repairsUsed >= spec.repairs) {
+    throw new LunationError(
+      'output-invalid',
+      `The final answer does not match the output schema${state.repairsUsed > 0 ? ` (after ${state.repairsUsed} repair round${state.repairsUsed === 1 ? '' : 's'})` : ''}: ${checked.problem}`,
+      { details: { answer: text.slice(0, 2_000) } },
+    );
+  }
+  scope.state.commit([{ key: outputKey, update: { ...state, repairsUsed: state.repairsUsed + 1 } }]);
+  scope.append({
+    id: createId(),
+    role: 'user',
+    content: [
+      {
+        type: 'text',
+        text: `Your answer is not valid: ${checked.problem}. Answer again with only a JSON value that matches the required schema, and no other text.`,
+      },
+    ],
+    metadata: { runId: scope.identity.runId, visibility: 'internal', outputRepair: true },
+  });
+  return undefined;
+}
+
+function parseAnswer(
+  spec: OutputSpec,
+  text: string,
+): { ok: true; value: JsonValue } | { ok: false; problem: string } {
+  const body = unfence(text.trim());
+  if (body === '') return { ok: false, problem: 'the answer is empty' };
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    return { ok: false, problem: `the answer is not JSON (${describeThrown(error)})` };
+  }
+  const result = spec.schema.safeParse(value);
+  if (!result.success) return { ok: false, problem: formatIssues(result.error) };
+  const stored = toStorableJson(result.data);
+  if (!stored.ok) return { ok: false, problem: `the answer cannot be stored: ${stored.problem}` };
+  return { ok: true, value: stored.value ?? null };
+}
+
+/** The body of an answer that is one fenced code block (```json … ```), else the answer. */
+function unfence(text: string): string {
+  const match = /^```[a-zA-Z0-9_-]*\s*\n([\s\S]*?)\n?```$/.exec(text);
+  return match ? (match[1] ?? '').trim() : text;
+}
