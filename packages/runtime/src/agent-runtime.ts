@@ -38,7 +38,12 @@ import {
 } from './loop/call-records.js';
 import type { DeliveryMode } from './loop/inbox.js';
 import type { FrontendTool, RunResult } from './loop/run-scope.js';
-import { InProcessPersistence, type Persistence, StorePersistence } from './persistence.js';
+import {
+  InProcessPersistence,
+  type InProcessRetention,
+  type Persistence,
+  StorePersistence,
+} from './persistence.js';
 import { AgentRegistry, type RegistrySet } from './registry.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
 import { busyHere, ThreadLease } from './thread-lease.js';
@@ -58,6 +63,8 @@ export interface AgentRuntimeOptions extends RegistrySet {
   owner?: string;
   /** Emit a `state-snapshot` event before every `step-end`. @default false */
   emitStateSnapshots?: boolean;
+  /** Without a store: how many threads this process keeps (see `InProcessRetention`). @default all */
+  retention?: InProcessRetention;
 }
 
 /** Input of a run: a text, a message, or several messages. */
@@ -154,7 +161,15 @@ export class AgentRuntime {
 
   constructor(options: AgentRuntimeOptions) {
     this.store = options.store;
-    this.persistence = options.store ? new StorePersistence(options.store) : new InProcessPersistence();
+    if (options.store && options.retention) {
+      throw new LunationError(
+        'invalid-argument',
+        '`retention` applies to runtimes without a store; a store keeps threads until deleteThread()',
+      );
+    }
+    this.persistence = options.store
+      ? new StorePersistence(options.store)
+      : new InProcessPersistence(options.retention, (threadId) => this.activeByThread.has(threadId));
     this.sinks = options.sinks ?? [];
     this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -474,6 +489,17 @@ export class AgentRuntime {
         return handle.result;
       },
     };
+  }
+
+  /**
+   * Deletes a thread with its messages, runs, state and ledger (in the store, or in this process without one).
+   * `thread-busy` while a run of it is active here. False when it did not exist.
+   */
+  async deleteThread(threadId: string): Promise<boolean> {
+    const active = this.activeByThread.get(threadId);
+    if (active) throw busyHere(threadId, active.identity.runId);
+    this.finishedTasks.delete(threadId);
+    return this.persistence.deleteThread(threadId);
   }
 
   /** The identities of the runs active in this process. */

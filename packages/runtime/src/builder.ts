@@ -13,7 +13,8 @@ export class AgentRuntimeBuilder {
   private readonly globalPlugins: Array<{ plugin: Plugin<unknown>; config?: unknown }> = [];
   private readonly sinks: EventSink[] = [];
   private storeInstance: LunationStore | undefined;
-  private settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots'> = {};
+  private settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'> =
+    {};
 
   /** Registers a model under an id agents refer to. */
   model(id: string, provider: ModelProvider): this {
@@ -51,7 +52,9 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
-  options(settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots'>): this {
+  options(
+    settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'>,
+  ): this {
     this.settings = { ...this.settings, ...settings };
     return this;
   }

@@ -56,6 +56,7 @@ export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';
 export type { FrontendTool, RunLoopOptions, RunResult } from './loop/run-scope.js';
 export { MAX_JSON_DEPTH } from './loop/storable.js';
+export type { InProcessRetention } from './persistence.js';
 export { PHASES, type Phase } from './phase.js';
 export { MAX_ACTION_ROUNDS, PhaseEngine } from './phase-engine.js';
 export {

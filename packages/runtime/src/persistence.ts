@@ -41,6 +41,8 @@ export interface Persistence {
   renewLease(threadId: string, token: number, ttlMs: number): Promise<void>;
   releaseLease(threadId: string, token: number): Promise<boolean>;
   getLease(threadId: string): Promise<Lease | undefined>;
+  /** Deletes the thread with everything in it; false when it did not exist. */
+  deleteThread(threadId: string): Promise<boolean>;
 }
 
 /** Persistence through a LunationStore: checkpoints, the execution ledger and leases. */
@@ -107,6 +109,10 @@ export class StorePersistence implements Persistence {
   getLease(threadId: string): Promise<Lease | undefined> {
     return this.store.getLease(threadId);
   }
+
+  deleteThread(threadId: string): Promise<boolean> {
+    return this.store.deleteThread(threadId);
+  }
 }
 
 interface LocalThread {
@@ -115,20 +121,41 @@ interface LocalThread {
   runs: Map<string, RunRecord>;
   latestRun: RunRecord | undefined;
   resourceId: string | undefined;
+  lastUsedAt: number;
+}
+
+/** How many threads a runtime without a store keeps in memory. */
+export interface InProcessRetention {
+  /** Most threads kept; beyond it the least recently used are dropped. @default no limit */
+  maxThreads?: number;
+  /** Threads unused for longer than this are dropped. @default no limit */
+  maxIdleMs?: number;
 }
 
 /**
  * Threads kept in this process only (no store configured): history and thread state live across runs of one
  * AgentRuntime, nothing survives the process, and there is no ledger or lease (the runtime's own
- * one-run-per-thread check still applies).
+ * one-run-per-thread check still applies). Threads are dropped by `deleteThread` and, with a retention
+ * policy, when the least recently used go past `maxThreads` or idle past `maxIdleMs` (never while a run of
+ * theirs is active).
  */
 export class InProcessPersistence implements Persistence {
   readonly durable = false;
+  /** In least recently used order. */
   private threads = new Map<string, LocalThread>();
   private runs = new Map<string, RunRecord>();
 
+  constructor(
+    private readonly retention: InProcessRetention = {},
+    private readonly isActive: (threadId: string) => boolean = () => false,
+  ) {}
+
+  get threadCount(): number {
+    return this.threads.size;
+  }
+
   async load(threadId: string): Promise<LoadedThread | undefined> {
-    const thread = this.threads.get(threadId);
+    const thread = this.use(threadId);
     if (!thread) return undefined;
     return {
       messages: thread.messages.slice(),
@@ -139,18 +166,20 @@ export class InProcessPersistence implements Persistence {
   }
 
   async createThread(threadId: string, resourceId: string | undefined): Promise<void> {
-    if (this.threads.has(threadId)) return;
+    if (this.use(threadId)) return;
     this.threads.set(threadId, {
       messages: [],
       threadState: {},
       runs: new Map(),
       latestRun: undefined,
       resourceId,
+      lastUsedAt: Date.now(),
     });
+    this.prune();
   }
 
   async commit(commit: CheckpointCommit): Promise<number> {
-    const thread = this.threads.get(commit.threadId);
+    const thread = this.use(commit.threadId);
     if (!thread) throw new LunationError('not-found', `Thread "${commit.threadId}" does not exist`);
     if (thread.messages.length !== commit.expectedMessageCount) {
       throw new LunationError(
@@ -167,7 +196,16 @@ export class InProcessPersistence implements Persistence {
       thread.runs.set(runId, commit.run);
       this.runs.set(runId, commit.run);
     }
+    this.prune();
     return thread.messages.length;
+  }
+
+  async deleteThread(threadId: string): Promise<boolean> {
+    const thread = this.threads.get(threadId);
+    if (!thread) return false;
+    this.threads.delete(threadId);
+    for (const runId of thread.runs.keys()) this.runs.delete(runId);
+    return true;
   }
 
   async beginTool(): Promise<undefined> {
@@ -196,5 +234,30 @@ export class InProcessPersistence implements Persistence {
 
   async getLease(): Promise<undefined> {
     return undefined;
+  }
+
+  /** The thread, marked as just used (moved to the back of the LRU order). */
+  private use(threadId: string): LocalThread | undefined {
+    const thread = this.threads.get(threadId);
+    if (!thread) return undefined;
+    this.threads.delete(threadId);
+    this.threads.set(threadId, thread);
+    thread.lastUsedAt = Date.now();
+    return thread;
+  }
+
+  /** Drops the least recently used threads past the retention policy, skipping ones with an active run. */
+  private prune(): void {
+    const { maxThreads, maxIdleMs } = this.retention;
+    if (maxThreads === undefined && maxIdleMs === undefined) return;
+    const idleBefore = maxIdleMs === undefined ? Number.NEGATIVE_INFINITY : Date.now() - maxIdleMs;
+    let excess = maxThreads === undefined ? 0 : this.threads.size - maxThreads;
+    for (const [threadId, thread] of this.threads) {
+      if (excess <= 0 && thread.lastUsedAt >= idleBefore) break;
+      if (this.isActive(threadId)) continue;
+      this.threads.delete(threadId);
+      for (const runId of thread.runs.keys()) this.runs.delete(runId);
+      excess--;
+    }
   }
 }
