@@ -87,7 +87,7 @@ export class ToolCalls {
     }
     this.plans = plans;
     const blocked = await this.decide(plans, response);
-    if (this.scope.durable) await this.commitOutcomes(plans, []);
+    await this.commitOutcomes(plans, []);
     this.announce(plans);
     await this.run(plans, response);
     return this.close(plans, blocked);
@@ -106,7 +106,7 @@ export class ToolCalls {
     for (const call of calls) plans.push(await this.restore(call, applied));
     this.plans = plans;
     const blocked = await this.decide(plans, undefined);
-    if (this.scope.durable) await this.commitOutcomes(plans, applied);
+    await this.commitOutcomes(plans, applied);
     this.announce(plans);
     await this.run(plans, undefined);
     const outcome = this.close(plans, blocked);
@@ -251,20 +251,22 @@ export class ToolCalls {
     const { scope, checkpointer } = this;
     const updates: StateUpdate[] = [];
     const records = [];
+    for (const plan of plans) {
+      if (!plan.dirty) continue;
+      records.push(toRecord(plan));
+      plan.dirty = false;
+    }
+    if (records.length > 0) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
+    if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
+    if (updates.length > 0) scope.state.commit(updates);
+    if (!scope.durable) return;
     let claims = 0;
     for (const plan of plans) {
-      if (plan.dirty) {
-        records.push(toRecord(plan));
-        plan.dirty = false;
-      }
       if (isRunnable(plan) && plan.ledger === 'claim') {
         plan.execution = checkpointer.claim(plan.runId, plan.call);
         claims++;
       }
     }
-    if (records.length > 0) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
-    if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
-    if (updates.length > 0) scope.state.commit(updates);
     if (updates.length === 0 && claims === 0 && !checkpointer.hasUncommitted()) return;
     await checkpointer.commit('running', undefined, false);
   }
