@@ -1,8 +1,13 @@
-import { emptyUsage, type ModelOverrides, type Usage, usageSchema } from '@lunation/contract';
+import {
+  emptyUsage,
+  type JsonSchema,
+  type ModelOverrides,
+  type Usage,
+  usageSchema,
+} from '@lunation/contract';
 import { z } from 'zod';
 import { type Command, defineAction } from './command.js';
 import { toolCallsKey } from './loop/call-records.js';
-import { outputKey } from './loop/structured-output.js';
 import { definePlugin } from './plugin.js';
 import { defineStateKey, update } from './state.js';
 
@@ -23,6 +28,22 @@ export const runProgressKey = defineStateKey<RunProgress>({
     startedAt: z.number(),
   }),
   initial: () => ({ step: 0, usage: emptyUsage(), consecutiveToolErrors: 0, startedAt: 0 }),
+});
+
+/** A run's output schema (JSON Schema) and the repair rounds it used. */
+export interface OutputState {
+  schema: JsonSchema;
+  repairsUsed: number;
+}
+
+/**
+ * The output schema of a run as JSON Schema, kept with the run (run scope) so that a run resumed in another
+ * process — where only the agent definition is known — still validates its final answer.
+ */
+export const outputKey = defineStateKey<OutputState | null>({
+  name: 'runtime.output',
+  schema: z.object({ schema: z.record(z.string(), z.unknown()), repairsUsed: z.number() }).nullable(),
+  initial: () => null,
 });
 
 const APPLIED_DECISIONS_KEPT = 500;

@@ -1,7 +1,7 @@
-import { type JsonSchema, type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
+import { type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
 import { z } from 'zod';
 import { createId } from '../id.js';
-import { defineStateKey } from '../state.js';
+import { outputKey } from '../runtime-keys.js';
 import { formatIssues, toJsonSchema } from '../tool.js';
 import type { RunScope } from './run-scope.js';
 import { describeThrown, toStorableJson } from './storable.js';
@@ -15,21 +15,6 @@ export interface OutputSpec {
   /** Repair rounds allowed after a bad answer. */
   repairs: number;
 }
-
-interface OutputState {
-  schema: JsonSchema;
-  repairsUsed: number;
-}
-
-/**
- * The output schema of a run as JSON Schema, kept with the run (run scope) so that a run resumed in another
- * process — where only the agent definition is known — still validates its final answer.
- */
-export const outputKey = defineStateKey<OutputState | null>({
-  name: 'runtime.output',
-  schema: z.object({ schema: z.record(z.string(), z.unknown()), repairsUsed: z.number() }).nullable(),
-  initial: () => null,
-});
 
 /**
  * The output a run must end with: the run's own schema, else the agent's, else the one the run started with
