@@ -30,6 +30,9 @@ export interface BatchOutcome {
   crashes: string[];
 }
 
+/** A process that takes this long hangs: a run never ends or never gives up on a busy thread. */
+const hangLimitMs = 60_000;
+
 /** Each run may suspend (and be left to the next process) at most once per step. */
 function processLimit(batch: SoakBatch): number {
   const steps = batch.runs.reduce((sum, run) => sum + run.steps.length, 0);
@@ -90,8 +93,22 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
         outcome.stranded.set(threadId, String(line.reason));
       }
     });
+    let hung = false;
+    const watchdog = setTimeout(() => {
+      hung = true;
+      child.child.kill('SIGKILL');
+    }, hangLimitMs);
     const code = await child.exited;
+    clearTimeout(watchdog);
     if (timer) clearTimeout(timer);
+    if (hung) {
+      outcome.crashes.push(
+        `process ${child.child.pid} (batch ${batch.index}, process ${outcome.processes}) was still running after ${hangLimitMs / 1000} s and was killed`,
+      );
+      for (const threadId of going)
+        outcome.stranded.set(threadId, `its process hung for ${hangLimitMs / 1000} s without finishing it`);
+      break;
+    }
     if (child.child.signalCode === 'SIGKILL' && plan) {
       journal.append({
         type: 'killed',

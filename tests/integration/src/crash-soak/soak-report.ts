@@ -82,8 +82,16 @@ export function formatSummary(summary: SoakSummary): string {
     .filter(([, count]) => count > 0)
     .map(([kind, count]) => `${kind} ${count}`)
     .join(', ');
+  const names: Record<Invariant, string> = {
+    1: 'unapproved executions',
+    2: 're-runs of recorded results',
+    3: 'unjustified re-runs',
+    4: 'lost or partial commits',
+    5: 'stranded or failed runs',
+    6: 'wrong or missing answers',
+  };
   const violations = Object.entries(summary.violations)
-    .map(([invariant, count]) => `#${invariant} ${count}`)
+    .map(([invariant, count]) => `#${invariant} ${names[Number(invariant) as Invariant]} ${count}`)
     .join(', ');
   return [
     `crash soak on ${summary.store}: seed ${summary.seed}, ${summary.runs} runs in ${summary.batches} batches, ${summary.seconds.toFixed(1)} s`,
