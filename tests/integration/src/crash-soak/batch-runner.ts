@@ -45,7 +45,7 @@ function processLimit(batch: SoakBatch): number {
  * is finished or stranded. The last process of a batch is never killed.
  */
 export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Promise<BatchOutcome> {
-  const journal = new Journal(options.journalPath);
+  const journal = new Journal(options.journalPath, 0);
   const open = new Map<string, SoakRun>(batch.runs.map((run) => [run.threadId, run]));
   const outcome: BatchOutcome = { processes: 0, kills: [], stranded: new Map(), crashes: [] };
   const plans = [...batch.kills];
@@ -112,7 +112,8 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
     if (child.child.signalCode === 'SIGKILL' && plan) {
       journal.append({
         type: 'killed',
-        victim: child.child.pid ?? 0,
+        victim: outcome.processes,
+        victimPid: child.child.pid ?? 0,
         kind: plan.kind,
         ...(kill ? { threadId: kill.threadId } : {}),
         frozen,

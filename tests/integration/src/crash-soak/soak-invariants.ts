@@ -43,8 +43,13 @@ function located<Type extends JournalEntry['type']>(journal: JournalEntry[], typ
   return found;
 }
 
-function writeKey(entry: { pid: number; writeId: number }): string {
-  return `${entry.pid}:${entry.writeId}`;
+function writeKey(entry: { process: number; writeId: number }): string {
+  return `${entry.process}:${entry.writeId}`;
+}
+
+/** How a violation names the process that wrote a journal line. */
+function writer(entry: { process: number; pid: number }): string {
+  return `process ${entry.process} [pid ${entry.pid}]`;
 }
 
 /** Commits whose messages are all in the store at the seqs they were written for. */
@@ -70,7 +75,7 @@ function resultRecords(evidence: RunEvidence): Map<string, Array<{ at: number; w
   for (const write of located(evidence.journal, 'write-start')) {
     const key = writeKey(write);
     if (!acknowledged.has(key) && !landed.has(key)) continue;
-    const by = `${write.method} #${write.writeId} of process ${write.pid}`;
+    const by = `${write.method} #${write.writeId} of ${writer(write)}`;
     for (const execution of write.executions ?? [])
       if (execution.status === 'completed')
         add(execution.toolCallId, write.at, `a completed ledger entry (${by})`);
@@ -85,7 +90,7 @@ function checkGates(evidence: RunEvidence, violations: Violation[]): void {
   const decisions = located(journal, 'decision');
   for (const start of located(journal, 'execution-start')) {
     const found = findCall(run, start.toolCallId);
-    const where = `"${start.toolCallId}" (${start.toolName}) ran in process ${start.pid}`;
+    const where = `"${start.toolCallId}" (${start.toolName}) ran in ${writer(start)}`;
     if (!found) {
       violations.push({ invariant: 1, run, detail: `${where}, a call the model never made` });
       continue;
@@ -114,7 +119,7 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
     for (let index = 1; index < attempts.length; index++) {
       const attempt = attempts[index] as (typeof attempts)[number];
       const previous = attempts[index - 1] as (typeof attempts)[number];
-      const name = `"${toolCallId}" ran again (attempt ${index + 1}, process ${attempt.pid})`;
+      const name = `"${toolCallId}" ran again (attempt ${index + 1}, ${writer(attempt)})`;
       const recorded = records.get(toolCallId)?.find((record) => record.at < attempt.at);
       if (recorded) {
         violations.push({
@@ -124,7 +129,7 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
         });
         continue;
       }
-      if (previous.pid === attempt.pid) {
+      if (previous.process === attempt.process) {
         violations.push({ invariant: 3, run, detail: `${name}: the same process had already run it` });
         continue;
       }
@@ -133,7 +138,7 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
           at > previous.at &&
           at < attempt.at &&
           entry.type === 'execution-finish' &&
-          entry.pid === previous.pid &&
+          entry.process === previous.process &&
           entry.toolCallId === toolCallId,
       );
       // After a finished call the run moves on only once the result is durable: a later model call, or (in a
@@ -145,7 +150,7 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
               (entry, at) =>
                 at > finish &&
                 at < attempt.at &&
-                entry.pid === previous.pid &&
+                entry.process === previous.process &&
                 (entry.type === 'model-call' ||
                   (run.agentId === 'sequential' &&
                     entry.type === 'tool-invoked' &&
@@ -159,7 +164,7 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
         violations.push({
           invariant: 3,
           run,
-          detail: `${name} although attempt ${index} (process ${previous.pid}) had finished and the run went on to ${next} before the process died; only a call cut off mid-execution may run again`,
+          detail: `${name} although attempt ${index} (${writer(previous)}) had finished and the run went on to ${next} before the process died; only a call cut off mid-execution may run again`,
         });
       }
       if (attempt.idempotencyKey !== first.idempotencyKey) {
@@ -189,7 +194,7 @@ function checkCommits(evidence: RunEvidence, violations: Violation[]): void {
   const acknowledged = new Set(located(journal, 'write-acked').map(writeKey));
   const ledger = new Map(store.ledger.map((entry) => [entry.toolCallId, entry]));
   for (const write of located(journal, 'write-start')) {
-    const by = `${write.method} #${write.writeId} of process ${write.pid}`;
+    const by = `${write.method} #${write.writeId} of ${writer(write)}`;
     const messages = write.messages ?? [];
     const present = messages.filter((message) => bySeq.get(message.seq) === message.id);
     if (acknowledged.has(writeKey(write))) {
