@@ -163,24 +163,22 @@ export function createFuzzTools(events: FuzzEvent[]): AnyTool[] {
       toolCallId: context.toolCallId,
       nonce,
     });
+  const echo = ({ text }: { text: string }, context: ToolContext) => {
+    record(context, text);
+    return { echoed: text };
+  };
   return [
     defineTool({
       name: fuzzToolNames.echo,
       description: 'Echoes its text',
       input: z.object({ text: z.string() }),
-      execute: ({ text }, context) => {
-        record(context, text);
-        return { echoed: text };
-      },
+      execute: echo,
     }),
     defineTool({
       name: fuzzToolNames.gated,
       description: 'Echoes its text after approval',
       input: z.object({ text: z.string(), payload: z.unknown().optional() }),
-      execute: ({ text }, context) => {
-        record(context, text);
-        return { echoed: text };
-      },
+      execute: echo,
     }),
     defineTool({
       name: fuzzToolNames.returns,
