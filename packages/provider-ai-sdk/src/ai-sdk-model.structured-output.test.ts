@@ -183,6 +183,56 @@ describe('AiSdkModel with @ai-sdk/openai (Chat Completions) and structured outpu
   });
 });
 
+describe('AiSdkModel with @ai-sdk/openai: an output schema with optional fields', () => {
+  it('goes non-strict with the providerOptions option, as OpenAI strict mode needs every property required', async () => {
+    const role = chunk({ role: 'assistant', content: '', refusal: null });
+    const usage: Usage = {
+      inputTokens: 50,
+      outputTokens: 10,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+    };
+    server.enqueue({
+      status: 200,
+      headers: openaiHeaders(),
+      body: [
+        role,
+        chunk({ content: '{"city":"Paris","celsius":21}' }),
+        chunk({}, 'stop'),
+        usageChunk(usage),
+        done,
+      ],
+    });
+    const model = new AiSdkModel({
+      model: createOpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1` }).chat('gpt-4.1-mini'),
+      providerOptions: { openai: { strictJsonSchema: false } },
+    });
+    const runtime = createRuntime().model('main', model).agent({ id: 'assistant', model: 'main' }).build();
+    const withNote = z.object({ city: z.string(), celsius: z.number(), note: z.string().optional() });
+    const result = await runtime.generate({
+      threadId: 'thread-8',
+      input: 'Weather in Paris?',
+      output: withNote,
+    });
+
+    expect(result.output).toEqual({ city: 'Paris', celsius: 21 });
+    expect(bodies()[0]!.response_format).toEqual({
+      type: 'json_schema',
+      json_schema: {
+        name: 'output',
+        strict: false,
+        schema: {
+          type: 'object',
+          properties: { city: { type: 'string' }, celsius: { type: 'number' }, note: { type: 'string' } },
+          required: ['city', 'celsius'],
+          additionalProperties: false,
+        },
+      },
+    });
+  });
+});
+
 describe('AiSdkModel with @ai-sdk/anthropic and structured output in the agent loop', () => {
   const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });
   const answer = (...pieces: string[]) =>

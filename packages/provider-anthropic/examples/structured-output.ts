@@ -1,0 +1,30 @@
+import { createRuntime, defineTool } from '@lunation/runtime';
+import { z } from 'zod';
+import { AnthropicModel } from '../src/index.js';
+
+const findOrder = defineTool({
+  name: 'find_order',
+  description: 'Looks an order up by its number.',
+  input: z.object({ orderId: z.string() }),
+  execute: ({ orderId }) => ({ orderId, status: 'delivered', items: 3 }),
+});
+const ticket = z.object({
+  orderId: z.string(),
+  category: z.enum(['damaged', 'missing', 'late', 'other']),
+  itemsAffected: z.number().int().min(1),
+  reply: z.string(),
+});
+
+const runtime = createRuntime()
+  .model('main', new AnthropicModel({ model: 'claude-sonnet-4-6' })) // reads ANTHROPIC_API_KEY
+  .agent({ id: 'support', model: 'main', tools: [findOrder], outputRepairs: 2 })
+  .build();
+
+const result = await runtime.generate({
+  threadId: 'ticket-7',
+  input: 'Order 1234: 2 cups broken.',
+  output: ticket,
+});
+if (result.output)
+  console.log(`${result.output.category} x${result.output.itemsAffected}: ${result.output.reply}`);
+else console.error(result.termination); // { type: 'error', error: { code: 'output-invalid', ... } }
