@@ -20,11 +20,7 @@ const runtime = createRuntime()
   .agent({ id: 'support', model: 'main', tools: [findOrder], outputRepairs: 2 })
   .build();
 
-const result = await runtime.generate({
-  threadId: 'ticket-7',
-  input: 'Order 1234: 2 cups broken.',
-  output: ticket,
-});
-if (result.output)
-  console.log(`${result.output.category} x${result.output.itemsAffected}: ${result.output.reply}`);
-else console.error(result.termination); // { type: 'error', error: { code: 'output-invalid', ... } }
+const input = 'Order 1234 arrived with 2 cups broken.';
+const { output, termination } = await runtime.generate({ threadId: 'ticket-7', input, output: ticket });
+if (output) console.log(`${output.category} x${output.itemsAffected}: ${output.reply}`);
+else console.error(termination); // { type: 'error', error: { code: 'output-invalid', ... } }
