@@ -211,6 +211,29 @@ describe('AnthropicModel with structured output in the agent loop', () => {
     });
   });
 
+  it('asks for a list output wrapped in an object, since Anthropic takes only object roots, and returns the list', async () => {
+    server.enqueue(answer('{"value": [{"city": "Paris", "celsius": 21, "conditions": "sunny"}]}'));
+    const { runtime } = runtimeWith();
+    const result = await runtime.generate({
+      threadId: 'thread-5',
+      input: 'Weather in Paris?',
+      output: z.array(weatherSchema),
+    });
+
+    expect(result.output).toEqual([{ city: 'Paris', celsius: 21, conditions: 'sunny' }]);
+    expect(bodies()[0]!.output_config).toEqual({
+      format: {
+        type: 'json_schema',
+        schema: {
+          type: 'object',
+          properties: { value: { type: 'array', items: outputConfig.format.schema } },
+          required: ['value'],
+          additionalProperties: false,
+        },
+      },
+    });
+  });
+
   it('ends with output-invalid at once when Claude refuses (stop_reason refusal)', async () => {
     server.enqueue(
       sse(

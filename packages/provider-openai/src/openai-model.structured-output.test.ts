@@ -207,8 +207,8 @@ describe('OpenAIModel (Chat Completions) with structured output in the agent loo
     server.enqueue(
       sse(
         role,
-        chunk({ content: null, refusal: "I'm sorry, " }),
-        chunk({ content: null, refusal: 'I cannot help with that.' }),
+        chunk({ refusal: "I'm sorry, " }),
+        chunk({ refusal: 'I cannot help with that.' }),
         chunk({}, 'stop'),
         usageChunk(usage),
         done,
