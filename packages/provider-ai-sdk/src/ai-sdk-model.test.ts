@@ -243,6 +243,28 @@ describe('AiSdkModel request', () => {
     } satisfies LanguageModelV4CallOptions);
   });
 
+  it('sends the providerOptions option with every call, under the request providerOptions key by key', async () => {
+    const model = mockModel([finish()], [finish()]);
+    const withDefaults = bridge(model, {
+      providerOptions: {
+        openai: { strictJsonSchema: false, user: 'u1' },
+        anthropic: { sendReasoning: false },
+      },
+    });
+    await collectStream(withDefaults.stream(hello));
+    await collectStream(
+      withDefaults.stream({ ...hello, providerOptions: { openai: { user: 'u2' }, google: { safe: true } } }),
+    );
+    expect(model.doStreamCalls.map((call) => call.providerOptions)).toEqual([
+      { openai: { strictJsonSchema: false, user: 'u1' }, anthropic: { sendReasoning: false } },
+      {
+        openai: { strictJsonSchema: false, user: 'u2' },
+        anthropic: { sendReasoning: false },
+        google: { safe: true },
+      },
+    ]);
+  });
+
   it('uses resolveModel for overrides.model and refuses a switch without it', async () => {
     const other = mockModel([finish()]);
     const resolved: string[] = [];

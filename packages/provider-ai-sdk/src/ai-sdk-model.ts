@@ -1,4 +1,4 @@
-import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from '@ai-sdk/provider';
 import {
   cancelledError,
   LunationError,
@@ -35,6 +35,11 @@ export interface AiSdkModelOptions {
    * @default every kind except `*.message_start` (per-response bookkeeping whose data the finish metadata has)
    */
   keepCustomPart?: (kind: string) => boolean;
+  /**
+   * AI SDK provider options sent with every call, under the request's own `providerOptions` (which win key by
+   * key), e.g. `{ openai: { strictJsonSchema: false } }` for output schemas with optional properties.
+   */
+  providerOptions?: SharedV4ProviderOptions;
   /** Headers sent with every call (the AI SDK model's own headers still apply). */
   headers?: Record<string, string>;
   /**
@@ -90,6 +95,9 @@ export class AiSdkModel implements ModelProvider {
       apiKeyHint: "the AI SDK provider's `apiKey` setting or its environment variable",
     };
     const callOptions = toCallOptions(request, this.provider);
+    const defaults = this.#options.providerOptions;
+    if (defaults !== undefined)
+      callOptions.providerOptions = withDefaults(defaults, callOptions.providerOptions);
     yield* streamWithRetries({
       policy: this.#policy,
       signal,
@@ -139,6 +147,17 @@ export class AiSdkModel implements ModelProvider {
       `AiSdkModel wraps model "${model.modelId}" and cannot switch to "${modelId}" (overrides.model); pass a \`resolveModel\` option or register that model as its own AiSdkModel.`,
     );
   }
+}
+
+function withDefaults(
+  defaults: SharedV4ProviderOptions,
+  options: SharedV4ProviderOptions | undefined,
+): SharedV4ProviderOptions {
+  const merged: SharedV4ProviderOptions = { ...defaults };
+  for (const [provider, values] of Object.entries(options ?? {})) {
+    merged[provider] = { ...defaults[provider], ...values };
+  }
+  return merged;
 }
 
 function keepByDefault(kind: string): boolean {

@@ -410,4 +410,92 @@ describe('AnthropicModel: structured output', () => {
     await collectStream(model().stream(userRequest({ responseFormat: { type: 'json', schema } })));
     expect(sentBody().output_config).toEqual({ format: { type: 'json_schema', schema } });
   });
+
+  it('moves the constraints output_config.format rejects into descriptions, as the Anthropic SDK does', async () => {
+    server.enqueue(textReply('{}'));
+    const withConstraints = {
+      type: 'object',
+      properties: {
+        // z.number().int(): the safe-integer range says nothing and is dropped.
+        count: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+        score: { type: 'number', minimum: 0, exclusiveMaximum: 10, description: 'How good.' },
+        name: { type: 'string', minLength: 1, maxLength: 80 },
+        email: { type: 'string', format: 'email', pattern: '^\\S+@\\S+$' },
+        when: { type: 'string', format: 'date-time' },
+        color: { type: 'string', format: 'hex-color' },
+        tags: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 5, uniqueItems: true },
+        pair: { type: 'array', items: { type: 'number' }, minItems: 2 },
+        shape: {
+          oneOf: [
+            { type: 'object', properties: { radius: { type: 'number', exclusiveMinimum: 0 } } },
+            { $ref: '#/$defs/square' },
+          ],
+        },
+        counts: {
+          type: 'object',
+          propertyNames: { type: 'string' },
+          additionalProperties: { type: 'number' },
+        },
+      },
+      required: ['count', 'score', 'name', 'email', 'when', 'color', 'tags', 'pair', 'shape', 'counts'],
+      additionalProperties: false,
+      $defs: { square: { type: 'object', properties: { side: { type: 'number', multipleOf: 0.5 } } } },
+      $schema: 'http://json-schema.org/draft-07/schema#',
+    };
+    await collectStream(
+      model().stream(userRequest({ responseFormat: { type: 'json', schema: withConstraints } })),
+    );
+    expect(sentBody().output_config).toEqual({
+      format: {
+        type: 'json_schema',
+        schema: {
+          type: 'object',
+          properties: {
+            count: { type: 'integer' },
+            score: { type: 'number', description: 'How good.\n\n{minimum: 0, exclusiveMaximum: 10}' },
+            name: { type: 'string', description: '{minLength: 1, maxLength: 80}' },
+            email: { type: 'string', format: 'email', description: '{pattern: "^\\\\S+@\\\\S+$"}' },
+            when: { type: 'string', format: 'date-time' },
+            color: { type: 'string', description: '{format: "hex-color"}' },
+            tags: {
+              type: 'array',
+              items: { type: 'string' },
+              minItems: 1,
+              description: '{maxItems: 5, uniqueItems: true}',
+            },
+            pair: { type: 'array', items: { type: 'number' }, description: '{minItems: 2}' },
+            shape: {
+              anyOf: [
+                {
+                  type: 'object',
+                  properties: { radius: { type: 'number', description: '{exclusiveMinimum: 0}' } },
+                  additionalProperties: false,
+                },
+                { $ref: '#/$defs/square' },
+              ],
+            },
+            counts: {
+              type: 'object',
+              additionalProperties: { type: 'number' },
+              description: '{propertyNames: {"type":"string"}}',
+            },
+          },
+          required: ['count', 'score', 'name', 'email', 'when', 'color', 'tags', 'pair', 'shape', 'counts'],
+          additionalProperties: false,
+          $defs: {
+            square: {
+              type: 'object',
+              properties: { side: { type: 'number', description: '{multipleOf: 0.5}' } },
+              additionalProperties: false,
+            },
+          },
+        },
+      },
+    });
+    expect(withConstraints.properties.count).toEqual({
+      type: 'integer',
+      minimum: -9007199254740991,
+      maximum: 9007199254740991,
+    });
+  });
 });

@@ -23,6 +23,7 @@ import {
   type ToolChoice,
   toolResultText,
 } from '@lunation/contract';
+import { toOutputSchema } from './output-schema.js';
 
 /** Thinking budgets for the named reasoning efforts. */
 export const thinkingBudgets = { minimal: 1_024, low: 2_048, medium: 8_192, high: 24_576 } as const;
@@ -136,7 +137,7 @@ export function buildRequest(
       ...(effort === undefined ? {} : { effort }),
       ...(request.responseFormat === undefined
         ? {}
-        : { format: { type: 'json_schema', schema: request.responseFormat.schema } }),
+        : { format: { type: 'json_schema', schema: toOutputSchema(request.responseFormat.schema) } }),
     };
   }
   const container = latestContainer(request.messages, settings.providerId);

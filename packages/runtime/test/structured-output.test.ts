@@ -84,6 +84,50 @@ describe('structured output', () => {
     expect(model.requests.every((request) => request.responseFormat?.type === 'json')).toBe(true);
   });
 
+  it('asks for a non-object output wrapped as { value }, since OpenAI and Anthropic take only object roots', async () => {
+    const tags = z.array(z.string()).min(1);
+    const model = new ScriptedModel([reply('{"value":["rain","wind"]}'), reply('["sun"]')]);
+    const runtime = runtimeFor(model);
+    const wrapped = await runtime.generate({ threadId: 't1', input: 'tags?', output: tags });
+    expectTypeOf(wrapped.output).toEqualTypeOf<string[] | undefined>();
+    expect(wrapped.output).toEqual(['rain', 'wind']);
+    expect(model.callCount).toBe(1);
+    expect(model.requests[0]?.responseFormat).toEqual({
+      type: 'json',
+      name: 'output',
+      schema: {
+        type: 'object',
+        properties: { value: { type: 'array', items: { type: 'string' }, minItems: 1 } },
+        required: ['value'],
+        additionalProperties: false,
+      },
+    });
+    // A model without a native JSON mode may answer the bare value: that is accepted too.
+    const bare = await runtime.generate({ threadId: 't2', input: 'tags?', output: tags });
+    expect(bare.output).toEqual(['sun']);
+  });
+
+  it('keeps $defs at the root of a wrapped schema so that references still resolve', async () => {
+    const point = z.object({ x: z.number() });
+    const model = new ScriptedModel([reply('{"value":[{"x":1},{"x":2}]}')]);
+    const result = await runtimeFor(model).generate({
+      threadId: 't',
+      input: 'points?',
+      output: z.array(point.meta({ id: 'point' })),
+    });
+    expect(result.output).toEqual([{ x: 1 }, { x: 2 }]);
+    const schema = model.requests[0]?.responseFormat?.schema as Record<string, unknown>;
+    expect(schema.properties).toEqual({ value: { type: 'array', items: { $ref: '#/definitions/point' } } });
+    expect(schema.definitions).toEqual({
+      point: {
+        type: 'object',
+        properties: { x: { type: 'number' } },
+        required: ['x'],
+        additionalProperties: false,
+      },
+    });
+  });
+
   it('treats a refusal as output-invalid without a repair round', async () => {
     const model = new ScriptedModel([reply('', { stopReason: 'refusal' })]);
     const result = await runtimeFor(model, { output: weather }).generate({

@@ -82,12 +82,24 @@ export function toResponsesWireUsage(usage: Usage): Record<string, unknown> {
   };
 }
 
-/** Writes one Responses stream: numbers events and keeps the finished output items for the final response. */
+/**
+ * Writes one Responses stream: numbers events and keeps the finished output items for the final response.
+ * `responseFields` are echoed in every `response` object, as OpenAI echoes the request's settings (e.g. `text`).
+ */
 export class ResponsesStreamWriter {
   readonly events: string[] = [];
+  readonly #responseFields: Record<string, unknown>;
   readonly output: Record<string, unknown>[] = [];
   #sequence = 0;
   #nextIndex = 0;
+
+  constructor(responseFields: Record<string, unknown> = {}) {
+    this.#responseFields = responseFields;
+  }
+
+  #response(fields: Record<string, unknown> = {}): Record<string, unknown> {
+    return responseObject({ ...this.#responseFields, ...fields });
+  }
 
   /** One event, framed as OpenAI frames it. */
   event(type: string, fields: Record<string, unknown> = {}): string {
@@ -97,8 +109,8 @@ export class ResponsesStreamWriter {
   }
 
   created(): this {
-    this.event('response.created', { response: responseObject() });
-    this.event('response.in_progress', { response: responseObject() });
+    this.event('response.created', { response: this.#response() });
+    this.event('response.in_progress', { response: this.#response() });
     return this;
   }
 
@@ -341,7 +353,7 @@ export class ResponsesStreamWriter {
 
   completed(usage: Usage): this {
     this.event('response.completed', {
-      response: responseObject({
+      response: this.#response({
         status: 'completed',
         completed_at: 1_765_552_662,
         output: this.output,
@@ -353,7 +365,7 @@ export class ResponsesStreamWriter {
 
   incomplete(reason: 'max_output_tokens' | 'content_filter', usage: Usage): this {
     this.event('response.incomplete', {
-      response: responseObject({
+      response: this.#response({
         status: 'incomplete',
         incomplete_details: { reason },
         output: this.output,
@@ -367,7 +379,7 @@ export class ResponsesStreamWriter {
   failed(code: string, message: string, type = code): this {
     this.event('error', { error: { type, code, message, param: null } });
     this.event('response.failed', {
-      response: responseObject({ status: 'failed', error: { code, message }, output: this.output }),
+      response: this.#response({ status: 'failed', error: { code, message }, output: this.output }),
     });
     return this;
   }

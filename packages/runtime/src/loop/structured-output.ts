@@ -14,6 +14,8 @@ export interface OutputSpec {
   schema: z.ZodType;
   /** Repair rounds allowed after a bad answer. */
   repairs: number;
+  /** The schema's root is not an object, so the model is asked for `{ "value": … }` (see `responseFormat`). */
+  wrapped: boolean;
 }
 
 /**
@@ -27,17 +29,43 @@ export function resolveOutput(scope: RunScope): OutputSpec | undefined {
     if (!scope.state.written(outputKey)) {
       scope.state.commit([{ key: outputKey, update: { schema: toJsonSchema(own), repairsUsed: 0 } }]);
     }
-    return { schema: own, repairs };
+    const wrapped = !isObjectSchema(scope.state.peek(outputKey)?.schema ?? toJsonSchema(own));
+    return { schema: own, repairs, wrapped };
   }
   const kept = scope.state.peek(outputKey);
   if (!kept) return undefined;
-  return { schema: z.fromJSONSchema(kept.schema as Parameters<typeof z.fromJSONSchema>[0]), repairs };
+  return {
+    schema: z.fromJSONSchema(kept.schema as Parameters<typeof z.fromJSONSchema>[0]),
+    repairs,
+    wrapped: !isObjectSchema(kept.schema),
+  };
 }
 
 /** What model requests of a run with structured output ask for. */
 export function responseFormat(scope: RunScope): ResponseFormat | undefined {
   const kept = scope.state.peek(outputKey);
-  return kept ? { type: 'json', schema: kept.schema, name: 'output' } : undefined;
+  return kept ? { type: 'json', schema: wireSchema(kept.schema), name: 'output' } : undefined;
+}
+
+/**
+ * OpenAI and Anthropic take only an object at the root of a response schema: any other root (an array, a
+ * union, a string) is asked for as `{ "value": … }`, its `$defs` / `definitions` kept at the root.
+ */
+function wireSchema(schema: JsonSchema): JsonSchema {
+  if (isObjectSchema(schema)) return schema;
+  const { $defs, definitions, ...value } = schema;
+  return {
+    type: 'object',
+    properties: { value },
+    required: ['value'],
+    additionalProperties: false,
+    ...($defs === undefined ? {} : { $defs }),
+    ...(definitions === undefined ? {} : { definitions }),
+  };
+}
+
+function isObjectSchema(schema: JsonSchema): boolean {
+  return schema.type === 'object';
 }
 
 /**
@@ -90,11 +118,27 @@ function parseAnswer(
   } catch (error) {
     return { ok: false, problem: `the answer is not JSON (${describeThrown(error)})` };
   }
-  const result = spec.schema.safeParse(value);
+  // A wrapped answer is `{ "value": … }`; a model without a native JSON mode may give the bare value.
+  let result = spec.schema.safeParse(isWrapped(spec, value) ? value.value : value);
+  if (!result.success && isWrapped(spec, value)) {
+    const whole = spec.schema.safeParse(value);
+    if (whole.success) result = whole;
+  }
   if (!result.success) return { ok: false, problem: formatIssues(result.error) };
   const stored = toStorableJson(result.data);
   if (!stored.ok) return { ok: false, problem: `the answer cannot be stored: ${stored.problem}` };
   return { ok: true, value: stored.value ?? null };
+}
+
+function isWrapped(spec: OutputSpec, value: unknown): value is { value: unknown } {
+  return (
+    spec.wrapped &&
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.keys(value).length === 1 &&
+    'value' in value
+  );
 }
 
 /** The body of an answer that is one fenced code block (```json … ```), else the answer. */
