@@ -11,7 +11,13 @@ import {
 import { z } from 'zod';
 import { createId } from './id.js';
 import { cancelledResult, errorResult } from './loop/call-plan.js';
-import { answerOpenStep, openTickets, type ToolCallRecord, toolCallsKey } from './loop/call-records.js';
+import {
+  answerOpenStep,
+  decideRecord,
+  openTickets,
+  type ToolCallRecord,
+  toolCallsKey,
+} from './loop/call-records.js';
 import { MAX_JSON_DEPTH } from './loop/storable.js';
 import type { Persistence } from './persistence.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
@@ -128,7 +134,7 @@ export async function commitPartialDecisions(
   for (const decision of decisions) {
     for (const [id, record] of Object.entries(records)) {
       if (record.status === 'suspended' && record.ticket?.id === decision.ticketId) {
-        records[id] = { ...record, status: 'resuming', decision };
+        records[id] = decideRecord(record, decision);
       }
     }
   }

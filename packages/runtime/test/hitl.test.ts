@@ -181,6 +181,30 @@ describe('human in the loop', () => {
     expect(reads).toEqual(['a', 'b']);
   });
 
+  it('never runs a call declined by a partial decision once the last ticket is decided', async () => {
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'read_file', arguments: { path: 'secret' } },
+          { toolName: 'read_file', arguments: { path: 'public' } },
+        ],
+      },
+      reply('Read one.'),
+    ]);
+    const { runtime, reads } = approvalRuntime(model);
+    const suspended = await runtime.generate({ threadId: 't', input: 'read both' });
+    const [first, second] = suspended.openTickets;
+    await runtime.sendDecisions('t', [{ decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' }]);
+    const last = await runtime.sendDecisions('t', [
+      { decisionId: 'd2', ticketId: second?.id ?? '', action: 'resume' },
+    ]);
+    expect((await last.run?.result)?.finalText).toBe('Read one.');
+    expect(reads).toEqual(['public']);
+    const results = lastToolResults(model.requests[1]?.messages ?? []);
+    expect(results.map((part) => part.result.status)).toEqual(['error', 'success']);
+    expect(results[0]?.result.message).toBe('The user declined this call.');
+  });
+
   it('supersedes open tickets with a new user message, and the model sees why', async () => {
     const model = new ScriptedModel([
       callTool('read_file', { path: 'a' }),

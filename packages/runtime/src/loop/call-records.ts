@@ -15,6 +15,7 @@ import {
 } from '@lunation/contract';
 import { z } from 'zod';
 import { defineStateKey } from '../state.js';
+import { toStorableJson } from './storable.js';
 
 /**
  * What the store knows about one tool call of the thread's open step (the last assistant message whose calls
@@ -144,4 +145,35 @@ export function answerOpenStep(
       result: record?.result ?? fallback(record),
     };
   });
+}
+
+/**
+ * A suspended call's record once a decision arrives: declined (`cancelled`, with a result saying so), answered
+ * by the decision's payload (`use-decision-as-result`), or `resuming` with the decision, to run.
+ */
+export function decideRecord(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
+  if (decision.action === 'cancel') {
+    return {
+      ...record,
+      status: 'cancelled',
+      decision,
+      result: {
+        status: 'error',
+        message: `The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`,
+        metadata: { declined: true },
+      },
+    };
+  }
+  if (record.ticket?.resumeMode === 'use-decision-as-result') {
+    const payload = toStorableJson(decision.payload);
+    return {
+      ...record,
+      status: payload.ok ? 'succeeded' : 'failed',
+      decision,
+      result: payload.ok
+        ? { status: 'success', ...(payload.value === undefined ? {} : { data: payload.value }) }
+        : { status: 'error', message: `The client's result cannot be stored: ${payload.problem}.` },
+    };
+  }
+  return { ...record, status: 'resuming', decision };
 }

@@ -147,7 +147,7 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
     callParts.push(callPart);
     content.push(callPart);
   }
-  const rejectedCalls = checkCallIds(toolCalls, callParts);
+  const rejectedCalls = checkCallIds(toolCalls, callParts, scope.callIds);
   scope.progress.usage = addUsage(scope.progress.usage, usage);
   const message: AssistantMessage = {
     id: createId(),
@@ -161,12 +161,15 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
 
 /**
  * Every call needs an id of its own: the ledger, tickets and results are keyed by it. A call whose id is
- * empty or repeats an earlier one gets a fresh id (in the message too, so call and result stay paired) and
+ * empty or repeats an earlier one of the run gets a fresh id (in the message too, so call and result stay paired) and
  * will not run; the model is told why.
  */
-function checkCallIds(toolCalls: ToolCall[], callParts: ToolCallPart[]): Map<string, string> | undefined {
+function checkCallIds(
+  toolCalls: ToolCall[],
+  callParts: ToolCallPart[],
+  seen: Set<string>,
+): Map<string, string> | undefined {
   let rejected: Map<string, string> | undefined;
-  const seen = new Set<string>();
   for (let index = 0; index < toolCalls.length; index++) {
     const call = toolCalls[index] as ToolCall;
     const id = call.toolCallId;
@@ -174,7 +177,7 @@ function checkCallIds(toolCalls: ToolCall[], callParts: ToolCallPart[]): Map<str
       typeof id !== 'string' || id === ''
         ? 'The provider gave this tool call no id, so it was not run. Call the tool again if it is still needed.'
         : seen.has(id)
-          ? `The provider gave this tool call the same id as an earlier one ("${id}"), so it was not run. Call the tool again if it is still needed.`
+          ? `The provider gave this tool call the same id as an earlier call of this run ("${id}"), so it was not run. Call the tool again if it is still needed.`
           : undefined;
     if (problem === undefined) {
       seen.add(id);

@@ -85,7 +85,10 @@ export function checkToolResult(result: unknown): Checked<ToolResult> {
   }
 }
 
-/** Text for any thrown value; never throws itself (not for a Proxy, a null-prototype object or a bad getter). */
+/**
+ * Text for any thrown value; never throws itself (not for a Proxy, a null-prototype object or a bad getter).
+ * An Error gives its message; an object with a string `message` gives that; other objects their JSON.
+ */
 export function describeThrown(error: unknown): string {
   try {
     if (error instanceof Error) {
@@ -94,7 +97,22 @@ export function describeThrown(error: unknown): string {
       return typeof error.name === 'string' ? error.name : 'Error';
     }
   } catch {
-    // fall through to String()
+    // a hostile value: fall through
+  }
+  if (typeof error === 'object' && error !== null) {
+    try {
+      const message = (error as { message?: unknown }).message;
+      if (typeof message === 'string' && message !== '') return message;
+    } catch {
+      // a throwing getter
+    }
+    try {
+      const json = JSON.stringify(error);
+      if (typeof json === 'string' && json !== '{}') return `a thrown object ${truncate(json)}`;
+    } catch {
+      // cyclic or hostile
+    }
+    return 'an unprintable thrown object';
   }
   try {
     const text = String(error);
@@ -102,11 +120,11 @@ export function describeThrown(error: unknown): string {
   } catch {
     // fall through
   }
-  try {
-    return `an unprintable thrown ${typeof error}`;
-  } catch {
-    return 'an unprintable thrown value';
-  }
+  return 'an unprintable thrown value';
+}
+
+function truncate(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 /** Whether a LunationError, for any value (a hostile Proxy included). */

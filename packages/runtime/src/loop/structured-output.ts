@@ -1,4 +1,4 @@
-import { type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
+import { type JsonSchema, type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
 import { z } from 'zod';
 import { createId } from '../id.js';
 import { outputKey } from '../runtime-keys.js';

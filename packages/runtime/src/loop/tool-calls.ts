@@ -14,10 +14,9 @@ import {
   settle,
   toRecord,
 } from './call-plan.js';
-import { answerOpenStep, toolCallsKey, unansweredCalls } from './call-records.js';
+import { answerOpenStep, decideRecord, toolCallsKey, unansweredCalls } from './call-records.js';
 import { type Checkpointer, idempotencyKey } from './checkpointer.js';
 import type { RunScope } from './run-scope.js';
-import { toStorableJson } from './storable.js';
 import { ToolClock } from './tool-clock.js';
 import { ToolGate } from './tool-gate.js';
 import { invokeTool } from './tool-invoker.js';
@@ -198,29 +197,12 @@ export class ToolCalls {
     const { scope } = this;
     if (scope.listening)
       scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
+    const decided = decideRecord(toRecord(plan), decision);
+    plan.status = decided.status;
     plan.decision = decision;
-    if (decision.action === 'cancel') {
-      settle(
-        plan,
-        'cancelled',
-        errorResult(`The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`, {
-          declined: true,
-        }),
-      );
-    } else if (plan.ticket?.resumeMode === 'use-decision-as-result') {
-      const payload = toStorableJson(decision.payload);
-      settle(
-        plan,
-        'succeeded',
-        payload.ok
-          ? { status: 'success', ...(payload.value === undefined ? {} : { data: payload.value }) }
-          : errorResult(`The client's result cannot be stored: ${payload.problem}.`),
-      );
-    } else {
-      plan.status = 'resuming';
-      plan.ledger = 'begin';
-      plan.dirty = true;
-    }
+    if (decided.result) plan.result = decided.result;
+    else plan.ledger = 'begin';
+    plan.dirty = true;
   }
 
   /** Gate outcomes for the calls that have none yet. A blocked call stops the whole step: nothing else runs. */
