@@ -1,6 +1,7 @@
 export { latestSchemaVersion } from './postgres-migrations.js';
 export {
   type PostgresPool,
+  type PostgresPoolClient,
   type PostgresQueryConfig,
   PostgresStore,
   type PostgresStoreConnectionOptions,

@@ -28,7 +28,13 @@ import {
   type ToolResult,
   toJsonText,
 } from '@lunation/contract';
-import { CompiledQuery, Kysely, type PostgresPool as KyselyPostgresPool, PostgresDialect } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  type PostgresPool as KyselyPostgresPool,
+  type PostgresPoolClient as KyselyPostgresPoolClient,
+  PostgresDialect,
+} from 'kysely';
 import pg from 'pg';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createMigrator, migrate } from './postgres-migrations.js';
@@ -36,7 +42,7 @@ import { assertSchemaName, defaultSchema } from './postgres-schema.js';
 import { createStatements, type Statement, type Statements } from './postgres-statements.js';
 import { errorCode, toStoreError } from './to-store-error.js';
 
-/** A query as the store sends it to a pool: a named (prepared) statement, its values, rows as arrays. */
+/** A query as the store sends it: a named (prepared) statement, its values, rows as arrays. */
 export interface PostgresQueryConfig {
   name: string;
   text: string;
@@ -44,12 +50,20 @@ export interface PostgresQueryConfig {
   rowMode: 'array';
 }
 
+/** The part of a pg pool client the store and kysely's `PostgresDialect` use (a `pg.PoolClient` fits). */
+export interface PostgresPoolClient extends KyselyPostgresPoolClient {
+  query: KyselyPostgresPoolClient['query'] &
+    ((config: PostgresQueryConfig) => Promise<{ rows: unknown[][] }>);
+  /** Returns the connection to the pool; with an error, the pool ends it instead. */
+  release(error?: Error | boolean): void;
+}
+
 /**
- * The part of a pg `Pool` the store uses: `query` for its calls, `connect` for migrations (through kysely's
+ * The part of a pg `Pool` the store uses: `connect` for each call and for migrations (through kysely's
  * `PostgresDialect`). A `pg.Pool` fits.
  */
 export interface PostgresPool extends KyselyPostgresPool {
-  query(config: PostgresQueryConfig): Promise<{ rows: unknown[][] }>;
+  connect(): Promise<PostgresPoolClient>;
 }
 
 interface PostgresStoreCommonOptions {
@@ -159,10 +173,8 @@ export class PostgresStore implements LunationStore {
         );
       }
     } else if ('pool' in options) {
-      if (typeof options.pool?.query !== 'function' || typeof options.pool.connect !== 'function') {
-        throw invalid(
-          'pool must be a pg Pool (with query and connect), e.g. new pg.Pool({ connectionString })',
-        );
+      if (typeof options.pool?.connect !== 'function') {
+        throw invalid('pool must be a pg Pool, e.g. new pg.Pool({ connectionString })');
       }
       this.#pool = options.pool;
     } else {
@@ -592,11 +604,38 @@ export class PostgresStore implements LunationStore {
   }
 }
 
+/**
+ * Runs each statement on a connection of the pool. Not `pool.query`: it ends the connection after any error,
+ * and the store's rejections (a conflict, a busy thread) are errors the server raises on a healthy connection.
+ */
 function poolExecutor(pool: PostgresPool): Executor {
   return async (statement, values) => {
-    const result = await pool.query({ name: statement.name, text: statement.text, values, rowMode: 'array' });
+    const config: PostgresQueryConfig = {
+      name: statement.name,
+      text: statement.text,
+      values,
+      rowMode: 'array',
+    };
+    const client = await pool.connect();
+    let result: { rows: unknown[][] };
+    try {
+      result = await client.query(config);
+    } catch (error) {
+      // An error the server answered leaves the connection usable; anything else (a lost socket) ends it.
+      client.release(isServerError(error) ? undefined : toError(error));
+      throw error;
+    }
+    client.release();
     return result.rows.map((row) => row[0] as string);
   };
+}
+
+function isServerError(error: unknown): boolean {
+  return typeof (error as { severity?: unknown } | undefined)?.severity === 'string';
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 function kyselyExecutor(db: Kysely<unknown>): Executor {
