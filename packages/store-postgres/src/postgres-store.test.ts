@@ -211,6 +211,23 @@ describe('PostgresStore', () => {
       ).toBe(before);
     });
 
+    it('dropSchema drops the schema with everything in it and closes the store', async () => {
+      const schema = freshSchema();
+      const store = await PostgresStore.open({ connectionString: postgresUrl, schema });
+      await store.createThread({ id: 't1' });
+      expect(await count('SELECT count(*) FROM pg_namespace WHERE nspname = $1', [schema])).toBe(1);
+      await store.dropSchema();
+      expect(await count('SELECT count(*) FROM pg_namespace WHERE nspname = $1', [schema])).toBe(0);
+      await expectLunationError(store.getThread('t1'), 'store-unavailable');
+      // A store that never opened drops a schema without migrating it first.
+      const other = freshSchema();
+      await PostgresStore.open({ connectionString: postgresUrl, schema: other }).then((opened) =>
+        opened.close(),
+      );
+      await new PostgresStore({ connectionString: postgresUrl, schema: other }).dropSchema();
+      expect(await count('SELECT count(*) FROM pg_namespace WHERE nspname = $1', [other])).toBe(0);
+    });
+
     it('keeps stores of different schemas apart in one database', async () => {
       const left = await PostgresStore.open({ connectionString: postgresUrl, schema: freshSchema() });
       const right = await PostgresStore.open({ connectionString: postgresUrl, schema: freshSchema() });

@@ -155,6 +155,8 @@ export class PostgresStore implements LunationStore {
   #pool: PostgresPool | undefined;
   #ownedPool: pg.Pool | undefined;
   #kysely: Kysely<unknown> | undefined;
+  #executor: Executor | undefined;
+  /** Set once the schema is migrated. */
   #execute: Executor | undefined;
   #initializing: Promise<Executor> | undefined;
   #lastPoolError: unknown;
@@ -216,15 +218,20 @@ export class PostgresStore implements LunationStore {
    * records), then closes the store. For tests and uninstalls; other stores on the schema stop working.
    */
   async dropSchema(): Promise<void> {
-    await this.#query(this.#statements.dropSchema, []);
-    await this.close();
+    if (this.#closed) throw closedError();
+    try {
+      await this.#connection().execute(this.#statements.dropSchema, []);
+    } catch (error) {
+      throw toStoreError(error, this.#lastPoolError);
+    } finally {
+      await this.close();
+    }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#execute = undefined;
-    this.#kysely = undefined;
     const pool = this.#ownedPool;
     this.#ownedPool = undefined;
     // A store still opening finishes (or fails) first, so its pool is not ended under its migration.
@@ -570,23 +577,27 @@ export class PostgresStore implements LunationStore {
   }
 
   async #initialize(): Promise<Executor> {
+    const { kysely, execute } = this.#connection();
+    await migrate(kysely, this.schema);
+    if (this.#closed) throw closedError();
+    this.#execute = execute;
+    return execute;
+  }
+
+  /** The Kysely instance (for migrations) and the executor (for calls), made once without I/O. */
+  #connection(): { kysely: Kysely<unknown>; execute: Executor } {
+    if (this.#kysely && this.#executor) return { kysely: this.#kysely, execute: this.#executor };
     const options = this.#options;
-    let kysely: Kysely<unknown>;
-    let execute: Executor;
     if ('database' in options) {
-      kysely = options.database.withoutPlugins();
-      execute = kyselyExecutor(kysely);
+      this.#kysely = options.database.withoutPlugins();
+      this.#executor = kyselyExecutor(this.#kysely);
     } else {
       const pool = this.#pool ?? this.#openPool(options as PostgresStoreConnectionOptions);
       // Never destroyed: that would end the pool (an owned pool is ended by close()).
-      kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-      execute = poolExecutor(pool);
+      this.#kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+      this.#executor = poolExecutor(pool);
     }
-    await migrate(kysely, this.schema);
-    if (this.#closed) throw closedError();
-    this.#kysely = kysely;
-    this.#execute = execute;
-    return execute;
+    return { kysely: this.#kysely, execute: this.#executor };
   }
 
   #openPool(options: PostgresStoreConnectionOptions): PostgresPool {
