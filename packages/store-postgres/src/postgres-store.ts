@@ -604,6 +604,8 @@ export class PostgresStore implements LunationStore {
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.maxConnections ?? 10,
+      // A server that never answers fails the call (store-unavailable) instead of hanging it.
+      connectionTimeoutMillis: connectTimeoutMs,
     });
     // An idle connection's error (the server restarted) must not crash the process; the next query reports it.
     pool.on('error', (error) => {
@@ -619,6 +621,9 @@ export class PostgresStore implements LunationStore {
  * Runs each statement on a connection of the pool. Not `pool.query`: it ends the connection after any error,
  * and the store's rejections (a conflict, a busy thread) are errors the server raises on a healthy connection.
  */
+/** How long the store's own pool waits for a new connection. */
+const connectTimeoutMs = 10_000;
+
 function poolExecutor(pool: PostgresPool): Executor {
   return async (statement, values) => {
     const config: PostgresQueryConfig = {
