@@ -24,6 +24,7 @@ describe('parseCommandLine', () => {
         sqlitePath: join(DEFAULT_DATA_DIR, 'assistant.sqlite'),
         redisUrl: 'redis://127.0.0.1:6379',
         postgresUrl: undefined,
+        postgresSchema: 'lunation_assistant',
         provider: undefined,
         model: undefined,
         dataDir: DEFAULT_DATA_DIR,
@@ -96,6 +97,9 @@ describe('parseCommandLine', () => {
     expect(
       parse(['--store', 'postgres', '--postgres-url', 'postgres://me@127.0.0.1/mine'], env),
     ).toMatchObject({ settings: { store: 'postgres', postgresUrl: 'postgres://me@127.0.0.1/mine' } });
+    expect(parse(['--store', 'postgres', '--postgres-schema', 'team_a'], env)).toMatchObject({
+      settings: { postgresSchema: 'team_a' },
+    });
     // DATABASE_URL alone does not pick the store.
     expect(parse([], env)).toMatchObject({ settings: { store: 'sqlite' } });
   });
@@ -127,6 +131,7 @@ describe('parseCommandLine', () => {
     ],
     [['--store', 'postgres'], '--store postgres needs --postgres-url <url> or DATABASE_URL (see --help)'],
     [['--postgres-url', 'postgres://x'], '--postgres-url only applies with --store postgres (see --help)'],
+    [['--postgres-schema', 'x'], '--postgres-schema only applies with --store postgres (see --help)'],
     [
       ['--provider', 'gemini'],
       '--provider must be one of openai, anthropic, demo, got "gemini" (see --help)',

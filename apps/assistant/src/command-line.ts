@@ -13,6 +13,8 @@ export interface AssistantSettings {
   redisUrl: string;
   /** The PostgreSQL server (`--postgres-url` or `DATABASE_URL`); required with `--store postgres`. */
   postgresUrl: string | undefined;
+  /** The schema of the assistant's tables in PostgreSQL. */
+  postgresSchema: string;
   /** Undefined: chosen from the API keys in the environment. */
   provider: ProviderKind | undefined;
   model: string | undefined;
@@ -52,6 +54,8 @@ Flags:
   --redis-url <url>              default: $REDIS_URL or redis://127.0.0.1:6379
   --postgres-url <url>           with --store postgres (default: $DATABASE_URL), e.g.
                                  postgres://user:password@127.0.0.1:5432/app
+  --postgres-schema <name>       with --store postgres: the schema of its tables
+                                 (default: lunation_assistant)
   --data-dir <dir>               the SQLite file and sandbox live here (default: apps/assistant/data)
   --sandbox <dir>                the folder read_file may read (default: <data-dir>/sandbox)
   --host <address>               serve: address to bind (default: 127.0.0.1)
@@ -71,6 +75,7 @@ const OPTIONS = {
   store: { type: 'string' },
   'redis-url': { type: 'string' },
   'postgres-url': { type: 'string' },
+  'postgres-schema': { type: 'string' },
   'data-dir': { type: 'string' },
   sandbox: { type: 'string' },
   host: { type: 'string' },
@@ -137,6 +142,7 @@ export function parseCommandLine(
     sqlitePath: join(dataDir, 'assistant.sqlite'),
     redisUrl: values['redis-url'] ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     postgresUrl: nonEmpty('postgres-url', values['postgres-url']) ?? (env.DATABASE_URL || undefined),
+    postgresSchema: nonEmpty('postgres-schema', values['postgres-schema']) ?? 'lunation_assistant',
     provider: oneOf('provider', values.provider, PROVIDERS),
     model: nonEmpty('model', values.model),
     dataDir,
@@ -145,8 +151,10 @@ export function parseCommandLine(
   if (values['redis-url'] !== undefined && settings.store !== 'redis') {
     throw usageError('--redis-url only applies with --store redis');
   }
-  if (values['postgres-url'] !== undefined && settings.store !== 'postgres') {
-    throw usageError('--postgres-url only applies with --store postgres');
+  for (const flag of ['postgres-url', 'postgres-schema'] as const) {
+    if (values[flag] !== undefined && settings.store !== 'postgres') {
+      throw usageError(`--${flag} only applies with --store postgres`);
+    }
   }
   if (settings.store === 'postgres' && settings.postgresUrl === undefined) {
     throw usageError('--store postgres needs --postgres-url <url> or DATABASE_URL');

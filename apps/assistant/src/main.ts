@@ -22,6 +22,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     sqlitePath: settings.sqlitePath,
     redisUrl: settings.redisUrl,
     postgresUrl: settings.postgresUrl,
+    postgresSchema: settings.postgresSchema,
   });
   try {
     const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox });

@@ -12,6 +12,8 @@ export interface OpenStoreOptions {
   redisUrl: string;
   /** The PostgreSQL server, e.g. `postgres://user:password@127.0.0.1:5432/app`. */
   postgresUrl?: string | undefined;
+  /** The PostgreSQL schema of the store's tables. @default 'lunation_assistant' */
+  postgresSchema?: string;
   /** How long to wait for Redis or PostgreSQL to answer before giving up. @default 5000 */
   connectTimeoutMs?: number;
 }
@@ -31,7 +33,11 @@ export async function openStore(options: OpenStoreOptions): Promise<LunationStor
     case 'redis':
       return openRedis(options.redisUrl, options.connectTimeoutMs ?? 5_000);
     case 'postgres':
-      return openPostgres(options.postgresUrl ?? '', options.connectTimeoutMs ?? 5_000);
+      return openPostgres(
+        options.postgresUrl ?? '',
+        options.postgresSchema ?? 'lunation_assistant',
+        options.connectTimeoutMs ?? 5_000,
+      );
   }
 }
 
@@ -72,13 +78,13 @@ async function openRedis(url: string, timeoutMs: number): Promise<LunationStore>
   }
 }
 
-/** Opens the store in the schema `lunation_assistant` (created and migrated if needed). */
-async function openPostgres(url: string, timeoutMs: number): Promise<LunationStore> {
+/** Opens the store in `schema` (created and migrated if needed). */
+async function openPostgres(url: string, schema: string, timeoutMs: number): Promise<LunationStore> {
   const { PostgresStore } = await import('@lunation/store-postgres');
   let store: InstanceType<typeof PostgresStore> | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
-    store = new PostgresStore({ connectionString: url, schema: 'lunation_assistant' });
+    store = new PostgresStore({ connectionString: url, schema });
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(new Error(`no answer within ${timeoutMs} ms; check that the server is running`)),

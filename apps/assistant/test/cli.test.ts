@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { PostgresStore } from '@lunation/store-postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -143,7 +144,10 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
 
   it('keeps the conversation in PostgreSQL across a restart with --store postgres', async () => {
     const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-    const flags = ['--provider', 'demo', '--store', 'postgres', '--data-dir', dataDir.path];
+    // A fresh schema, dropped at the end.
+    const schema = `lunation_test_${randomBytes(6).toString('hex')}`;
+    const flags = ['--provider', 'demo', '--store', 'postgres', '--postgres-schema', schema];
+    flags.push('--data-dir', dataDir.path);
     const first = start(flags, { DATABASE_URL: postgresUrl });
     first.send(['hello'], { end: true });
     expect(await first.exited).toBe(0);
@@ -151,7 +155,7 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(first.stdout).toMatch(/^Model: offline demo model · Store: PostgreSQL postgres:\/\//m);
     const threadId = first.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1];
     expect(threadId).toBeDefined();
-    const store = new PostgresStore({ connectionString: postgresUrl, schema: 'lunation_assistant' });
+    const store = new PostgresStore({ connectionString: postgresUrl, schema });
     try {
       const before = await store.listMessages(threadId!);
       expect(before[0]?.message).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'hello' }] });
@@ -161,8 +165,7 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
       expect(second.stdout).toContain(`Continuing thread ${threadId} (${before.length} messages).`);
       expect((await store.listMessages(threadId!)).length).toBeGreaterThan(before.length);
     } finally {
-      await store.deleteThread(threadId!);
-      await store.close();
+      await store.dropSchema();
     }
   });
 });
