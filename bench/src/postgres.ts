@@ -241,10 +241,49 @@ export interface PostgresRoundTripCount {
   overlappedCalls: number;
 }
 
+/** What the server itself takes, medians in µs: a `SELECT 1` round trip and a one-row insert's commit. */
+export interface PostgresFloor {
+  selectUs: number;
+  commitUs: number;
+  commitAsyncUs: number;
+}
+
 export interface W1PostgresRoundTripResult extends Outcome {
   kind: 'w1-postgres-round-trips';
   server?: { version: string; synchronousCommit: string };
+  floor?: PostgresFloor;
   counts: PostgresRoundTripCount[];
+}
+
+/** Times `operation` in 5 batches of 100 after 100 to warm up; the median µs per operation. */
+async function medianUs(operation: () => Promise<unknown>): Promise<number> {
+  for (let index = 0; index < 100; index++) await operation();
+  const batches: number[] = [];
+  for (let batch = 0; batch < 5; batch++) {
+    const started = performance.now();
+    for (let index = 0; index < 100; index++) await operation();
+    batches.push(((performance.now() - started) * 1000) / 100);
+  }
+  return batches.sort((a, b) => a - b)[2]!;
+}
+
+/** The server's own floor, on one connection: a round trip, and a commit with synchronous_commit on and off. */
+async function serverFloor(url: string, schema: string): Promise<PostgresFloor> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const table = `"${schema}".bench_floor`;
+    await client.query(`CREATE TABLE ${table} (id bigint)`);
+    const insert = { name: 'bench_floor_insert', text: `INSERT INTO ${table} VALUES ($1)`, values: [1] };
+    const selectUs = await medianUs(() => client.query({ name: 'bench_floor_select', text: 'SELECT 1' }));
+    await client.query('SET synchronous_commit = on');
+    const commitUs = await medianUs(() => client.query(insert));
+    await client.query('SET synchronous_commit = off');
+    const commitAsyncUs = await medianUs(() => client.query(insert));
+    return { selectUs, commitUs, commitAsyncUs };
+  } finally {
+    await client.end();
+  }
 }
 
 /**
@@ -254,14 +293,15 @@ export interface W1PostgresRoundTripResult extends Outcome {
 export async function runW1PostgresRoundTrips(
   config: BenchConfig,
   scratch: Scratch,
-): Promise<Pick<W1PostgresRoundTripResult, 'server' | 'counts'>> {
+): Promise<Pick<W1PostgresRoundTripResult, 'server' | 'floor' | 'counts'>> {
   await checkPostgres();
   const server = await serverSettings(postgresUrl);
   const wire = await PostgresWire.start(postgresUrl);
   const script = new Script(scratch.runPrefix);
-  let store: LunationStore | undefined;
+  let store: PostgresStore | undefined;
   try {
     store = await openPostgresStore('postgres', `${scratch.prefix}:round-trips`, wire.url);
+    const floor = await serverFloor(postgresUrl, store.schema);
     const tally = tallyCalls(store, wire);
     const runtime = createRuntime()
       .model('m', scriptedModel(script))
@@ -301,7 +341,7 @@ export async function runW1PostgresRoundTrips(
       });
     }
     await runtime.drain();
-    return { server, counts };
+    return { server, floor, counts };
   } finally {
     await store?.close();
     await wire.close();
@@ -390,7 +430,13 @@ export function renderPostgresRoundTrips(bench: BenchResults): string {
   for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
   const figures = stepFigures(result);
   const overlapped = result.counts.reduce((sum, count) => sum + count.overlappedCalls, 0);
+  const floor = result.floor;
+  const floorText = floor
+    ? `The server's own floor, measured beside it on one connection (median µs): a \`SELECT 1\` round trip ${fixed(floor.selectUs, 0)}, a one-row \`INSERT\` commit ${fixed(floor.commitUs, 0)} with \`synchronous_commit\` on (it waits for the write-ahead log's flush to disk) and ${fixed(floor.commitAsyncUs, 0)} with it off. A W1 step is two commits, so with \`synchronous_commit\` on its time is mostly the disk's flush latency.`
+    : '';
   return `${lines.join('\n')}
+
+${floorText}
 
 Marginal round trips per extra step: **${figures ? fixed(figures.perStep) : '—'}**; the run's fixed cost: **${figures ? fixed(figures.fixed, 1) : '—'}**
 round trips. PostgreSQL ${result.server?.version ?? '?'}, \`synchronous_commit\` = \`${result.server?.synchronousCommit ?? '?'}\` (the server's default, which the \`PostgresStore\` rows use; the
