@@ -6,9 +6,8 @@ export function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-// Classes 08 (connection), 53 (resources), 57P (operator intervention), 58 (system), 40001 / 40P01
-// (serialization failure, deadlock), 55P03 (lock not available): try again later.
-const retryableStates = /^(08|53|57P|58|40001|40P01|55P03)/;
+// Classes 08 (connection), 53 (resources), 57P (operator intervention), 58 (system): try again later.
+const retryableStates = /^(08|53|57P|58)/;
 // 22021 (a NUL or invalid byte in a string), 22P02 / 22P05 (JSON PostgreSQL cannot store: \u0000, a lone
 // surrogate), 22003 (a number out of range): the input is the problem.
 const invalidInputStates = /^(22021|22P02|22P05|22003|54000)$/;
@@ -28,6 +27,13 @@ export function toStoreError(error: unknown, connectionError?: unknown): Lunatio
       'invalid-argument',
       `PostgreSQL cannot store this value (${code}): ${message}; strings and JSON must not contain NUL (\\u0000) characters or lone surrogates`,
       { cause: error },
+    );
+  }
+  if (code !== undefined && /^(40001|40P01|55P03)$/.test(code)) {
+    return new LunationError(
+      'store-unavailable',
+      `PostgreSQL aborted the call (${code}: ${message}) because of a concurrent transaction; nothing was written, retry it`,
+      { cause: error, retryable: true },
     );
   }
   if (
