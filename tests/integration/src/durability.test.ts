@@ -7,7 +7,7 @@ import { reply, ScriptedModel } from '@lunation/runtime/testing';
 import { PostgresStore } from '@lunation/store-postgres';
 import { RedisStore } from '@lunation/store-redis';
 import { SqliteStore } from '@lunation/store-sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcessConfig } from '../fixtures/agent-process.js';
 import { startAgentProcess } from './process-harness.js';
 
@@ -27,7 +27,7 @@ interface Backend {
   open(config: BackendConfig): Promise<LunationStore>;
 }
 
-/** Postgres schemas the tests used (each test its own), dropped at the end. */
+/** Postgres schemas of the running test (each test its own), dropped after it. */
 const postgresSchemas: string[] = [];
 
 const backends: Backend[] = [
@@ -85,7 +85,7 @@ beforeAll(async () => {
   }
 });
 
-afterAll(async () => {
+afterEach(async () => {
   for (const schema of postgresSchemas.splice(0)) {
     const store = new PostgresStore({ connectionString: postgresUrl, schema });
     await store.dropSchema().finally(() => store.close());
