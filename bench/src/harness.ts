@@ -1,10 +1,11 @@
+import type { PostgresStoreKind } from './postgres.js';
 import type { Script } from './script.js';
 
 /** `generate`: await the final result only; `stream`: consume every event of the run as it comes. */
 export type Mode = 'generate' | 'stream';
 
-/** Where runs are checkpointed: nowhere, a memory store, a SQLite file or Redis. */
-export type StoreKind = 'none' | 'memory' | 'sqlite' | 'redis';
+/** Where runs are checkpointed: nowhere, a memory store, a SQLite file, Redis or PostgreSQL (see postgres.ts). */
+export type StoreKind = 'none' | 'memory' | 'sqlite' | 'redis' | PostgresStoreKind;
 
 export interface HarnessOptions {
   mode: Mode;

@@ -64,6 +64,9 @@ export function versions(): Record<string, string> {
     '@openai/agents',
     'zod',
     'ioredis',
+    '@lunation/store-postgres',
+    'pg',
+    'kysely',
   ];
   const result: Record<string, string> = {};
   for (const name of names) result[name] = packageVersion(name);

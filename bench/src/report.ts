@@ -1,6 +1,7 @@
 import { FRAMEWORKS, type FrameworkId } from './frameworks/index.js';
 import type { Mode, StoreKind } from './harness.js';
 import type { Stats } from './measure.js';
+import { postgresTargets, renderPostgresRoundTrips } from './postgres.js';
 import type { BenchResults, W1Result, W1RoundTripResult, W2Result, W3Result } from './results.js';
 
 const TARGET_STEPS = '10';
@@ -239,7 +240,7 @@ function w2Table(bench: BenchResults): string {
 function w3Table(bench: BenchResults): string {
   const rows: string[][] = [];
   for (const result of w3Results(bench)) {
-    const head = [result.store === 'sqlite' ? 'SqliteStore (file)' : 'RedisStore', number(result.threads, 0)];
+    const head = [storeLabel('lunation', result.store), number(result.threads, 0)];
     if (result.status !== 'ok' || !result.suspend || !result.resume || !result.memory) {
       rows.push([...head, unavailable(result), '', '', '', '', '', '']);
       continue;
@@ -352,6 +353,7 @@ function targets(bench: BenchResults): Target[] {
     (value) => value <= 20 * 1024,
     (value) => `${bytes(value)} RSS (${bytes(w2Lunation?.memory?.heapPerRunBytes ?? 0)} heap)`,
   );
+  list.push(...postgresTargets(bench));
   return list;
 }
 
@@ -489,6 +491,10 @@ Redis last answered, so pipelined or MULTI-batched commands count once. Commands
 on the server (commands a Lua script runs are counted one by one, as Redis counts them; \`evalsha\` is the script
 call). Each figure includes the run's fixed cost (lease, load, thread creation, release).
 
+### PostgreSQL round trips (Lunation, PostgresStore, non-streaming)
+
+${renderPostgresRoundTrips(bench)}
+
 ## W2: concurrency
 
 ${config.w2.runs} concurrent runs of S=${config.w2.steps}; the model awaits a ${config.w2.modelDelayMs} ms timer on every call, so the ideal wall time
@@ -532,7 +538,8 @@ ${w3Table(bench)}
 
 \`\`\`sh
 pnpm install
-pnpm bench            # full run (Redis at 127.0.0.1:6379 or REDIS_URL): writes this file, docs/benchmarks-w1.svg
+pnpm bench            # full run (Redis at 127.0.0.1:6379 or REDIS_URL, PostgreSQL at POSTGRES_URL or
+                      # postgres://postgres@127.0.0.1:5432/test): writes this file, docs/benchmarks-w1.svg
                       # and bench/results/latest.json; a few minutes
 pnpm bench --smoke    # a few iterations at tiny sizes with the same checks; writes to a temp dir
 pnpm bench --only w1:lunation   # only tasks whose id contains the text; writes to a temp dir

@@ -1,12 +1,16 @@
 import type { FrameworkId } from './frameworks/index.js';
 import type { Mode, StoreKind } from './harness.js';
 import type { MemorySample, Stats, Timing } from './measure.js';
+import type { PostgresStoreKind, W1PostgresRoundTripResult } from './postgres.js';
 
 export type Task =
   | { kind: 'w1'; framework: FrameworkId; mode: Mode; store: StoreKind }
   | { kind: 'w1-redis-round-trips' }
+  | { kind: 'w1-postgres-round-trips' }
   | { kind: 'w2'; framework: FrameworkId; mode: Mode }
-  | { kind: 'w3'; store: 'sqlite' | 'redis' };
+  | { kind: 'w3'; store: W3Store };
+
+export type W3Store = 'sqlite' | 'redis' | PostgresStoreKind;
 
 export function taskId(task: Task): string {
   switch (task.kind) {
@@ -14,6 +18,8 @@ export function taskId(task: Task): string {
       return `w1:${task.framework}:${task.mode}:${task.store}`;
     case 'w1-redis-round-trips':
       return 'w1:lunation:redis-round-trips';
+    case 'w1-postgres-round-trips':
+      return 'w1:lunation:postgres-round-trips';
     case 'w2':
       return `w2:${task.framework}:${task.mode}`;
     case 'w3':
@@ -21,7 +27,7 @@ export function taskId(task: Task): string {
   }
 }
 
-interface Outcome {
+export interface Outcome {
   id: string;
   /** `unavailable`: cannot run here (reason given); `failed`: a check or the framework threw. */
   status: 'ok' | 'unavailable' | 'failed';
@@ -76,7 +82,7 @@ export interface W2Result extends Outcome {
 
 export interface W3Result extends Outcome {
   kind: 'w3';
-  store: 'sqlite' | 'redis';
+  store: W3Store;
   threads: number;
   concurrency: number;
   suspend?: { seconds: number; perSecond: number };
@@ -92,7 +98,7 @@ export interface W3Result extends Outcome {
   };
 }
 
-export type TaskResult = W1Result | W1RoundTripResult | W2Result | W3Result;
+export type TaskResult = W1Result | W1RoundTripResult | W1PostgresRoundTripResult | W2Result | W3Result;
 
 export interface Machine {
   cpu: string;

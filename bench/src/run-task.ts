@@ -1,6 +1,7 @@
 import type { BenchConfig } from './config.js';
 import { cpuSnapshot, otherLoad } from './contention.js';
-import { Unavailable } from './harness.js';
+import { type StoreKind, Unavailable } from './harness.js';
+import { runW1PostgresRoundTrips, type W1PostgresRoundTripResult } from './postgres.js';
 import type { Task, TaskResult, W1Result, W1RoundTripResult, W2Result, W3Result } from './results.js';
 import { taskId } from './results.js';
 import { createScratch } from './workloads/scratch.js';
@@ -27,6 +28,8 @@ export function emptyResult(
       };
     case 'w1-redis-round-trips':
       return { ...common, kind: 'w1-redis-round-trips', counts: [] };
+    case 'w1-postgres-round-trips':
+      return { ...common, kind: 'w1-postgres-round-trips', counts: [] };
     case 'w2':
       return {
         ...common,
@@ -69,6 +72,10 @@ export async function runTask(task: Task, config: BenchConfig, redisUrl: string)
         const counts = await runW1RoundTrips(config, scratch);
         return { ...(emptyResult(task, config, ok()) as W1RoundTripResult), counts };
       }
+      case 'w1-postgres-round-trips': {
+        const measured = await runW1PostgresRoundTrips(config, scratch);
+        return { ...(emptyResult(task, config, ok()) as W1PostgresRoundTripResult), ...measured };
+      }
       case 'w2': {
         const measured = await runW2(task, config, scratch);
         return { ...(emptyResult(task, config, ok()) as W2Result), ...measured };
@@ -100,21 +107,22 @@ export function allTasks(): Task[] {
   const w1 = (
     framework: Extract<Task, { kind: 'w1' }>['framework'],
     modes: Array<'generate' | 'stream'>,
-    stores: Array<'none' | 'memory' | 'sqlite' | 'redis'>,
+    stores: StoreKind[],
   ) => {
     for (const mode of modes) for (const store of stores) tasks.push({ kind: 'w1', framework, mode, store });
   };
   w1('bare', ['generate', 'stream'], ['none']);
-  w1('lunation', ['generate', 'stream'], ['none', 'memory', 'sqlite', 'redis']);
+  w1('lunation', ['generate', 'stream'], ['none', 'memory', 'sqlite', 'redis', 'postgres', 'postgres-async']);
   w1('ai-sdk', ['generate', 'stream'], ['none']);
   w1('langgraph', ['generate'], ['none', 'memory', 'sqlite']);
   w1('langgraph', ['stream'], ['none']);
   w1('openai-agents', ['generate', 'stream'], ['none']);
-  tasks.push({ kind: 'w1-redis-round-trips' });
+  tasks.push({ kind: 'w1-redis-round-trips' }, { kind: 'w1-postgres-round-trips' });
   for (const framework of ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents'] as const) {
     tasks.push({ kind: 'w2', framework, mode: 'generate' });
   }
   tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
   tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
+  tasks.push({ kind: 'w3', store: 'postgres' }, { kind: 'w3', store: 'postgres-async' });
   return tasks;
 }

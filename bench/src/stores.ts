@@ -4,6 +4,7 @@ import { MemoryStore } from '@lunation/store-memory';
 import { SqliteStore } from '@lunation/store-sqlite';
 import type { StoreKind } from './harness.js';
 import { Unavailable } from './harness.js';
+import { openPostgresStore } from './postgres.js';
 import { checkRedis } from './redis.js';
 
 export interface StoreSettings {
@@ -31,6 +32,9 @@ export async function openStore(
       await store.init();
       return store;
     }
+    case 'postgres':
+    case 'postgres-async':
+      return openPostgresStore(kind, settings.redisKeyPrefix);
     case 'redis': {
       const RedisStore = await loadRedisStore();
       await checkRedis(settings.redisUrl);

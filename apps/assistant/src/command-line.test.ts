@@ -23,6 +23,8 @@ describe('parseCommandLine', () => {
         store: 'sqlite',
         sqlitePath: join(DEFAULT_DATA_DIR, 'assistant.sqlite'),
         redisUrl: 'redis://127.0.0.1:6379',
+        postgresUrl: undefined,
+        postgresSchema: 'lunation_assistant',
         provider: undefined,
         model: undefined,
         dataDir: DEFAULT_DATA_DIR,
@@ -87,6 +89,21 @@ describe('parseCommandLine', () => {
     expect(command.type === 'serve' && command.settings.redisUrl).toBe('redis://cache:6380');
   });
 
+  it('takes the PostgreSQL URL from --postgres-url, else DATABASE_URL', () => {
+    const env = { DATABASE_URL: 'postgres://app@db:5432/app' };
+    expect(parse(['--store', 'postgres'], env)).toMatchObject({
+      settings: { store: 'postgres', postgresUrl: 'postgres://app@db:5432/app' },
+    });
+    expect(
+      parse(['--store', 'postgres', '--postgres-url', 'postgres://me@127.0.0.1/mine'], env),
+    ).toMatchObject({ settings: { store: 'postgres', postgresUrl: 'postgres://me@127.0.0.1/mine' } });
+    expect(parse(['--store', 'postgres', '--postgres-schema', 'team_a'], env)).toMatchObject({
+      settings: { postgresSchema: 'team_a' },
+    });
+    // DATABASE_URL alone does not pick the store.
+    expect(parse([], env)).toMatchObject({ settings: { store: 'sqlite' } });
+  });
+
   it('serves on 127.0.0.1:8787 without tokens by default', () => {
     expect(parse(['serve'])).toMatchObject({
       type: 'serve',
@@ -108,7 +125,13 @@ describe('parseCommandLine', () => {
     [['--thread', ''], '--thread needs a value (see --help)'],
     [['talk'], 'Unknown command "talk"; the commands are chat and serve (see --help)'],
     [['chat', 'extra'], 'Unexpected argument "extra" (see --help)'],
-    [['--store', 'postgres'], '--store must be one of sqlite, memory, redis, got "postgres" (see --help)'],
+    [
+      ['--store', 'mongo'],
+      '--store must be one of sqlite, memory, redis, postgres, got "mongo" (see --help)',
+    ],
+    [['--store', 'postgres'], '--store postgres needs --postgres-url <url> or DATABASE_URL (see --help)'],
+    [['--postgres-url', 'postgres://x'], '--postgres-url only applies with --store postgres (see --help)'],
+    [['--postgres-schema', 'x'], '--postgres-schema only applies with --store postgres (see --help)'],
     [
       ['--provider', 'gemini'],
       '--provider must be one of openai, anthropic, demo, got "gemini" (see --help)',

@@ -11,6 +11,10 @@ export interface AssistantSettings {
   store: StoreKind;
   sqlitePath: string;
   redisUrl: string;
+  /** The PostgreSQL server (`--postgres-url` or `DATABASE_URL`); required with `--store postgres`. */
+  postgresUrl: string | undefined;
+  /** The schema of the assistant's tables in PostgreSQL. */
+  postgresSchema: string;
   /** Undefined: chosen from the API keys in the environment. */
   provider: ProviderKind | undefined;
   model: string | undefined;
@@ -45,8 +49,13 @@ Flags:
                                  the model provider (default: openai if OPENAI_API_KEY is set,
                                  else anthropic if ANTHROPIC_API_KEY is set, else the offline demo)
   --model <id>                   the model id (default: gpt-5.4-mini / claude-sonnet-5-5)
-  --store sqlite|memory|redis    where threads are kept (default: sqlite)
+  --store sqlite|memory|redis|postgres
+                                 where threads are kept (default: sqlite)
   --redis-url <url>              default: $REDIS_URL or redis://127.0.0.1:6379
+  --postgres-url <url>           with --store postgres (default: $DATABASE_URL), e.g.
+                                 postgres://user:password@127.0.0.1:5432/app
+  --postgres-schema <name>       with --store postgres: the schema of its tables
+                                 (default: lunation_assistant)
   --data-dir <dir>               the SQLite file and sandbox live here (default: apps/assistant/data)
   --sandbox <dir>                the folder read_file may read (default: <data-dir>/sandbox)
   --host <address>               serve: address to bind (default: 127.0.0.1)
@@ -56,7 +65,7 @@ Flags:
   -h, --help                     show this help
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
-ASSISTANT_TOKENS. Relative paths are resolved from the folder you ran the command in.
+DATABASE_URL, ASSISTANT_TOKENS. Relative paths are resolved from the folder you ran the command in.
 `;
 
 const OPTIONS = {
@@ -65,6 +74,8 @@ const OPTIONS = {
   model: { type: 'string' },
   store: { type: 'string' },
   'redis-url': { type: 'string' },
+  'postgres-url': { type: 'string' },
+  'postgres-schema': { type: 'string' },
   'data-dir': { type: 'string' },
   sandbox: { type: 'string' },
   host: { type: 'string' },
@@ -80,7 +91,7 @@ const ONLY_FOR: Record<string, 'chat' | 'serve'> = {
   token: 'serve',
 };
 
-const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis'];
+const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis', 'postgres'];
 const PROVIDERS: readonly ProviderKind[] = ['openai', 'anthropic', 'demo'];
 
 function usageError(message: string): LunationError {
@@ -130,6 +141,8 @@ export function parseCommandLine(
     store: oneOf('store', values.store, STORES) ?? 'sqlite',
     sqlitePath: join(dataDir, 'assistant.sqlite'),
     redisUrl: values['redis-url'] ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    postgresUrl: nonEmpty('postgres-url', values['postgres-url']) ?? (env.DATABASE_URL || undefined),
+    postgresSchema: nonEmpty('postgres-schema', values['postgres-schema']) ?? 'lunation_assistant',
     provider: oneOf('provider', values.provider, PROVIDERS),
     model: nonEmpty('model', values.model),
     dataDir,
@@ -137,6 +150,14 @@ export function parseCommandLine(
   };
   if (values['redis-url'] !== undefined && settings.store !== 'redis') {
     throw usageError('--redis-url only applies with --store redis');
+  }
+  for (const flag of ['postgres-url', 'postgres-schema'] as const) {
+    if (values[flag] !== undefined && settings.store !== 'postgres') {
+      throw usageError(`--${flag} only applies with --store postgres`);
+    }
+  }
+  if (settings.store === 'postgres' && settings.postgresUrl === undefined) {
+    throw usageError('--store postgres needs --postgres-url <url> or DATABASE_URL');
   }
   if (command === 'chat') return { type: 'chat', settings, threadId: nonEmpty('thread', values.thread) };
 

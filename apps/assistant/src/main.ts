@@ -3,7 +3,7 @@ import { LunationError, type ModelProvider } from '@lunation/contract';
 import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
 import { createAssistantRuntime } from './create-assistant-runtime.js';
 import { createModel } from './create-model.js';
-import { openStore } from './open-store.js';
+import { openStore, redactPassword } from './open-store.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
 import { seedSandbox } from './tools/seed-sandbox.js';
@@ -21,6 +21,8 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     kind: settings.store,
     sqlitePath: settings.sqlitePath,
     redisUrl: settings.redisUrl,
+    postgresUrl: settings.postgresUrl,
+    postgresSchema: settings.postgresSchema,
   });
   try {
     const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox });
@@ -51,6 +53,7 @@ function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: s
     sqlite: `SQLite ${show(settings.sqlitePath)}`,
     memory: 'in-memory store (forgotten on exit)',
     redis: `Redis ${settings.redisUrl}`,
+    postgres: `PostgreSQL ${redactPassword(settings.postgresUrl ?? '')}`,
   }[settings.store];
   return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}`;
 }

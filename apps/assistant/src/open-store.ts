@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { LunationError, type LunationStore } from '@lunation/contract';
 
-export type StoreKind = 'memory' | 'sqlite' | 'redis';
+export type StoreKind = 'memory' | 'sqlite' | 'redis' | 'postgres';
 
 export interface OpenStoreOptions {
   kind: StoreKind;
@@ -10,7 +10,11 @@ export interface OpenStoreOptions {
   sqlitePath: string;
   /** The Redis server, e.g. `redis://127.0.0.1:6379`. */
   redisUrl: string;
-  /** How long to wait for Redis to answer before giving up. @default 5000 */
+  /** The PostgreSQL server, e.g. `postgres://user:password@127.0.0.1:5432/app`. */
+  postgresUrl?: string | undefined;
+  /** The PostgreSQL schema of the store's tables. @default 'lunation_assistant' */
+  postgresSchema?: string;
+  /** How long to wait for Redis or PostgreSQL to answer before giving up. @default 5000 */
   connectTimeoutMs?: number;
 }
 
@@ -28,6 +32,12 @@ export async function openStore(options: OpenStoreOptions): Promise<LunationStor
       return openSqlite(options.sqlitePath);
     case 'redis':
       return openRedis(options.redisUrl, options.connectTimeoutMs ?? 5_000);
+    case 'postgres':
+      return openPostgres(
+        options.postgresUrl ?? '',
+        options.postgresSchema ?? 'lunation_assistant',
+        options.connectTimeoutMs ?? 5_000,
+      );
   }
 }
 
@@ -65,6 +75,45 @@ async function openRedis(url: string, timeoutMs: number): Promise<LunationStore>
     });
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** Opens the store in `schema` (created and migrated if needed). */
+async function openPostgres(url: string, schema: string, timeoutMs: number): Promise<LunationStore> {
+  const { PostgresStore } = await import('@lunation/store-postgres');
+  let store: InstanceType<typeof PostgresStore> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    store = new PostgresStore({ connectionString: url, schema });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${timeoutMs} ms; check that the server is running`)),
+        timeoutMs,
+      );
+    });
+    await Promise.race([store.init(), timeout]);
+    return store;
+  } catch (error) {
+    await store?.close().catch(() => {});
+    throw new LunationError(
+      'store-unavailable',
+      `Cannot use PostgreSQL at ${redactPassword(url)}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `url` with its password replaced by `***`, for messages and banners. */
+export function redactPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/:[^:@/]*@/, ':***@');
   }
 }
 

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { PostgresStore } from '@lunation/store-postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppProcess, temporaryDir } from './support.js';
 
@@ -84,8 +86,8 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     { name: 'an unknown flag', args: ['--colour'], message: 'error: Unknown flag "--colour" (see --help)' },
     {
       name: 'a bad store',
-      args: ['--store', 'postgres'],
-      message: 'error: --store must be one of sqlite, memory, redis, got "postgres" (see --help)',
+      args: ['--store', 'mongo'],
+      message: 'error: --store must be one of sqlite, memory, redis, postgres, got "mongo" (see --help)',
     },
     {
       name: '--provider openai without a key',
@@ -120,6 +122,51 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(app.stderr.split('\n')).toHaveLength(2);
     expect(app.stderr).toMatch(/^error: .*Redis/);
     expect(app.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('exits 2 with a one-line message, without the password, when PostgreSQL cannot be reached', async () => {
+    const port = await closedPort();
+    const app = start([
+      '--store',
+      'postgres',
+      '--postgres-url',
+      `postgres://app:secret@127.0.0.1:${port}/app`,
+      '--data-dir',
+      dataDir.path,
+    ]);
+    expect(await app.exited).toBe(2);
+    expect(app.stderr.split('\n')).toHaveLength(2);
+    expect(app.stderr).toMatch(
+      /^error: Cannot use PostgreSQL at postgres:\/\/app:\*\*\*@127\.0\.0\.1:\d+\/app: /,
+    );
+    expect(app.stderr).not.toContain('secret');
+  });
+
+  it('keeps the conversation in PostgreSQL across a restart with --store postgres', async () => {
+    const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+    // A fresh schema, dropped at the end.
+    const schema = `lunation_test_${randomBytes(6).toString('hex')}`;
+    const flags = ['--provider', 'demo', '--store', 'postgres', '--postgres-schema', schema];
+    flags.push('--data-dir', dataDir.path);
+    const first = start(flags, { DATABASE_URL: postgresUrl });
+    first.send(['hello'], { end: true });
+    expect(await first.exited).toBe(0);
+    expect(first.stderr).toBe('');
+    expect(first.stdout).toMatch(/^Model: offline demo model · Store: PostgreSQL postgres:\/\//m);
+    const threadId = first.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1];
+    expect(threadId).toBeDefined();
+    const store = new PostgresStore({ connectionString: postgresUrl, schema });
+    try {
+      const before = await store.listMessages(threadId!);
+      expect(before[0]?.message).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'hello' }] });
+      const second = start([...flags, '--postgres-url', postgresUrl, '--thread', threadId!]);
+      second.send(['n', '/exit'], { end: true });
+      expect(await second.exited).toBe(0);
+      expect(second.stdout).toContain(`Continuing thread ${threadId} (${before.length} messages).`);
+      expect((await store.listMessages(threadId!)).length).toBeGreaterThan(before.length);
+    } finally {
+      await store.dropSchema();
+    }
   });
 });
 

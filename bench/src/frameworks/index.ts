@@ -1,4 +1,4 @@
-import type { HarnessFactory } from '../harness.js';
+import type { HarnessFactory, StoreKind } from '../harness.js';
 
 export type FrameworkId = 'bare' | 'lunation' | 'ai-sdk' | 'langgraph' | 'openai-agents';
 
@@ -10,7 +10,7 @@ export interface Framework {
   /** The API used, per mode. */
   readonly api: { generate: string; stream: string };
   /** The store variants it has, and what each is called in this framework. */
-  readonly stores: Partial<Record<'none' | 'memory' | 'sqlite' | 'redis', string>>;
+  readonly stores: Partial<Record<StoreKind, string>>;
   load(): Promise<HarnessFactory>;
 }
 
@@ -28,7 +28,14 @@ export const FRAMEWORKS: Record<FrameworkId, Framework> = {
     name: 'Lunation',
     packageName: '@lunation/runtime',
     api: { generate: 'runtime.generate()', stream: 'runtime.run() + events' },
-    stores: { none: 'none', memory: 'MemoryStore', sqlite: 'SqliteStore (file)', redis: 'RedisStore' },
+    stores: {
+      none: 'none',
+      memory: 'MemoryStore',
+      sqlite: 'SqliteStore (file)',
+      redis: 'RedisStore',
+      postgres: 'PostgresStore',
+      'postgres-async': 'PostgresStore (synchronous_commit off)',
+    },
     load: async () => (await import('./lunation.js')).createLunation,
   },
   'ai-sdk': {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dropPostgresSchemas } from '../postgres.js';
 import { deleteKeys } from '../redis.js';
 
 /** Per-task scratch space: a temp directory for database files and a unique Redis key prefix. */
@@ -27,6 +28,7 @@ export function createScratch(redisUrl: string, label: string): Scratch {
     async dispose() {
       rmSync(dir, { recursive: true, force: true });
       await deleteKeys(redisUrl, prefix);
+      await dropPostgresSchemas();
     },
   };
 }

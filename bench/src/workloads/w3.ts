@@ -2,7 +2,7 @@ import type { LunationStore, ModelProvider, ModelRequest, ModelStreamPart } from
 import { type AgentRuntime, createRuntime, definePlugin, defineTool } from '@lunation/runtime';
 import type { BenchConfig } from '../config.js';
 import { fullGc, type MemorySample, memory, pool } from '../measure.js';
-import type { W3Result } from '../results.js';
+import type { W3Result, W3Store } from '../results.js';
 import { ADD_ARGUMENTS, ADD_DESCRIPTION, ADD_TOOL_NAME, addInputSchema, FINAL_TEXT } from '../script.js';
 import { openStore } from '../stores.js';
 import type { Scratch } from './scratch.js';
@@ -72,7 +72,7 @@ function build(store: LunationStore, counters: { model: { calls: number }; tools
  * would. Reports both rates and the process's memory with all N suspended.
  */
 export async function runW3(
-  store: 'sqlite' | 'redis',
+  store: W3Store,
   config: BenchConfig,
   scratch: Scratch,
 ): Promise<Pick<W3Result, 'suspend' | 'resume' | 'memory'>> {

@@ -4,22 +4,31 @@ import { join } from 'node:path';
 import { LunationError, type LunationStore } from '@lunation/contract';
 import { createRuntime } from '@lunation/runtime';
 import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { PostgresStore } from '@lunation/store-postgres';
 import { RedisStore } from '@lunation/store-redis';
 import { SqliteStore } from '@lunation/store-sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcessConfig } from '../fixtures/agent-process.js';
 import { startAgentProcess } from './process-harness.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const directory = mkdtempSync(join(tmpdir(), 'lunation-durability-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 let counter = 0;
+type BackendConfig = Pick<
+  ProcessConfig,
+  'store' | 'path' | 'redisUrl' | 'keyPrefix' | 'postgresUrl' | 'schema'
+>;
 interface Backend {
-  name: 'sqlite' | 'redis';
-  config(): Pick<ProcessConfig, 'store' | 'path' | 'redisUrl' | 'keyPrefix'>;
-  open(config: Pick<ProcessConfig, 'path' | 'keyPrefix'>): Promise<LunationStore>;
+  name: 'sqlite' | 'redis' | 'postgres';
+  config(): BackendConfig;
+  open(config: BackendConfig): Promise<LunationStore>;
 }
+
+/** Postgres schemas of the running test (each test its own), dropped after it. */
+const postgresSchemas: string[] = [];
 
 const backends: Backend[] = [
   {
@@ -36,10 +45,21 @@ const backends: Backend[] = [
     }),
     open: async (config) => new RedisStore({ url: redisUrl, keyPrefix: config.keyPrefix ?? '' }),
   },
+  {
+    name: 'postgres',
+    config: () => {
+      const schema = `lunation_durability_${process.pid}_${++counter}`;
+      postgresSchemas.push(schema);
+      return { store: 'postgres', postgresUrl, schema };
+    },
+    open: (config) => PostgresStore.open({ connectionString: postgresUrl, schema: config.schema ?? '' }),
+  },
 ];
 
+const [, redisBackend, postgresBackend] = backends as [Backend, Backend, Backend];
+
 beforeAll(async () => {
-  // Fail (never skip) when Redis is missing.
+  // Fail (never skip) when Redis or PostgreSQL is missing.
   const probe = new RedisStore({ url: redisUrl, keyPrefix: `lunation-test:probe:${process.pid}:` });
   try {
     await probe.getLease('probe');
@@ -49,6 +69,26 @@ beforeAll(async () => {
     );
   } finally {
     await probe.close();
+  }
+  const postgresProbe = new PostgresStore({
+    connectionString: postgresUrl,
+    schema: `lunation_durability_probe_${process.pid}`,
+  });
+  try {
+    await postgresProbe.dropSchema();
+  } catch (error) {
+    throw new Error(
+      `PostgreSQL is required for these tests and is not reachable at ${postgresUrl} (set POSTGRES_URL): ${(error as Error).message}`,
+    );
+  } finally {
+    await postgresProbe.close();
+  }
+});
+
+afterEach(async () => {
+  for (const schema of postgresSchemas.splice(0)) {
+    const store = new PostgresStore({ connectionString: postgresUrl, schema });
+    await store.dropSchema().finally(() => store.close());
   }
 });
 
@@ -163,9 +203,8 @@ describe.each(backends)('durability with $name', (backend) => {
   });
 });
 
-describe('leases across processes (redis)', () => {
+describe.each([redisBackend, postgresBackend])('leases across processes ($name)', (backend) => {
   it('lets exactly one of two runtimes run a thread, and takes it over after the owner dies', async () => {
-    const backend = backends[1] as Backend;
     const base = {
       ...backend.config(),
       threadId: 'thread-race',

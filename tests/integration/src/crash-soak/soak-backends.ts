@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { PostgresStore } from '@lunation/store-postgres';
 import { Redis } from 'ioredis';
 import type { StoreConnection } from '../../fixtures/store-connection.js';
 
@@ -18,6 +19,7 @@ export interface SoakBackend {
 }
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 async function withRedis<T>(work: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis(redisUrl, {
@@ -71,6 +73,31 @@ export const soakBackends: SoakBackend[] = [
           if (keys.length > 0) await client.unlink(...keys);
         } while (cursor !== '0');
       });
+    },
+  },
+  {
+    name: 'postgres',
+    ensureReachable: async () => {
+      const probe = new PostgresStore({
+        connectionString: postgresUrl,
+        schema: `lunation_soak_probe_${process.pid}`,
+      });
+      try {
+        await probe.dropSchema();
+      } catch (error) {
+        throw new Error(
+          `The crash soak needs PostgreSQL at ${postgresUrl} (start it, or set POSTGRES_URL): ${String(error)}`,
+        );
+      }
+    },
+    connect: (label) => ({
+      store: 'postgres',
+      url: postgresUrl,
+      schema: `lunation_soak_${process.pid}_${label.replace(/[^a-zA-Z0-9_]/g, '_')}`.slice(0, 60),
+    }),
+    cleanup: async (connection) => {
+      if (connection.store !== 'postgres') return;
+      await new PostgresStore({ connectionString: connection.url, schema: connection.schema }).dropSchema();
     },
   },
 ];

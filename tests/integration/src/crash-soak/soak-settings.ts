@@ -39,7 +39,7 @@ export function soakSettings(available: readonly string[]): SoakSettings {
   const batch = process.env.LUNATION_SOAK_BATCH;
   return {
     seed: integer('LUNATION_SOAK_SEED', Math.floor(Math.random() * 2 ** 31), 0),
-    runs: integer('LUNATION_SOAK_RUNS', 80, 1),
+    runs: integer('LUNATION_SOAK_RUNS', 50, 1),
     stores,
     batchSize: integer('LUNATION_SOAK_BATCH_SIZE', 5, 1),
     parallel: integer('LUNATION_SOAK_PARALLEL', 2, 1),

@@ -1,0 +1,337 @@
+import { LunationError } from '@lunation/contract';
+import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import { quoteIdentifier } from './postgres-schema.js';
+
+/** Kysely's bookkeeping tables inside the store's schema, named so they never clash with an application's. */
+export const migrationTableName = 'lunation_migration';
+export const migrationLockTableName = 'lunation_migration_lock';
+
+/**
+ * The first key of the store's advisory locks (`pg_advisory_lock(key, hashtext(schema))`): "Luna" in ASCII.
+ * The second key is the schema's hash, so stores of different schemas migrate independently.
+ */
+export const advisoryLockKey = 0x4c756e61;
+
+// Every SQL text below takes the schema as `s`, an already quoted identifier, so the functions never depend on
+// the caller's search_path.
+
+function initialTables(s: string): string {
+  return `
+CREATE TABLE ${s}.threads (
+  id text COLLATE "C" PRIMARY KEY,
+  resource_id text COLLATE "C",
+  metadata jsonb NOT NULL,
+  message_count bigint NOT NULL DEFAULT 0,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  state jsonb
+);
+CREATE INDEX threads_created ON ${s}.threads (created_at, id);
+CREATE INDEX threads_resource ON ${s}.threads (resource_id, created_at, id);
+
+CREATE TABLE ${s}.messages (
+  thread_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  message jsonb NOT NULL,
+  run_id text COLLATE "C",
+  created_at bigint NOT NULL,
+  PRIMARY KEY (thread_id, seq)
+);
+
+CREATE TABLE ${s}.runs (
+  run_id text COLLATE "C" PRIMARY KEY,
+  thread_id text COLLATE "C" NOT NULL,
+  record jsonb NOT NULL,
+  created_at bigint NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY
+);
+CREATE INDEX runs_thread ON ${s}.runs (thread_id, created_at, seq);
+
+CREATE TABLE ${s}.tool_executions (
+  run_id text COLLATE "C" NOT NULL,
+  tool_call_id text COLLATE "C" NOT NULL,
+  thread_id text COLLATE "C" NOT NULL,
+  tool_name text NOT NULL,
+  idempotency_key text NOT NULL,
+  status text NOT NULL CHECK (status IN ('in-flight', 'completed')),
+  attempts integer NOT NULL,
+  result jsonb,
+  started_at bigint NOT NULL,
+  completed_at bigint,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  PRIMARY KEY (run_id, tool_call_id)
+);
+CREATE INDEX tool_executions_thread ON ${s}.tool_executions (thread_id);
+
+CREATE TABLE ${s}.leases (
+  thread_id text COLLATE "C" PRIMARY KEY,
+  token bigint NOT NULL,
+  owner text NOT NULL,
+  run_id text NOT NULL,
+  expires_at bigint
+);
+`;
+}
+
+/** Epoch milliseconds on the server's clock, which every lease expiry uses. */
+export const serverNowMs = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+
+/**
+ * The store's writes as functions, one statement (and so one round trip and one transaction) per call. A
+ * rejection raises a `LN...` SQLSTATE, which rolls back everything the call wrote. Locks are taken in one
+ * order everywhere (thread row, lease row, ledger rows), so concurrent calls never deadlock each other.
+ */
+function storeFunctions(s: string): string {
+  return `
+CREATE FUNCTION ${s}.commit_checkpoint(
+  p_thread_id text, p_expected_count bigint, p_lease_token bigint, p_now bigint, p_messages jsonb,
+  p_run_id text, p_run jsonb, p_run_created_at bigint, p_state jsonb, p_tool_executions jsonb,
+  p_message_run_id text
+) RETURNS bigint LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_added bigint := jsonb_array_length(p_messages);
+  v_count bigint;
+  v_token bigint;
+  v_owner text;
+BEGIN
+  -- Locks the thread row: commits of one thread run one after another. A rejection below rolls this back.
+  UPDATE ${s}.threads
+  SET message_count = message_count + v_added, updated_at = greatest(updated_at, p_now),
+    state = coalesce(p_state, state)
+  WHERE id = p_thread_id
+  RETURNING message_count - v_added INTO v_count;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN404', MESSAGE = 'thread not found';
+  END IF;
+  IF p_lease_token IS NOT NULL THEN
+    -- FOR SHARE: a concurrent acquireLease waits for this commit, so a token is never issued mid-commit.
+    SELECT token INTO v_token FROM ${s}.leases WHERE thread_id = p_thread_id FOR SHARE;
+    IF v_token > p_lease_token THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN410', MESSAGE = 'stale lease', DETAIL = v_token::text;
+    END IF;
+  END IF;
+  IF v_count <> p_expected_count THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN409', MESSAGE = 'message count differs', DETAIL = v_count::text;
+  END IF;
+  IF v_added > 0 THEN
+    INSERT INTO ${s}.messages (thread_id, seq, message, run_id, created_at)
+    SELECT p_thread_id, v_count + m.ordinality, m.value, coalesce(p_message_run_id, p_run_id), p_now
+    FROM jsonb_array_elements(p_messages) WITH ORDINALITY AS m;
+  END IF;
+  IF p_run_id IS NOT NULL THEN
+    -- A run keeps the position (created_at, seq) of its first commit; later commits replace the record.
+    UPDATE ${s}.runs SET record = p_run WHERE run_id = p_run_id AND thread_id = p_thread_id;
+    IF NOT FOUND THEN
+      INSERT INTO ${s}.runs (run_id, thread_id, record, created_at)
+      VALUES (p_run_id, p_thread_id, p_run, p_run_created_at)
+      ON CONFLICT (run_id) DO NOTHING;
+      IF NOT FOUND THEN
+        SELECT thread_id INTO v_owner FROM ${s}.runs WHERE run_id = p_run_id;
+        RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'run of another thread',
+          DETAIL = json_build_object('runId', p_run_id, 'threadId', v_owner)::text;
+      END IF;
+    END IF;
+  END IF;
+  IF p_tool_executions IS NOT NULL THEN
+    -- An entry never changes thread: one of another thread rejects the commit, writing nothing.
+    SELECT json_build_object('runId', t.run_id, 'toolCallId', t.tool_call_id, 'threadId', t.thread_id)::text
+    INTO v_owner
+    FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text)
+    JOIN ${s}.tool_executions t ON t.run_id = e."runId" AND t.tool_call_id = e."toolCallId"
+    WHERE t.thread_id <> p_thread_id LIMIT 1;
+    IF v_owner IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'tool execution of another thread', DETAIL = v_owner;
+    END IF;
+    -- A completed entry is final: it keeps its result.
+    INSERT INTO ${s}.tool_executions AS t (run_id, tool_call_id, thread_id, tool_name, idempotency_key, status,
+      attempts, result, started_at, completed_at)
+    SELECT e."runId", e."toolCallId", p_thread_id, e."toolName", e."idempotencyKey", e.status, e.attempts,
+      e.result, e."startedAt", e."completedAt"
+    FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text, "toolName" text,
+      "idempotencyKey" text, status text, attempts integer, result jsonb, "startedAt" bigint, "completedAt" bigint)
+    ON CONFLICT (run_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name,
+      idempotency_key = excluded.idempotency_key, status = excluded.status, attempts = excluded.attempts,
+      result = excluded.result, started_at = excluded.started_at, completed_at = excluded.completed_at
+    WHERE t.status <> 'completed';
+  END IF;
+  RETURN v_count + v_added;
+END
+$lunation$;
+
+CREATE FUNCTION ${s}.begin_tool_execution(
+  p_run_id text, p_tool_call_id text, p_thread_id text, p_tool_name text, p_idempotency_key text,
+  p_lease_token bigint, p_now bigint
+) RETURNS json LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_token bigint;
+  v_entry ${s}.tool_executions;
+BEGIN
+  IF p_lease_token IS NOT NULL THEN
+    SELECT token INTO v_token FROM ${s}.leases WHERE thread_id = p_thread_id FOR SHARE;
+    IF v_token > p_lease_token THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN410', MESSAGE = 'stale lease', DETAIL = v_token::text;
+    END IF;
+  END IF;
+  INSERT INTO ${s}.tool_executions AS t (run_id, tool_call_id, thread_id, tool_name, idempotency_key, status,
+    attempts, started_at)
+  VALUES (p_run_id, p_tool_call_id, p_thread_id, p_tool_name, p_idempotency_key, 'in-flight', 1, p_now)
+  ON CONFLICT (run_id, tool_call_id) DO UPDATE SET attempts = t.attempts + 1
+  WHERE t.status = 'in-flight' AND t.thread_id = excluded.thread_id
+  RETURNING * INTO v_entry;
+  IF NOT FOUND THEN
+    -- Completed (returned unchanged), or an entry of another thread.
+    SELECT * INTO v_entry FROM ${s}.tool_executions WHERE run_id = p_run_id AND tool_call_id = p_tool_call_id;
+    IF v_entry.thread_id <> p_thread_id THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'tool execution of another thread',
+        DETAIL = json_build_object('runId', p_run_id, 'toolCallId', p_tool_call_id, 'threadId', v_entry.thread_id)::text;
+    END IF;
+  END IF;
+  RETURN row_to_json(v_entry);
+END
+$lunation$;
+
+CREATE FUNCTION ${s}.complete_tool_execution(
+  p_run_id text, p_tool_call_id text, p_result jsonb, p_now bigint, p_lease_token bigint
+) RETURNS json LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_thread_id text;
+  v_token bigint;
+  v_entry ${s}.tool_executions;
+BEGIN
+  SELECT thread_id INTO v_thread_id FROM ${s}.tool_executions
+  WHERE run_id = p_run_id AND tool_call_id = p_tool_call_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN404', MESSAGE = 'tool execution not found';
+  END IF;
+  IF p_lease_token IS NOT NULL THEN
+    SELECT token INTO v_token FROM ${s}.leases WHERE thread_id = v_thread_id FOR SHARE;
+    IF v_token > p_lease_token THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN410', MESSAGE = 'stale lease',
+        DETAIL = json_build_object('threadId', v_thread_id, 'currentToken', v_token)::text;
+    END IF;
+  END IF;
+  -- The first result wins: a completed entry is returned unchanged.
+  UPDATE ${s}.tool_executions SET status = 'completed', result = p_result, completed_at = p_now
+  WHERE run_id = p_run_id AND tool_call_id = p_tool_call_id AND status = 'in-flight'
+  RETURNING * INTO v_entry;
+  IF NOT FOUND THEN
+    SELECT * INTO v_entry FROM ${s}.tool_executions WHERE run_id = p_run_id AND tool_call_id = p_tool_call_id;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN404', MESSAGE = 'tool execution not found';
+    END IF;
+  END IF;
+  RETURN row_to_json(v_entry);
+END
+$lunation$;
+
+CREATE FUNCTION ${s}.acquire_lease(p_thread_id text, p_owner text, p_run_id text, p_ttl_ms bigint)
+RETURNS json LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_now bigint := ${serverNowMs};
+  v_lease ${s}.leases;
+BEGIN
+  -- The row outlives release, expiry and deleteThread: its token only grows.
+  INSERT INTO ${s}.leases AS l (thread_id, token, owner, run_id, expires_at)
+  VALUES (p_thread_id, 1, p_owner, p_run_id, v_now + p_ttl_ms)
+  ON CONFLICT (thread_id) DO UPDATE SET token = l.token + 1, owner = excluded.owner, run_id = excluded.run_id,
+    expires_at = excluded.expires_at
+  WHERE l.expires_at IS NULL OR l.expires_at <= v_now
+  RETURNING * INTO v_lease;
+  IF NOT FOUND THEN
+    SELECT * INTO v_lease FROM ${s}.leases WHERE thread_id = p_thread_id;
+    RAISE EXCEPTION USING ERRCODE = 'LN423', MESSAGE = 'thread busy',
+      DETAIL = json_build_object('owner', v_lease.owner, 'runId', v_lease.run_id)::text;
+  END IF;
+  RETURN row_to_json(v_lease);
+END
+$lunation$;
+
+CREATE FUNCTION ${s}.delete_thread(p_thread_id text) RETURNS boolean LANGUAGE plpgsql AS $lunation$
+BEGIN
+  DELETE FROM ${s}.threads WHERE id = p_thread_id;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE ${s}.leases SET expires_at = NULL WHERE thread_id = p_thread_id;
+  DELETE FROM ${s}.messages WHERE thread_id = p_thread_id;
+  DELETE FROM ${s}.runs WHERE thread_id = p_thread_id;
+  DELETE FROM ${s}.tool_executions WHERE thread_id = p_thread_id;
+  RETURN true;
+END
+$lunation$;
+`;
+}
+
+/**
+ * Every schema version for the schema `schema`, oldest first. Migrations are forward-only: once released, a
+ * migration never changes; a new version gets a new entry (a changed function: `CREATE OR REPLACE` in a new one).
+ */
+export function postgresMigrations(schema: string): Record<string, Migration> {
+  const s = quoteIdentifier(schema);
+  return {
+    '001_initial': {
+      async up(db) {
+        await sql.raw(initialTables(s)).execute(db);
+      },
+    },
+    '002_store_functions': {
+      async up(db) {
+        await sql.raw(storeFunctions(s)).execute(db);
+      },
+    },
+  };
+}
+
+/** The newest schema version this package knows. */
+export const latestSchemaVersion = Object.keys(postgresMigrations('lunation')).sort().at(-1)!;
+
+/** A Migrator over `db` with the store's migrations and bookkeeping tables in `schema`. */
+export function createMigrator(db: Kysely<unknown>, schema: string): Migrator {
+  const migrations = postgresMigrations(schema);
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: schema,
+    migrationTableName,
+    migrationLockTableName,
+  });
+}
+
+/**
+ * Brings `schema` up to `target` (default: the latest version) on one connection of `db`, holding the
+ * schema's advisory lock, so processes starting at once migrate it once: the others wait, then find nothing to
+ * do. All pending migrations run in one transaction; `migration-failed` leaves the previous version.
+ */
+export async function migrate(db: Kysely<unknown>, schema: string, target?: string): Promise<void> {
+  await db
+    .withoutPlugins()
+    .connection()
+    .execute(async (connection) => {
+      const lock = sql`(${sql.lit(advisoryLockKey)}, hashtext(${schema}))`;
+      await sql`SELECT pg_advisory_lock${lock}`.execute(connection);
+      try {
+        const migrator = createMigrator(connection, schema);
+        const result =
+          target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
+        if (result.error !== undefined) throw migrationFailed(result, schema);
+      } finally {
+        await sql`SELECT pg_advisory_unlock${lock}`.execute(connection);
+      }
+    });
+}
+
+function migrationFailed(
+  result: Awaited<ReturnType<Migrator['migrateToLatest']>>,
+  schema: string,
+): LunationError {
+  const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
+  let reason = result.error instanceof Error ? result.error.message : String(result.error);
+  if (/previously executed migration .* is missing/.test(reason)) {
+    reason += ' (the schema was migrated by a newer @lunation/store-postgres; upgrade the package)';
+  }
+  return new LunationError(
+    'migration-failed',
+    `PostgreSQL schema "${schema}" migration${failed ? ` ${failed}` : ''} failed: ${reason}; the schema keeps its previous version`,
+    { cause: result.error },
+  );
+}

@@ -1,0 +1,767 @@
+import {
+  type AcquireLeaseInput,
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  assertObject,
+  type BeginToolExecutionInput,
+  type CheckpointCommit,
+  type CheckpointResult,
+  type CompleteToolExecutionInput,
+  type CreateThreadInput,
+  type Lease,
+  type ListMessagesOptions,
+  type ListRunsOptions,
+  type ListThreadsOptions,
+  LunationError,
+  type LunationStore,
+  type MessageRecord,
+  type Page,
+  pageLimit,
+  type ReleaseLeaseInput,
+  type RenewLeaseInput,
+  type RunRecord,
+  type ThreadCheckpoint,
+  type ThreadRecord,
+  type ToolExecution,
+  type ToolResult,
+  toJsonText,
+} from '@lunation/contract';
+import {
+  CompiledQuery,
+  Kysely,
+  type PostgresPool as KyselyPostgresPool,
+  type PostgresPoolClient as KyselyPostgresPoolClient,
+  PostgresDialect,
+} from 'kysely';
+import pg from 'pg';
+import { decodeCursor, encodeCursor } from './page-cursor.js';
+import { createMigrator, migrate } from './postgres-migrations.js';
+import { assertSchemaName, defaultSchema } from './postgres-schema.js';
+import { createStatements, type Statement, type Statements } from './postgres-statements.js';
+import { errorCode, toStoreError } from './to-store-error.js';
+
+/** A query as the store sends it: a named (prepared) statement, its values, rows as arrays. */
+export interface PostgresQueryConfig {
+  name: string;
+  text: string;
+  values: unknown[];
+  rowMode: 'array';
+}
+
+/** The part of a pg pool client the store and kysely's `PostgresDialect` use (a `pg.PoolClient` fits). */
+export interface PostgresPoolClient extends KyselyPostgresPoolClient {
+  query: KyselyPostgresPoolClient['query'] &
+    ((config: PostgresQueryConfig) => Promise<{ rows: unknown[][] }>);
+  /** Returns the connection to the pool; with an error, the pool ends it instead. */
+  release(error?: Error | boolean): void;
+}
+
+/**
+ * The part of a pg `Pool` the store uses: `connect` for each call and for migrations (through kysely's
+ * `PostgresDialect`). A `pg.Pool` fits.
+ */
+export interface PostgresPool extends KyselyPostgresPool {
+  connect(): Promise<PostgresPoolClient>;
+}
+
+interface PostgresStoreCommonOptions {
+  /**
+   * The PostgreSQL schema holding the store's tables and functions, created if missing, so several apps or
+   * stores can share one database. @default 'lunation'
+   */
+  schema?: string;
+}
+
+export interface PostgresStoreConnectionOptions extends PostgresStoreCommonOptions {
+  /** e.g. `postgres://user:password@host:5432/database`; the store opens and closes its own pool. */
+  connectionString: string;
+  /** The most connections the store's pool opens. @default 10 */
+  maxConnections?: number;
+}
+
+export interface PostgresStorePoolOptions extends PostgresStoreCommonOptions {
+  /** A pg `Pool` you own, left open by `close()`. */
+  pool: PostgresPool;
+}
+
+export interface PostgresStoreKyselyOptions extends PostgresStoreCommonOptions {
+  /** A Kysely instance on kysely's `PostgresDialect` that you own (its plugins are bypassed), left open by `close()`. */
+  // biome-ignore lint/suspicious/noExplicitAny: an application's Kysely of any schema
+  database: Kysely<any>;
+}
+
+export type PostgresStoreOptions =
+  | PostgresStoreConnectionOptions
+  | PostgresStorePoolOptions
+  | PostgresStoreKyselyOptions;
+
+/** Runs one statement and answers the `j` column of each row. */
+type Executor = (statement: Statement, values: unknown[]) => Promise<string[]>;
+
+/** Maps a rejection the store's SQL raised (an `LN...` SQLSTATE, with its DETAIL) to the contract's error. */
+type Rejection = (state: string, detail: string) => LunationError | undefined;
+
+interface ThreadJson {
+  id: string;
+  resourceId: string | null;
+  metadata: ThreadRecord['metadata'];
+  messageCount: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface MessageJson {
+  seq: number;
+  message: MessageRecord['message'];
+  runId: string | null;
+  createdAt: number;
+}
+
+interface ToolExecutionRow {
+  run_id: string;
+  tool_call_id: string;
+  thread_id: string;
+  tool_name: string;
+  idempotency_key: string;
+  status: ToolExecution['status'];
+  attempts: number;
+  result: ToolResult | null;
+  started_at: number;
+  completed_at: number | null;
+}
+
+interface LeaseRow {
+  thread_id: string;
+  token: number;
+  owner: string;
+  run_id: string;
+  expires_at: number;
+}
+
+/**
+ * A `LunationStore` in PostgreSQL (kysely migrations, node-postgres). Every call is one statement, so one round
+ * trip: writes call SQL functions the migrations install, each atomic.
+ *
+ * @remarks The schema is migrated on first use; call `init()` (or use `PostgresStore.open`) to do it up front.
+ */
+export class PostgresStore implements LunationStore {
+  readonly kind = 'postgres';
+  /** The PostgreSQL schema of the store's tables. */
+  readonly schema: string;
+  readonly #options: PostgresStoreOptions;
+  readonly #statements: Statements;
+  #pool: PostgresPool | undefined;
+  #ownedPool: pg.Pool | undefined;
+  #kysely: Kysely<unknown> | undefined;
+  #executor: Executor | undefined;
+  /** Set once the schema is migrated. */
+  #execute: Executor | undefined;
+  #initializing: Promise<Executor> | undefined;
+  #lastPoolError: unknown;
+  #closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    this.#options = options;
+    const schema = options.schema ?? defaultSchema;
+    assertSchemaName(schema);
+    this.schema = schema;
+    this.#statements = createStatements(schema);
+    if ('database' in options) {
+      if (typeof options.database?.connection !== 'function' || options.database.isTransaction) {
+        throw invalid(
+          'database must be a Kysely instance (not a transaction), e.g. new Kysely({ dialect: new PostgresDialect({ pool }) })',
+        );
+      }
+    } else if ('pool' in options) {
+      if (typeof options.pool?.connect !== 'function') {
+        throw invalid('pool must be a pg Pool, e.g. new pg.Pool({ connectionString })');
+      }
+      this.#pool = options.pool;
+    } else {
+      assertId(options.connectionString, 'connectionString');
+      if (options.maxConnections !== undefined) assertInteger(options.maxConnections, 'maxConnections', 1);
+    }
+  }
+
+  /** Opens the store and brings its schema up to date. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const store = new PostgresStore(options);
+    try {
+      await store.init();
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
+  }
+
+  /** Connects and applies pending migrations; idempotent, and done lazily by every method. */
+  async init(): Promise<void> {
+    await this.#ready();
+  }
+
+  /** The name of the newest migration applied to the schema, e.g. `002_store_functions`. */
+  async schemaVersion(): Promise<string | undefined> {
+    await this.#ready();
+    try {
+      const migrations = await createMigrator(this.#kysely!, this.schema).getMigrations();
+      return migrations.filter((migration) => migration.executedAt !== undefined).at(-1)?.name;
+    } catch (error) {
+      throw toStoreError(error);
+    }
+  }
+
+  /**
+   * Drops the store's schema with everything in it (threads, messages, runs, ledger, leases, the migration
+   * records), then closes the store. For tests and uninstalls; other stores on the schema stop working.
+   */
+  async dropSchema(): Promise<void> {
+    if (this.#closed) throw closedError();
+    try {
+      await this.#connection().execute(this.#statements.dropSchema, []);
+    } catch (error) {
+      throw toStoreError(error, this.#lastPoolError);
+    } finally {
+      await this.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#execute = undefined;
+    const pool = this.#ownedPool;
+    this.#ownedPool = undefined;
+    // A store still opening finishes (or fails) first, so its pool is not ended under its migration.
+    await this.#initializing?.catch(() => undefined);
+    await pool?.end();
+  }
+
+  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+    assertId(input.id, 'id');
+    if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
+    const metadata = input.metadata ?? {};
+    assertObject(metadata, 'metadata');
+    const metadataJson = toJsonText(metadata, 'metadata');
+    const now = Date.now();
+    const rows = await this.#query(this.#statements.createThread, [
+      input.id,
+      input.resourceId ?? null,
+      metadataJson,
+      now,
+    ]);
+    if (rows.length === 0) {
+      throw new LunationError(
+        'store-conflict',
+        `Thread "${input.id}" already exists; pick another id or load the existing thread`,
+        { details: { threadId: input.id } },
+      );
+    }
+    const thread: ThreadRecord = {
+      id: input.id,
+      metadata: JSON.parse(metadataJson),
+      messageCount: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (input.resourceId !== undefined) thread.resourceId = input.resourceId;
+    return thread;
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.getThread, [threadId]);
+    return row === undefined ? undefined : toThread(JSON.parse(row));
+  }
+
+  async listThreads(options: ListThreadsOptions = {}): Promise<Page<ThreadRecord>> {
+    const limit = pageLimit(options.limit);
+    if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
+    const [createdAt, id] = options.cursor === undefined ? [-1, ''] : decodeCursor(options.cursor, 'string');
+    const rows =
+      options.resourceId === undefined
+        ? await this.#query(this.#statements.listThreads, [createdAt, id, limit + 1])
+        : await this.#query(this.#statements.listThreadsOfResource, [
+            options.resourceId,
+            createdAt,
+            id,
+            limit + 1,
+          ]);
+    const threads = rows.map((row) => toThread(JSON.parse(row)));
+    return toPage(threads, limit, (thread) => encodeCursor([thread.createdAt, thread.id]));
+  }
+
+  async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
+    assertId(threadId, 'threadId');
+    assertObject(metadata, 'metadata');
+    const metadataJson = toJsonText(metadata, 'metadata');
+    const [row] = await this.#query(this.#statements.updateThreadMetadata, [
+      threadId,
+      metadataJson,
+      Date.now(),
+    ]);
+    if (row === undefined) throw threadNotFound(threadId);
+    return toThread(JSON.parse(row));
+  }
+
+  async deleteThread(threadId: string): Promise<boolean> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.deleteThread, [threadId]);
+    return row === 'true';
+  }
+
+  async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
+    assertId(threadId, 'threadId');
+    const fromSeq = options.fromSeq ?? 1;
+    assertInteger(fromSeq, 'fromSeq', 1);
+    if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
+    if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
+    const rows = await this.#query(this.#statements.listMessages, [
+      threadId,
+      fromSeq,
+      options.toSeq ?? Number.MAX_SAFE_INTEGER,
+      options.limit ?? null,
+    ]);
+    return rows.map((row) => toMessage(threadId, JSON.parse(row)));
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    assertId(runId, 'runId');
+    const [row] = await this.#query(this.#statements.getRun, [runId]);
+    return row === undefined ? undefined : (JSON.parse(row) as RunRecord);
+  }
+
+  async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.getLatestRun, [threadId]);
+    return row === undefined ? undefined : (JSON.parse(row) as RunRecord);
+  }
+
+  async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
+    assertId(threadId, 'threadId');
+    const limit = pageLimit(options.limit);
+    const [createdAt, seq] = options.cursor === undefined ? [-1, 0] : decodeCursor(options.cursor, 'number');
+    const rows = await this.#query(this.#statements.listRuns, [threadId, createdAt, seq, limit + 1]);
+    const page = toPage(
+      rows.map((row) => JSON.parse(row) as { record: RunRecord; createdAt: number; seq: number }),
+      limit,
+      (run) => encodeCursor([run.createdAt, run.seq]),
+    );
+    return {
+      items: page.items.map((run) => run.record),
+      ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+    };
+  }
+
+  async getThreadState(threadId: string): Promise<Record<string, unknown>> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.getThreadState, [threadId]);
+    return row === undefined ? {} : JSON.parse(row);
+  }
+
+  async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
+    assertCheckpointCommit(commit);
+    const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
+    const messagesJson = `[${commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`)).join(',')}]`;
+    const executions = lastEntryPerCall(commit.toolExecutions ?? []);
+    const [row] = await this.#query(
+      this.#statements.commit,
+      [
+        threadId,
+        expectedMessageCount,
+        leaseToken ?? null,
+        Date.now(),
+        messagesJson,
+        run?.identity.runId ?? null,
+        run === undefined ? null : toJsonText(run, 'run'),
+        run?.createdAt ?? null,
+        threadState === undefined ? null : toJsonText(threadState, 'threadState'),
+        executions.length === 0 ? null : toJsonText(executions, 'toolExecutions'),
+        commit.runId ?? null,
+      ],
+      (state, detail) => {
+        switch (state) {
+          case 'LN404':
+            return threadNotFound(threadId);
+          case 'LN410':
+            return staleLease(threadId, leaseToken!, Number(detail));
+          case 'LN409': {
+            const messageCount = Number(detail);
+            return new LunationError(
+              'store-conflict',
+              `Thread "${threadId}" has ${messageCount} messages but the commit expected ${expectedMessageCount}; another writer committed first, reload the checkpoint and retry`,
+              { details: { threadId, expectedMessageCount, messageCount } },
+            );
+          }
+          case 'LN400':
+            return invalidCommit(threadId, detail);
+          default:
+            return undefined;
+        }
+      },
+    );
+    return { messageCount: Number(row) };
+  }
+
+  async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.loadCheckpoint, [threadId]);
+    if (row === undefined) return undefined;
+    const checkpoint = JSON.parse(row) as {
+      thread: ThreadJson;
+      threadState: Record<string, unknown> | null;
+      messages: MessageJson[];
+      latestRun: RunRecord | null;
+    };
+    return {
+      thread: toThread(checkpoint.thread),
+      messages: checkpoint.messages.map((message) => toMessage(threadId, message)),
+      threadState: checkpoint.threadState ?? {},
+      latestRun: checkpoint.latestRun ?? undefined,
+    };
+  }
+
+  async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
+    assertBeginToolExecution(input);
+    const [row] = await this.#query(
+      this.#statements.beginToolExecution,
+      [
+        input.runId,
+        input.toolCallId,
+        input.threadId,
+        input.toolName,
+        input.idempotencyKey,
+        input.leaseToken ?? null,
+        Date.now(),
+      ],
+      (state, detail) => {
+        if (state === 'LN410') return staleLease(input.threadId, input.leaseToken!, Number(detail));
+        if (state === 'LN400') {
+          const { threadId } = JSON.parse(detail) as { threadId: string };
+          return invalid(
+            `Tool call "${input.toolCallId}" of run "${input.runId}" belongs to thread "${threadId}", not "${input.threadId}"; a ledger entry never changes thread`,
+            { runId: input.runId, toolCallId: input.toolCallId, threadId },
+          );
+        }
+        return undefined;
+      },
+    );
+    return toToolExecution(JSON.parse(row!));
+  }
+
+  async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
+    assertId(input.runId, 'runId');
+    assertId(input.toolCallId, 'toolCallId');
+    assertObject(input.result, 'result');
+    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    const [row] = await this.#query(
+      this.#statements.completeToolExecution,
+      [
+        input.runId,
+        input.toolCallId,
+        toJsonText(input.result, 'result'),
+        Date.now(),
+        input.leaseToken ?? null,
+      ],
+      (state, detail) => {
+        if (state === 'LN404') {
+          return new LunationError(
+            'not-found',
+            `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+            { details: { runId: input.runId, toolCallId: input.toolCallId } },
+          );
+        }
+        if (state === 'LN410') {
+          const { threadId, currentToken } = JSON.parse(detail) as { threadId: string; currentToken: number };
+          return staleLease(threadId, input.leaseToken!, currentToken);
+        }
+        return undefined;
+      },
+    );
+    return toToolExecution(JSON.parse(row!));
+  }
+
+  async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+    assertId(runId, 'runId');
+    assertId(toolCallId, 'toolCallId');
+    const [row] = await this.#query(this.#statements.getToolExecution, [runId, toolCallId]);
+    return row === undefined ? undefined : toToolExecution(JSON.parse(row));
+  }
+
+  async listToolExecutions(runId: string): Promise<ToolExecution[]> {
+    assertId(runId, 'runId');
+    const rows = await this.#query(this.#statements.listToolExecutions, [runId]);
+    return rows.map((row) => toToolExecution(JSON.parse(row)));
+  }
+
+  async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
+    assertId(input.threadId, 'threadId');
+    assertId(input.owner, 'owner');
+    assertId(input.runId, 'runId');
+    assertInteger(input.ttlMs, 'ttlMs', 1);
+    const [row] = await this.#query(
+      this.#statements.acquireLease,
+      [input.threadId, input.owner, input.runId, input.ttlMs],
+      (state, detail) => {
+        if (state !== 'LN423') return undefined;
+        const { owner, runId } = JSON.parse(detail) as { owner: string; runId: string };
+        return new LunationError(
+          'thread-busy',
+          `Thread "${input.threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
+          { details: { threadId: input.threadId, runId, owner } },
+        );
+      },
+    );
+    return toLease(JSON.parse(row!));
+  }
+
+  async renewLease(input: RenewLeaseInput): Promise<Lease> {
+    assertId(input.threadId, 'threadId');
+    assertInteger(input.token, 'token', 1);
+    assertInteger(input.ttlMs, 'ttlMs', 1);
+    const [row] = await this.#query(this.#statements.renewLease, [input.threadId, input.token, input.ttlMs]);
+    const { lease, currentToken } = JSON.parse(row!) as {
+      lease: LeaseRow | null;
+      currentToken: number | null;
+    };
+    if (lease === null) {
+      const current = currentToken ?? undefined;
+      throw new LunationError(
+        'lease-lost',
+        `Lease token ${input.token} no longer holds thread "${input.threadId}"${current !== undefined && current !== input.token ? ` (token ${current} was issued since)` : ''}; stop the run, another process may own the thread`,
+        { details: { threadId: input.threadId, token: input.token, currentToken: current } },
+      );
+    }
+    return toLease(lease);
+  }
+
+  async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
+    assertId(input.threadId, 'threadId');
+    assertInteger(input.token, 'token', 1);
+    const rows = await this.#query(this.#statements.releaseLease, [input.threadId, input.token]);
+    return rows.length > 0;
+  }
+
+  async getLease(threadId: string): Promise<Lease | undefined> {
+    assertId(threadId, 'threadId');
+    const [row] = await this.#query(this.#statements.getLease, [threadId]);
+    return row === undefined ? undefined : toLease(JSON.parse(row));
+  }
+
+  /** Runs one statement once the schema is ready; errors become LunationErrors (`reject` maps the store's own). */
+  async #query(statement: Statement, values: unknown[], reject?: Rejection): Promise<string[]> {
+    const execute = this.#execute ?? (await this.#ready());
+    try {
+      return await execute(statement, values);
+    } catch (error) {
+      const state = errorCode(error);
+      if (state?.startsWith('LN')) {
+        const detail = (error as { detail?: string }).detail ?? '';
+        const rejection = reject?.(state, detail);
+        if (rejection) throw rejection;
+      }
+      if (this.#closed) throw closedError();
+      throw toStoreError(error, this.#lastPoolError);
+    }
+  }
+
+  #ready(): Promise<Executor> {
+    if (this.#closed) return Promise.reject(closedError());
+    if (this.#execute) return Promise.resolve(this.#execute);
+    this.#initializing ??= this.#initialize().catch((error: unknown) => {
+      this.#initializing = undefined;
+      throw toStoreError(error);
+    });
+    return this.#initializing;
+  }
+
+  async #initialize(): Promise<Executor> {
+    const { kysely, execute } = this.#connection();
+    await migrate(kysely, this.schema);
+    if (this.#closed) throw closedError();
+    this.#execute = execute;
+    return execute;
+  }
+
+  /** The Kysely instance (for migrations) and the executor (for calls), made once without I/O. */
+  #connection(): { kysely: Kysely<unknown>; execute: Executor } {
+    if (this.#kysely && this.#executor) return { kysely: this.#kysely, execute: this.#executor };
+    const options = this.#options;
+    if ('database' in options) {
+      this.#kysely = options.database.withoutPlugins();
+      this.#executor = kyselyExecutor(this.#kysely);
+    } else {
+      const pool = this.#pool ?? this.#openPool(options as PostgresStoreConnectionOptions);
+      // Never destroyed: that would end the pool (an owned pool is ended by close()).
+      this.#kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+      this.#executor = poolExecutor(pool);
+    }
+    return { kysely: this.#kysely, execute: this.#executor };
+  }
+
+  #openPool(options: PostgresStoreConnectionOptions): PostgresPool {
+    const pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.maxConnections ?? 10,
+      // A server that never answers fails the call (store-unavailable) instead of hanging it.
+      connectionTimeoutMillis: connectTimeoutMs,
+    });
+    // An idle connection's error (the server restarted) must not crash the process; the next query reports it.
+    pool.on('error', (error) => {
+      this.#lastPoolError = error;
+    });
+    this.#ownedPool = pool;
+    this.#pool = pool;
+    return pool;
+  }
+}
+
+/**
+ * Runs each statement on a connection of the pool. Not `pool.query`: it ends the connection after any error,
+ * and the store's rejections (a conflict, a busy thread) are errors the server raises on a healthy connection.
+ */
+/** How long the store's own pool waits for a new connection. */
+const connectTimeoutMs = 10_000;
+
+function poolExecutor(pool: PostgresPool): Executor {
+  return async (statement, values) => {
+    const config: PostgresQueryConfig = {
+      name: statement.name,
+      text: statement.text,
+      values,
+      rowMode: 'array',
+    };
+    const client = await pool.connect();
+    let result: { rows: unknown[][] };
+    try {
+      result = await client.query(config);
+    } catch (error) {
+      // An error the server answered leaves the connection usable; anything else (a lost socket) ends it.
+      client.release(isServerError(error) ? undefined : toError(error));
+      throw error;
+    }
+    client.release();
+    return result.rows.map((row) => row[0] as string);
+  };
+}
+
+function isServerError(error: unknown): boolean {
+  return typeof (error as { severity?: unknown } | undefined)?.severity === 'string';
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function kyselyExecutor(db: Kysely<unknown>): Executor {
+  return async (statement, values) => {
+    const result = await db.executeQuery<{ j: string }>(CompiledQuery.raw(statement.text, values));
+    return result.rows.map((row) => row.j);
+  };
+}
+
+/** One entry per tool call, the last given winning (an upsert cannot touch a row twice in one statement). */
+function lastEntryPerCall(executions: ToolExecution[]): ToolExecution[] {
+  if (executions.length < 2) return executions;
+  const byCall = new Map<string, ToolExecution>();
+  for (const execution of executions)
+    byCall.set(JSON.stringify([execution.runId, execution.toolCallId]), execution);
+  return [...byCall.values()];
+}
+
+function toThread(json: ThreadJson): ThreadRecord {
+  const thread: ThreadRecord = {
+    id: json.id,
+    metadata: json.metadata,
+    messageCount: json.messageCount,
+    createdAt: json.createdAt,
+    updatedAt: json.updatedAt,
+  };
+  if (json.resourceId !== null) thread.resourceId = json.resourceId;
+  return thread;
+}
+
+function toMessage(threadId: string, json: MessageJson): MessageRecord {
+  const record: MessageRecord = { threadId, seq: json.seq, message: json.message, createdAt: json.createdAt };
+  if (json.runId !== null) record.runId = json.runId;
+  return record;
+}
+
+function toToolExecution(row: ToolExecutionRow): ToolExecution {
+  const execution: ToolExecution = {
+    runId: row.run_id,
+    toolCallId: row.tool_call_id,
+    threadId: row.thread_id,
+    toolName: row.tool_name,
+    idempotencyKey: row.idempotency_key,
+    status: row.status,
+    attempts: row.attempts,
+    startedAt: row.started_at,
+  };
+  if (row.result !== null) execution.result = row.result;
+  if (row.completed_at !== null) execution.completedAt = row.completed_at;
+  return execution;
+}
+
+function toLease(row: LeaseRow): Lease {
+  return {
+    threadId: row.thread_id,
+    owner: row.owner,
+    runId: row.run_id,
+    token: row.token,
+    expiresAt: row.expires_at,
+  };
+}
+
+function toPage<T>(rows: T[], limit: number, cursorOf: (last: T) => string): Page<T> {
+  if (rows.length <= limit) return { items: rows };
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: cursorOf(items[items.length - 1]!) };
+}
+
+function invalid(message: string, details?: Record<string, unknown>): LunationError {
+  return new LunationError('invalid-argument', message, details === undefined ? {} : { details });
+}
+
+function invalidCommit(threadId: string, detail: string): LunationError {
+  const owner = JSON.parse(detail) as { runId: string; toolCallId?: string; threadId: string };
+  const what =
+    owner.toolCallId === undefined
+      ? `run "${owner.runId}"`
+      : `tool call "${owner.toolCallId}" of run "${owner.runId}"`;
+  return invalid(
+    `Invalid commit: ${what} already belongs to thread "${owner.threadId}", not "${threadId}"; nothing was written`,
+    {
+      threadId,
+      runId: owner.runId,
+      ...(owner.toolCallId === undefined ? {} : { toolCallId: owner.toolCallId }),
+      ownerThreadId: owner.threadId,
+    },
+  );
+}
+
+function closedError(): LunationError {
+  return new LunationError(
+    'store-unavailable',
+    'PostgresStore is closed; create a new store to keep using the database',
+    { retryable: false },
+  );
+}
+
+function threadNotFound(threadId: string): LunationError {
+  return new LunationError(
+    'not-found',
+    `Thread "${threadId}" does not exist; create it with createThread first`,
+    { details: { threadId } },
+  );
+}
+
+function staleLease(threadId: string, token: number, currentToken: number): LunationError {
+  return new LunationError(
+    'stale-lease',
+    `Lease token ${token} of thread "${threadId}" is stale (token ${currentToken} was issued since); nothing was written, stop this run`,
+    { details: { threadId, token, currentToken } },
+  );
+}
