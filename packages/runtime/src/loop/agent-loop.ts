@@ -59,9 +59,16 @@ export class AgentLoop {
     this.checkpointer = new Checkpointer(scope);
     this.toolCalls = new ToolCalls(scope, this.checkpointer);
     this.output = resolveOutput(scope);
-    scope.signal.addEventListener('abort', () => this.inferenceAbort.abort(scope.signal.reason), {
-      once: true,
-    });
+    // One listener for every part of the run that must hear of a cancel.
+    scope.signal.addEventListener(
+      'abort',
+      () => {
+        this.inferenceAbort.abort(scope.signal.reason);
+        this.toolCalls.cancel();
+        this.inbox.wakeUp();
+      },
+      { once: true },
+    );
   }
 
   /** Adds input to the live run: delivered at the next step boundary, before the next model call. */
@@ -142,7 +149,7 @@ export class AgentLoop {
     if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
     if (scope.engine.isActive('BeforeInference')) await scope.engine.run('BeforeInference', scope.base());
     if (signal.aborted) return this.cancelled();
-    await compactIfNeeded(scope);
+    if (scope.agent.definition.context?.compaction) await compactIfNeeded(scope);
     let inference: Inference;
     try {
       inference = await this.infer(buildRequest(scope));

@@ -23,7 +23,11 @@ export class Inbox {
   constructor(private readonly scope: RunScope) {
     for (const task of scope.options.taskResults ?? []) this.items.push({ kind: 'task', task });
     this.reconcileTasks();
-    scope.signal.addEventListener('abort', () => this.wake?.(), { once: true });
+  }
+
+  /** The run was cancelled: stop waiting for input. */
+  wakeUp(): void {
+    this.wake?.();
   }
 
   get size(): number {

@@ -133,6 +133,11 @@ export class ToolCalls {
     this.clearRecords();
   }
 
+  /** The run was cancelled: running calls are told, and abandoned if they do not stop. */
+  cancel(): void {
+    this.clock.cancelAll();
+  }
+
   dispose(): void {
     this.clock.dispose();
   }
@@ -316,8 +321,8 @@ export class ToolCalls {
       this.report(plan);
       return;
     }
-    const toolCall = { ...call, input: plan.input };
     if (scope.engine.isActive('BeforeToolExecute')) {
+      const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
     const key = idempotencyKey(plan.runId, call.toolCallId);

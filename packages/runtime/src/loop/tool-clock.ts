@@ -23,14 +23,13 @@ export class ToolClock {
   private readonly watches = new Set<Watch>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
-  private readonly onRunAbort = () => this.cancelAll();
+  private disposed = false;
 
+  /** `cancelAll()` must be called when `runSignal` aborts (the loop listens once for all its parts). */
   constructor(
     private readonly runSignal: AbortSignal,
     private readonly graceMs: number,
-  ) {
-    runSignal.addEventListener('abort', this.onRunAbort, { once: true });
-  }
+  ) {}
 
   /** Starts watching a call. `timeoutMs` 0 means no timeout. */
   watch(timeoutMs: number): Watch {
@@ -65,11 +64,13 @@ export class ToolClock {
   }
 
   dispose(): void {
+    this.disposed = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.runSignal.removeEventListener('abort', this.onRunAbort);
   }
 
-  private cancelAll(): void {
+  /** The run was cancelled: every running call's signal aborts, and it is abandoned after the grace period. */
+  cancelAll(): void {
+    if (this.disposed) return;
     const now = Date.now();
     for (const watch of this.watches) this.cancel(watch, now);
     this.arm(now + this.graceMs);

@@ -38,7 +38,19 @@ export interface InvokeRequest {
   policy: ToolErrorPolicy;
 }
 
-type Settled = { kind: 'value'; value: unknown } | { kind: 'error'; error: unknown } | { kind: 'abandoned' };
+/** How an execution ended when it did not return: it threw, or it was abandoned. */
+class Thrown {
+  constructor(readonly error: unknown) {}
+}
+const ABANDONED = Symbol('abandoned');
+
+function isThrown(value: unknown): value is Thrown {
+  try {
+    return value instanceof Thrown;
+  } catch {
+    return false; // a Proxy whose getPrototypeOf throws: a value, which fromValue() rejects
+  }
+}
 
 /**
  * Executes one tool call: under its timeout and the run's cancellation (a call that does not settle within
@@ -54,9 +66,14 @@ export async function invokeTool(
   const context = new ToolCallContext(scope, clock, watch, request);
   try {
     for (let attempt = 0; ; attempt++) {
-      const settled = await execute(request, context, watch);
-      if (settled.kind === 'abandoned') return abandoned(request, watch);
-      if (settled.kind === 'value') return fromValue(settled.value, request);
+      let settled: unknown;
+      try {
+        settled = await execute(request, context, watch);
+      } catch (error) {
+        settled = new Thrown(error); // a resolved value whose `then` throws (a hostile Proxy)
+      }
+      if (settled === ABANDONED) return abandoned(request, watch);
+      if (!isThrown(settled)) return fromValue(settled, request);
       const { error } = settled;
       if (watch.cancelled) {
         return {
@@ -83,20 +100,21 @@ export async function invokeTool(
   }
 }
 
-async function execute(request: InvokeRequest, context: ToolCallContext, watch: Watch): Promise<Settled> {
+/**
+ * Runs the tool once: its value, a `Thrown`, or ABANDONED when the clock gave up on it. A synchronous result
+ * is returned as it is; an asynchronous one is awaited through one promise the clock can also settle.
+ */
+function execute(request: InvokeRequest, context: ToolCallContext, watch: Watch): unknown | Promise<unknown> {
   let value: unknown;
   try {
     value = request.tool.execute(request.input, context);
   } catch (error) {
-    return { kind: 'error', error };
+    return new Thrown(error);
   }
-  if (!isPromiseLike(value)) return { kind: 'value', value };
-  return new Promise<Settled>((resolve) => {
-    watch.abandon = () => resolve({ kind: 'abandoned' });
-    value.then(
-      (settled) => resolve({ kind: 'value', value: settled }),
-      (error) => resolve({ kind: 'error', error }),
-    );
+  if (!isPromiseLike(value)) return value;
+  return new Promise<unknown>((resolve) => {
+    watch.abandon = () => resolve(ABANDONED);
+    value.then(resolve, (error: unknown) => resolve(new Thrown(error)));
   });
 }
 
