@@ -36,6 +36,7 @@ import {
 } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { KyselyRunner } from './kysely-runner.js';
+import { nativeModuleError } from './native-module-error.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
 import {
@@ -811,6 +812,8 @@ export class SqliteStore implements LunationStore {
       return client;
     } catch (error) {
       client?.close();
+      const driverProblem = nativeModuleError(error);
+      if (driverProblem) throw driverProblem;
       throw new LunationError(
         'store-unavailable',
         `Cannot open SQLite database "${options.path}": ${error instanceof Error ? error.message : String(error)}; check that the directory exists and is writable`,
