@@ -75,7 +75,9 @@ export async function startQuickStartServer(): Promise<QuickStartServer> {
     request.on('end', () => {
       if (request.method !== 'POST' || request.url !== '/v1/chat/completions') {
         response.writeHead(404, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { message: `No route ${request.url}`, type: 'invalid_request_error' } }));
+        response.end(
+          JSON.stringify({ error: { message: `No route ${request.url}`, type: 'invalid_request_error' } }),
+        );
         return;
       }
       const body = JSON.parse(text) as ChatRequest;

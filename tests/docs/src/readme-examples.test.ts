@@ -15,8 +15,10 @@ const examplesDir = fileURLToPath(new URL('../.examples/', import.meta.url));
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** Every package README, the root README first. */
-const readmes = ['README.md', ...readdirSync(join(root, 'packages')).map((name) => `packages/${name}/README.md`)]
-  .filter((file) => existsSync(join(root, file)));
+const readmes = [
+  'README.md',
+  ...readdirSync(join(root, 'packages')).map((name) => `packages/${name}/README.md`),
+].filter((file) => existsSync(join(root, file)));
 
 interface WrittenExample extends MarkdownExample {
   /** Where the example was written to be compiled and run. */
@@ -38,12 +40,16 @@ function writeExamples(): WrittenExample[] {
 
 /** Type errors of every example, by example path, each as `README.md:line: message`. */
 function compile(examples: readonly WrittenExample[]): Map<string, string[]> {
-  const base = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.base.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+  const base = ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.base.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
     },
-  });
+  );
   const options: ts.CompilerOptions = {
     ...base?.options,
     strict: true,
@@ -83,7 +89,11 @@ async function run(example: WrittenExample, env: Record<string, string>): Promis
         (error, stdout, stderr) => {
           if (error) {
             const where = `${example.file}:${example.line}`;
-            reject(new Error(`The example at ${where} failed: ${error.message}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+            reject(
+              new Error(
+                `The example at ${where} failed: ${error.message}\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+              ),
+            );
           } else resolve(stdout);
         },
       );
