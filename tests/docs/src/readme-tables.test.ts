@@ -123,3 +123,44 @@ describe('every package README', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('the CONTRIBUTING checklists', () => {
+  const contributing = read('CONTRIBUTING.md');
+
+  it.each([
+    [
+      '### Add a store',
+      [
+        'assertCheckpointCommit',
+        'assertBeginToolExecution',
+        'assertId',
+        'assertInteger',
+        'assertObject',
+        'pageLimit',
+        'defaultPageLimit',
+        'toJsonText',
+      ],
+    ],
+    [
+      '### Add a provider',
+      [
+        'streamWithRetries',
+        'resolveRetryPolicy',
+        'errorCodeForStatus',
+        'errorCodeForErrorType',
+        'parseRetryAfter',
+        'providerError',
+        'cancelledError',
+        'streamInterruptedError',
+      ],
+    ],
+  ])('%s names the contract helpers it asks for, and they exist', async (heading, helpers) => {
+    const start = contributing.indexOf(heading);
+    const checklist = contributing.slice(start, contributing.indexOf('\n## ', start));
+    const contract = (await import('@lunation/contract')) as Record<string, unknown>;
+    for (const helper of helpers) {
+      expect(checklist, heading).toContain(`\`${helper}\``);
+      expect(contract[helper], helper).toBeDefined();
+    }
+  });
+});
