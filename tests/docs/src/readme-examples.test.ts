@@ -126,10 +126,11 @@ describe('README examples', { timeout: 120_000 }, () => {
   let errors: Map<string, string[]>;
   let server: QuickStartServer;
 
+  // Type-checking every example in one program takes a while on a busy machine.
   beforeAll(async () => {
     errors = compile(examples);
     server = await startQuickStartServer();
-  });
+  }, 180_000);
 
   afterAll(async () => {
     await server?.close();

@@ -109,7 +109,7 @@ describe('every package README', () => {
       entries.map((entry) => entry.path),
       base?.options ?? {},
     );
-  });
+  }, 180_000);
 
   it.each(packages)('mentions every export of %s', (name) => {
     const readme = read(`packages/${name}/README.md`);
