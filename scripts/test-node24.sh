@@ -1,38 +1,36 @@
 #!/usr/bin/env bash
-# Runs `pnpm test` on Node.js 24 (installed by scripts/node24.sh) in this workspace. better-sqlite3's native
-# module is compiled for Node 24's ABI once (kept in .cache/), swapped in for the run and swapped back after,
-# so the workspace keeps working on the Node.js it was installed with.
+# Runs `pnpm test` on Node.js 24 (installed by scripts/node24.sh) in this workspace.
+#
+# better-sqlite3: the lockfile's 12.x loads on Node 24 but aborts the process at exit there ("Assertion failed:
+# (env) != nullptr" in node::RemoveEnvironmentCleanupHook: its node::ObjectWrap destructors run after Node has
+# torn the environment down; fixed in better-sqlite3 13, which moved to N-API but needs Node >= 22 and crashes
+# on Node 20). So for this run the workspace's better-sqlite3 is swapped for 13 (its prebuilt N-API module
+# needs no compiler), the driver a Node 24 user should use; it is swapped back when the run ends.
 # Usage: bash scripts/test-node24.sh [vitest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node_dir=$(bash scripts/node24.sh)
-node24="$node_dir/bin/node"
-driver=$(cd packages/store-sqlite/node_modules/better-sqlite3 && pwd -P)
-version=$(node -p "require('$driver/package.json').version")
-abi=$("$node24" -p process.versions.modules)
-cached="$PWD/.cache/better-sqlite3-$version-abi$abi.node"
-
-if [ ! -f "$cached" ]; then
-  echo "compiling better-sqlite3 $version for Node.js $("$node24" --version) (ABI $abi)"
-  scratch=$(mktemp -d)
-  cp -r "$driver/binding.gyp" "$driver/deps" "$driver/src" "$driver/package.json" "$scratch/"
-  node_gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
-  if ! (cd "$scratch" && "$node24" "$node_gyp" rebuild --release --nodedir="$node_dir" -j 2 >build.log 2>&1); then
-    tail -40 "$scratch/build.log" >&2
-    rm -rf "$scratch"
-    exit 1
-  fi
-  mkdir -p .cache
-  cp "$scratch/build/Release/better_sqlite3.node" "$cached"
-  rm -rf "$scratch"
+export PATH="$node_dir/bin:$PATH"
+driver_version=13.2.0
+cache="$PWD/.cache/better-sqlite3-$driver_version"
+if [ ! -f "$cache/node_modules/better-sqlite3/package.json" ]; then
+  mkdir -p "$cache"
+  [ -f "$cache/package.json" ] || echo '{ "name": "better-sqlite3-for-node24", "private": true }' >"$cache/package.json"
+  npm install --prefix "$cache" --no-save --no-audit --no-fund --loglevel=error "better-sqlite3@$driver_version" >&2
 fi
+node -e "new (require('$cache/node_modules/better-sqlite3'))(':memory:').close()"
 
-release="$driver/build/Release/better_sqlite3.node"
-saved=$(mktemp)
-cp "$release" "$saved"
-# --remove-destination: the installed file may be a hard link into pnpm's store, which must not change.
-restore() { cp --remove-destination "$saved" "$release" && rm -f "$saved"; }
-trap restore EXIT
-cp --remove-destination "$cached" "$release"
-PATH="$node_dir/bin:$PATH" node --version
-PATH="$node_dir/bin:$PATH" pnpm test "$@"
+installed=$(cd packages/store-sqlite/node_modules/better-sqlite3 && pwd -P)
+aside="$installed.node20"
+restore() {
+  if [ -d "$aside" ]; then
+    rm -f "$installed"
+    mv "$aside" "$installed"
+  fi
+}
+restore # an earlier run that was killed may have left the swap in place
+trap restore EXIT INT TERM
+mv "$installed" "$aside"
+ln -s "$cache/node_modules/better-sqlite3" "$installed"
+echo "Node.js $(node --version), better-sqlite3 $(node -p "require('$installed/package.json').version")"
+pnpm test "$@"

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -40,8 +40,13 @@ describe('a better-sqlite3 whose native build is missing (as after a skipped ins
     await cp(join(driver, 'lib'), join(copy, 'lib'), { recursive: true });
     await cp(join(driver, 'package.json'), join(copy, 'package.json'));
     await mkdir(join(copy, 'node_modules'));
-    const bindings = dirname(createRequire(join(driver, 'package.json')).resolve('bindings/package.json'));
-    await symlink(bindings, join(copy, 'node_modules', 'bindings'), 'dir');
+    const manifest = JSON.parse(await readFile(join(driver, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+    };
+    for (const dependency of Object.keys(manifest.dependencies ?? {})) {
+      const path = dirname(createRequire(join(driver, 'package.json')).resolve(`${dependency}/package.json`));
+      await symlink(path, join(copy, 'node_modules', dependency), 'dir');
+    }
     // A module hook that makes `import 'better-sqlite3'` load the copy.
     const hooks = join(directory, 'hooks.mjs');
     await writeFile(

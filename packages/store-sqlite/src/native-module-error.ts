@@ -12,7 +12,8 @@ const HOW_TO_BUILD =
 export function nativeModuleError(error: unknown): LunationError | undefined {
   const message = error instanceof Error ? error.message : String(error);
   let problem: string | undefined;
-  if (/Could not locate the bindings file/i.test(message)) {
+  // better-sqlite3 12 looks its module up with `bindings`; 13 requires build/Release/better_sqlite3.node.
+  if (/Could not locate the bindings file|Cannot find module .*better_sqlite3\.node/i.test(message)) {
     problem =
       "better-sqlite3's native module was never built: its install script did not run (pnpm 10 skips the build " +
       'scripts of dependencies it was not told to allow).';
