@@ -2,16 +2,22 @@ import { z } from 'zod';
 import { jsonObjectSchema } from './json.js';
 import { toolResultSchema } from './tools.js';
 
+/** Plain text. */
 export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+/** Plain text in a message. */
 export type TextPart = z.infer<typeof textPartSchema>;
 
+/** Where an image comes from: a URL or base64 data with its media type. */
 export const imageSourceSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url'), url: z.string().url() }),
   z.object({ type: z.literal('base64'), mediaType: z.string().min(1), data: z.string().min(1) }),
 ]);
+/** Where an image comes from: a URL or base64 data with its media type. */
 export type ImageSource = z.infer<typeof imageSourceSchema>;
 
+/** An image in a user message. */
 export const imagePartSchema = z.object({ type: z.literal('image'), source: imageSourceSchema });
+/** An image in a user message. */
 export type ImagePart = z.infer<typeof imagePartSchema>;
 
 /** Model reasoning. `signature` is the provider's proof (Anthropic thinking) and must be sent back as-is. */
@@ -22,6 +28,7 @@ export const reasoningPartSchema = z.object({
   /** Set when the provider redacted the reasoning; `text` then holds the opaque payload. */
   redacted: z.boolean().optional(),
 });
+/** Model reasoning, with the provider's signature when it has one. */
 export type ReasoningPart = z.infer<typeof reasoningPartSchema>;
 
 /** A tool call as the model produced it. `arguments` is the raw JSON text (it may be invalid). */
@@ -31,16 +38,20 @@ export const toolCallPartSchema = z.object({
   toolName: z.string().min(1),
   arguments: z.string(),
 });
+/** A tool call in an assistant message. */
 export type ToolCallPart = z.infer<typeof toolCallPartSchema>;
 
+/** The result of a tool call, in a tool message. */
 export const toolResultPartSchema = z.object({
   type: z.literal('tool-result'),
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   result: toolResultSchema,
 });
+/** The result of a tool call, in a tool message. */
 export type ToolResultPart = z.infer<typeof toolResultPartSchema>;
 
+/** Any part of a message's content. */
 export const contentPartSchema = z.discriminatedUnion('type', [
   textPartSchema,
   imagePartSchema,
@@ -48,6 +59,7 @@ export const contentPartSchema = z.discriminatedUnion('type', [
   toolCallPartSchema,
   toolResultPartSchema,
 ]);
+/** Any part of a message's content. */
 export type ContentPart = z.infer<typeof contentPartSchema>;
 
 /**
@@ -55,45 +67,57 @@ export type ContentPart = z.infer<typeof contentPartSchema>;
  * `compaction` (`{ fromSeq, toSeq }` on summary messages), `supersededTickets`, `createdAt`.
  */
 export const messageMetadataSchema = jsonObjectSchema;
+/** Free-form message metadata; see {@link messageMetadataSchema} for the known keys. */
 export type MessageMetadata = z.infer<typeof messageMetadataSchema>;
 
 const base = { id: z.string().min(1), metadata: messageMetadataSchema.optional() };
 
+/** Instructions for the model (the system prompt): text parts only. */
 export const systemMessageSchema = z.object({
   ...base,
   role: z.literal('system'),
   content: z.array(textPartSchema),
 });
+/** Instructions for the model (the system prompt): text parts only. */
 export type SystemMessage = z.infer<typeof systemMessageSchema>;
 
+/** What the user said: text and images. */
 export const userMessageSchema = z.object({
   ...base,
   role: z.literal('user'),
   content: z.array(z.discriminatedUnion('type', [textPartSchema, imagePartSchema])),
 });
+/** What the user said: text and images. */
 export type UserMessage = z.infer<typeof userMessageSchema>;
 
+/** What the model answered: text, reasoning and tool calls. */
 export const assistantMessageSchema = z.object({
   ...base,
   role: z.literal('assistant'),
   content: z.array(z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema])),
 });
+/** What the model answered: text, reasoning and tool calls. */
 export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
 
+/** Results of the tool calls of the assistant message before it. */
 export const toolMessageSchema = z.object({
   ...base,
   role: z.literal('tool'),
   content: z.array(toolResultPartSchema),
 });
+/** Results of the tool calls of the assistant message before it. */
 export type ToolMessage = z.infer<typeof toolMessageSchema>;
 
+/** A message of any role: an id, a role, content parts and optional metadata. */
 export const messageSchema = z.discriminatedUnion('role', [
   systemMessageSchema,
   userMessageSchema,
   assistantMessageSchema,
   toolMessageSchema,
 ]);
+/** A message of any role: an id, a role, content parts and optional metadata. */
 export type Message = z.infer<typeof messageSchema>;
+/** `system`, `user`, `assistant` or `tool`. */
 export type MessageRole = Message['role'];
 
 /** The concatenated text parts of a message. */

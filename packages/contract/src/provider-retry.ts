@@ -12,8 +12,10 @@ export interface RetryOptions {
   maxRetryAfterMs?: number;
 }
 
+/** {@link RetryOptions} with every default filled in. */
 export type RetryPolicy = Required<RetryOptions>;
 
+/** The retry policy from a provider's `retry` option (and its `maxRetries` shorthand), defaults filled in. */
 export function resolveRetryPolicy(
   retry: RetryOptions | undefined,
   maxRetries: number | undefined,
@@ -57,6 +59,7 @@ export function parseRetryAfter(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/** Options of {@link streamWithRetries}. */
 export interface StreamWithRetriesOptions<T> {
   policy: RetryPolicy;
   signal: AbortSignal | undefined;

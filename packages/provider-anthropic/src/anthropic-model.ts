@@ -24,6 +24,7 @@ import { parseStream } from './parse-stream.js';
 /** The part of an `Anthropic` client the adapter uses. */
 export type AnthropicClient = Pick<Anthropic, 'messages'>;
 
+/** Options of {@link AnthropicModel}. */
 export interface AnthropicModelOptions {
   /** The model id, e.g. `claude-sonnet-5-5`; `overrides.model` replaces it per call. */
   model: string;

@@ -24,6 +24,7 @@ export interface ConformanceModelSettings {
   maxRetries: number;
 }
 
+/** Options of {@link runProviderConformance}. */
 export interface ProviderConformanceOptions {
   /** Shown in the suite name. */
   name: string;

@@ -68,6 +68,7 @@ export interface FrontendTool extends ToolDescriptor {
 export interface RunLoopOptions {
   identity: RunIdentity;
   agent: ResolvedAgent;
+  /** The agent for an id (after a handoff). */
   resolveAgent(agentId: string): ResolvedAgent;
   persistence: Persistence;
   leaseToken: number | undefined;
@@ -84,6 +85,7 @@ export interface RunLoopOptions {
   supersede: boolean;
   frontendTools: FrontendTool[];
   signal: AbortSignal;
+  /** Delivers one event to the run's listeners. */
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
   emitStateSnapshots: boolean;
@@ -349,6 +351,7 @@ export class AgentLoop {
     };
   }
 
+  /** Runs the loop to the end and resolves with the result. */
   async execute(): Promise<RunResult> {
     const { options } = this;
     if (this.listening)

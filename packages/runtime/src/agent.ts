@@ -19,8 +19,14 @@ export type StopCondition =
   | { type: 'timeout'; ms: number }
   | { type: 'consecutive-tool-errors'; max: number }
   | { type: 'tool-called'; toolName: string }
-  | { type: 'custom'; code: string; check: (stats: StepStats) => boolean };
+  | {
+      type: 'custom';
+      code: string;
+      /** True when the run should stop. */
+      check: (stats: StepStats) => boolean;
+    };
 
+/** Whether an agent runs a step's tool calls one after another or overlapping. */
 export interface ToolExecutionOptions {
   /** @default 'sequential' */
   mode: 'sequential' | 'parallel';

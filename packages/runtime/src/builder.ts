@@ -21,6 +21,7 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** Adds an agent. */
   agent(definition: AgentDefinition): this {
     this.agents.push(definition);
     return this;
@@ -46,11 +47,13 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** Adds a sink that gets every event of every run. */
   sink(sink: EventSink): this {
     this.sinks.push(sink);
     return this;
   }
 
+  /** Lease settings and state snapshots; see {@link AgentRuntimeOptions}. */
   options(settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots'>): this {
     this.settings = { ...this.settings, ...settings };
     return this;

@@ -21,6 +21,7 @@ export interface RunProgress {
   startedAt: number;
 }
 
+/** The loop's per-run bookkeeping: step, usage, consecutive tool errors, start time. */
 export const runProgressKey = defineStateKey<RunProgress>({
   name: 'runtime.progress',
   schema: z.object({
@@ -43,6 +44,7 @@ export type PendingCallsUpdate =
   | { type: 'decide'; decision: ResumeDecision }
   | { type: 'clear'; ticketIds: string[] };
 
+/** The thread's suspended calls with their tickets and the decisions recorded so far. */
 export const pendingCallsKey = defineStateKey<Record<string, PendingCall>, PendingCallsUpdate>({
   name: 'runtime.pendingCalls',
   schema: z.record(
@@ -165,11 +167,14 @@ export const requestAdjustmentsKey = defineStateKey<RequestAdjustments, RequestA
 
 /** Built-in BeforeInference actions. */
 export const addContextMessage = defineAction<ContextMessage>('runtime.addContextMessage', 'BeforeInference');
+/** A BeforeInference action that sets model settings for the next request. */
 export const setInferenceOverrides = defineAction<ModelOverrides>(
   'runtime.setInferenceOverrides',
   'BeforeInference',
 );
+/** A BeforeInference action that hides tools from the next request. */
 export const excludeTools = defineAction<string[]>('runtime.excludeTools', 'BeforeInference');
+/** A BeforeInference action that offers only these tools in the next request. */
 export const includeOnlyTools = defineAction<string[]>('runtime.includeOnlyTools', 'BeforeInference');
 
 /** Registers the loop's keys and built-in action handlers; part of every agent. */

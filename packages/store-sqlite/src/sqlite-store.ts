@@ -52,15 +52,19 @@ import { toStoreError } from './to-store-error.js';
 
 /** The part of a better-sqlite3 statement the store uses. */
 export interface SqliteStatement extends KyselySqliteStatement {
+  /** The first row, or undefined. */
   get(parameters: ReadonlyArray<unknown>): unknown;
+  /** Runs the statement; how many rows changed. */
   run(parameters: ReadonlyArray<unknown>): { changes: number; lastInsertRowid: number | bigint };
 }
 
 /** The part of a better-sqlite3 `Database` the store uses. */
 export interface SqliteClient extends SqliteDatabase {
+  /** A prepared statement. */
   prepare(sql: string): SqliteStatement;
 }
 
+/** A store on a database file it opens, configures and closes itself. */
 export interface SqliteStorePathOptions {
   /** The database file, created if missing (`:memory:` works too, but only within one store). */
   path: string;
@@ -79,11 +83,13 @@ export interface SqliteStorePathOptions {
   checkpoint?: 'background' | 'inline';
 }
 
+/** A store on a better-sqlite3 connection you own (used as configured, left open by `close()`). */
 export interface SqliteStoreClientOptions {
   /** An open better-sqlite3 database, used as configured and left open by `close()`. */
   client: SqliteClient;
 }
 
+/** A store on a Kysely instance you own (kysely's `SqliteDialect` on better-sqlite3). */
 export interface SqliteStoreKyselyOptions {
   /**
    * A Kysely instance on kysely's `SqliteDialect` (better-sqlite3), used as configured (its plugins are
@@ -96,6 +102,7 @@ export interface SqliteStoreKyselyOptions {
   database: Kysely<any>;
 }
 
+/** Options of {@link SqliteStore}: a file path, a connection or a Kysely instance. */
 export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions | SqliteStoreKyselyOptions;
 
 interface ThreadRow {
