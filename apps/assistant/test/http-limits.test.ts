@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DemoModel } from '../src/demo-model.js';
@@ -107,20 +108,18 @@ describe('the HTTP API on hostile or broken requests (real HTTP)', () => {
 
   it('stays quiet when a client hangs up in the middle of a body, and keeps serving', async () => {
     const { hostname, port } = new URL(api.url);
-    const closed = new Promise<void>((resolve) =>
-      api.server.server.once('request', (request) => request.once('close', () => resolve())),
-    );
+    const received = new Promise<IncomingMessage>((resolve) => api.server.server.once('request', resolve));
     const socket = connect(Number(port), hostname);
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     socket.write(
       'POST /threads HTTP/1.1\r\nhost: x\r\nauthorization: Bearer token-alice\r\n' +
         'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"metadata":',
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const request = await received;
+    const closed = new Promise<void>((resolve) => request.once('close', () => resolve()));
     socket.destroy();
     await closed;
-    // Let the request's handler finish what it does after the close.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The handler reacts to the aborted body in the same turn; give it that turn.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(logged).toEqual([]);
     expect((await api.call('/threads')).status).toBe(200);
   });
