@@ -11,7 +11,14 @@ import {
 import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
 import { z } from 'zod';
 import { HttpError, toHttpError } from './http-error.js';
-import { parseBody, readJsonBody, sendEventStream, sendJson } from './http-io.js';
+import {
+  type BodyLimits,
+  CLIENT_CLOSED,
+  parseBody,
+  readJsonBody,
+  sendEventStream,
+  sendJson,
+} from './http-io.js';
 import { LOCAL_RESOURCE, TokenAuth } from './token-auth.js';
 
 export interface AssistantServerOptions {
@@ -21,6 +28,8 @@ export interface AssistantServerOptions {
   tokens?: ReadonlyMap<string, string>;
   /** Largest accepted request body. @default 1048576 (1 MiB) */
   maxBodyBytes?: number;
+  /** Deepest accepted nesting of arrays and objects in a request body. @default 64 */
+  maxJsonDepth?: number;
   /** Interval of SSE keep-alive comments. @default 15000 */
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
@@ -55,7 +64,7 @@ export class AssistantServer {
   private readonly runtime: AgentRuntime;
   private readonly store: LunationStore;
   private readonly auth: TokenAuth;
-  private readonly maxBodyBytes: number;
+  private readonly bodyLimits: BodyLimits;
   private readonly heartbeatMs: number;
   private readonly logError: (error: unknown) => void;
   private readonly requests = new Set<Promise<void>>();
@@ -79,7 +88,7 @@ export class AssistantServer {
     this.runtime = options.runtime;
     this.store = options.store;
     this.auth = new TokenAuth(options.tokens ?? new Map());
-    this.maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
+    this.bodyLimits = { maxBytes: options.maxBodyBytes ?? 1_048_576, maxDepth: options.maxJsonDepth ?? 64 };
     this.heartbeatMs = options.heartbeatMs ?? 15_000;
     this.logError = options.logError ?? ((error) => console.error(error));
     this.server = createServer((request, response) => {
@@ -146,6 +155,10 @@ export class AssistantServer {
       await handler({ request, response, url, resource, threadId: encodedId ? decodeId(encodedId) : '' });
     } catch (error) {
       const httpError = toHttpError(error);
+      if (httpError.code === CLIENT_CLOSED) {
+        response.destroy();
+        return;
+      }
       if (httpError.status >= 500 && httpError.code === 'internal') this.logError(error);
       if (response.headersSent) response.end();
       else sendJson(response, httpError.status, errorBody(httpError), httpError.headers);
@@ -183,7 +196,7 @@ export class AssistantServer {
   }
 
   private async createThread({ request, response, resource }: RequestContext): Promise<void> {
-    const body = parseBody(createThreadBodySchema, await readJsonBody(request, this.maxBodyBytes));
+    const body = parseBody(createThreadBodySchema, await readJsonBody(request, this.bodyLimits));
     // Thread ids are shown to clients: random, not sequential.
     const thread = await this.store.createThread({
       id: randomUUID(),
@@ -216,7 +229,7 @@ export class AssistantServer {
   }
 
   private async postMessage(context: RequestContext): Promise<void> {
-    const body = parseBody(messageBodySchema, await readJsonBody(context.request, this.maxBodyBytes));
+    const body = parseBody(messageBodySchema, await readJsonBody(context.request, this.bodyLimits));
     const thread = await this.ownThread(context);
     const run = await this.runtime.run({
       threadId: thread.id,
@@ -228,7 +241,8 @@ export class AssistantServer {
 
   /** Answers open tickets: streams the resumed run, or returns JSON while tickets are still open. */
   private async postDecisions(context: RequestContext): Promise<void> {
-    const body = parseBody(decisionsBodySchema, await readJsonBody(context.request, this.maxBodyBytes));
+    const body = parseBody(decisionsBodySchema, await readJsonBody(context.request, this.bodyLimits));
+    assertOneDecisionPerTicket(body.decisions);
     const thread = await this.ownThread(context);
     const decisions: ResumeDecision[] = body.decisions.map((decision) => ({
       ...decision,
@@ -259,6 +273,22 @@ function decodeId(encoded: string): string {
     return decodeURIComponent(encoded);
   } catch {
     throw new HttpError(400, 'invalid-argument', `"${encoded}" is not a valid thread id`);
+  }
+}
+
+/** Two decisions for one ticket (say resume and cancel) contradict each other: the request is refused whole. */
+function assertOneDecisionPerTicket(decisions: ReadonlyArray<{ ticketId: string }>): void {
+  const firstIndex = new Map<string, number>();
+  for (const [index, { ticketId }] of decisions.entries()) {
+    const earlier = firstIndex.get(ticketId);
+    if (earlier !== undefined) {
+      throw new HttpError(
+        400,
+        'decision-invalid',
+        `Decisions #${earlier} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
+      );
+    }
+    firstIndex.set(ticketId, index);
   }
 }
 

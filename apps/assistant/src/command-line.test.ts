@@ -19,6 +19,7 @@ describe('parseCommandLine', () => {
     expect(parse([])).toEqual({
       type: 'chat',
       threadId: undefined,
+      create: false,
       settings: {
         store: 'sqlite',
         sqlitePath: join(DEFAULT_DATA_DIR, 'assistant.sqlite'),
@@ -40,6 +41,7 @@ describe('parseCommandLine', () => {
       'chat',
       '--thread',
       't1',
+      '--create',
       '--provider',
       'anthropic',
       '--model',
@@ -52,6 +54,7 @@ describe('parseCommandLine', () => {
     expect(command).toMatchObject({
       type: 'chat',
       threadId: 't1',
+      create: true,
       settings: {
         provider: 'anthropic',
         model: 'claude-x',
@@ -139,6 +142,7 @@ describe('parseCommandLine', () => {
     [['--redis-url', 'redis://x'], '--redis-url only applies with --store redis (see --help)'],
     [['--port', '80'], '--port only applies to the serve command (see --help)'],
     [['serve', '--thread', 't'], '--thread only applies to the chat command (see --help)'],
+    [['--create'], '--create needs --thread <id> (see --help)'],
     [['serve', '--port', '70000'], '--port must be a whole number from 0 to 65535, got "70000" (see --help)'],
     [['serve', '--port', 'http'], '--port must be a whole number from 0 to 65535, got "http" (see --help)'],
     [['serve', '--token', '=abc'], 'Token "=abc" should look like <resource>=<token> (see --help)'],

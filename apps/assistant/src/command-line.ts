@@ -24,7 +24,13 @@ export interface AssistantSettings {
 
 export type Command =
   | { type: 'help' }
-  | { type: 'chat'; settings: AssistantSettings; threadId: string | undefined }
+  | {
+      type: 'chat';
+      settings: AssistantSettings;
+      threadId: string | undefined;
+      /** Start `threadId` when it does not exist yet. */
+      create: boolean;
+    }
   | {
       type: 'serve';
       settings: AssistantSettings;
@@ -44,7 +50,9 @@ Usage:
   pnpm start serve [flags]       serve the HTTP API (Server-Sent Events)
 
 Flags:
-  --thread <id>                  continue a conversation (chat; the id is printed at start)
+  --thread <id>                  continue a conversation (chat; the id is printed at start);
+                                 an unknown id is an error
+  --create                       with --thread: start a new thread with that id if there is none
   --provider openai|anthropic|demo
                                  the model provider (default: openai if OPENAI_API_KEY is set,
                                  else anthropic if ANTHROPIC_API_KEY is set, else the offline demo)
@@ -70,6 +78,7 @@ DATABASE_URL, ASSISTANT_TOKENS. Relative paths are resolved from the folder you 
 
 const OPTIONS = {
   thread: { type: 'string' },
+  create: { type: 'boolean' },
   provider: { type: 'string' },
   model: { type: 'string' },
   store: { type: 'string' },
@@ -86,6 +95,7 @@ const OPTIONS = {
 
 const ONLY_FOR: Record<string, 'chat' | 'serve'> = {
   thread: 'chat',
+  create: 'chat',
   host: 'serve',
   port: 'serve',
   token: 'serve',
@@ -159,7 +169,11 @@ export function parseCommandLine(
   if (settings.store === 'postgres' && settings.postgresUrl === undefined) {
     throw usageError('--store postgres needs --postgres-url <url> or DATABASE_URL');
   }
-  if (command === 'chat') return { type: 'chat', settings, threadId: nonEmpty('thread', values.thread) };
+  if (command === 'chat') {
+    const threadId = nonEmpty('thread', values.thread);
+    if (values.create && threadId === undefined) throw usageError('--create needs --thread <id>');
+    return { type: 'chat', settings, threadId, create: values.create === true };
+  }
 
   const host = nonEmpty('host', values.host) ?? '127.0.0.1';
   const port = values.port === undefined ? 8787 : Number(values.port);

@@ -14,9 +14,19 @@ export interface EventPrinterOptions {
   output: Writable;
   /** Use ANSI colours. */
   color: boolean;
-  /** Redraw the progress line in place (a terminal) instead of printing one line per update. */
+  /**
+   * A terminal: redraw the progress line in place instead of printing one line per update, and show a
+   * `thinking…` spinner while the model has not answered yet.
+   */
   live: boolean;
+  /** Time between spinner frames. @default 100 */
+  spinnerFrameMs?: number;
 }
+
+const SPINNER_FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** The text after the spinner frame. */
+export const THINKING = 'thinking…';
 
 /** Prints a run's events as a chat transcript: streamed text, tool calls and results, progress, errors. */
 export class EventPrinter {
@@ -27,11 +37,14 @@ export class EventPrinter {
   private speaking = false;
   private progressShown = false;
   private lastError: string | undefined;
+  private readonly spinnerFrameMs: number;
+  private spinner: NodeJS.Timeout | undefined;
 
   constructor(options: EventPrinterOptions) {
     this.output = options.output;
     this.color = options.color;
     this.live = options.live;
+    this.spinnerFrameMs = options.spinnerFrameMs ?? 100;
   }
 
   style(style: Style, text: string): string {
@@ -42,8 +55,10 @@ export class EventPrinter {
     switch (event.type) {
       case 'step-start':
         this.speaking = false;
+        this.startThinking();
         break;
       case 'text-delta':
+        this.stopThinking();
         if (!this.speaking) {
           this.line('');
           this.write(this.style('cyan', 'assistant> '));
@@ -55,6 +70,7 @@ export class EventPrinter {
         this.line(this.style('dim', `  → ${event.toolName} ${event.arguments}`));
         break;
       case 'tool-progress':
+        this.stopThinking();
         this.progress(`  … ${event.toolName} ${describeProgress(event.progress)}`);
         break;
       case 'tool-result': {
@@ -80,6 +96,7 @@ export class EventPrinter {
 
   /** Prints a line of its own (ending any streamed text first). */
   line(text: string): void {
+    this.stopThinking();
     this.clearProgress();
     if (!this.atLineStart) this.write('\n');
     this.speaking = false;
@@ -100,6 +117,27 @@ export class EventPrinter {
       this.line('');
     }
     this.lastError = undefined;
+  }
+
+  /** On a terminal, a spinner line until the model's first output (any printed line removes it). */
+  private startThinking(): void {
+    if (!this.live || this.spinner) return;
+    let frame = 0;
+    const draw = () => {
+      this.progress(`${SPINNER_FRAMES[frame % SPINNER_FRAMES.length]} ${THINKING}`);
+      frame++;
+    };
+    draw();
+    this.spinner = setInterval(draw, this.spinnerFrameMs);
+    this.spinner.unref();
+  }
+
+  /** Removes the spinner, if shown. */
+  stopThinking(): void {
+    if (!this.spinner) return;
+    clearInterval(this.spinner);
+    this.spinner = undefined;
+    this.clearProgress();
   }
 
   private progress(text: string): void {

@@ -3,10 +3,19 @@ import type { AgentEvent } from '@lunation/contract';
 import { formatIssues } from '@lunation/runtime';
 import type { z } from 'zod';
 import { HttpError } from './http-error.js';
+import { jsonNestingDepth } from './json-depth.js';
 
-/** Reads and parses a JSON body of at most `limit` bytes; undefined when there is no body. */
-export async function readJsonBody(request: IncomingMessage, limit: number): Promise<unknown> {
-  const text = (await readBody(request, limit)).toString('utf8');
+/** Limits on request bodies. */
+export interface BodyLimits {
+  /** Largest accepted body in bytes. */
+  maxBytes: number;
+  /** Deepest accepted nesting of arrays and objects, checked before the body is parsed. */
+  maxDepth: number;
+}
+
+/** Reads and parses a JSON body within `limits`; undefined when there is no body. */
+export async function readJsonBody(request: IncomingMessage, limits: BodyLimits): Promise<unknown> {
+  const text = (await readBody(request, limits.maxBytes)).toString('utf8');
   if (text.trim() === '') return undefined;
   const type = request.headers['content-type'] ?? '';
   if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
@@ -14,6 +23,14 @@ export async function readJsonBody(request: IncomingMessage, limit: number): Pro
       415,
       'unsupported-media-type',
       'Send the body as JSON with "Content-Type: application/json"',
+    );
+  }
+  const depth = jsonNestingDepth(text);
+  if (depth > limits.maxDepth) {
+    throw new HttpError(
+      400,
+      'nesting-too-deep',
+      `The request body nests arrays and objects ${depth} levels deep; at most ${limits.maxDepth} are accepted`,
     );
   }
   try {
@@ -50,9 +67,23 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
     };
     request.on('data', onData);
     request.once('end', () => resolve(Buffer.concat(chunks)));
-    request.once('error', reject);
+    // The client hung up before sending the whole body: nobody is left to answer, and nothing is wrong here.
+    request.once('error', (error) => reject(clientClosed(error)));
   });
 }
+
+function clientClosed(cause: Error): HttpError {
+  const error = new HttpError(
+    499,
+    CLIENT_CLOSED,
+    'The client closed the connection before sending the whole body',
+  );
+  error.cause = cause;
+  return error;
+}
+
+/** The code of the error raised when the client hangs up mid-body (499, as nginx logs it). */
+export const CLIENT_CLOSED = 'client-closed';
 
 /** Validates a parsed body; a mismatch is a 400 naming every problem. */
 export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {

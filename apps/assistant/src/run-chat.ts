@@ -1,16 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
-import type { LunationStore, ResumeDecision, SuspensionTicket } from '@lunation/contract';
+import {
+  LunationError,
+  type LunationStore,
+  type ResumeDecision,
+  type SuspensionTicket,
+  type ThreadRecord,
+} from '@lunation/contract';
 import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
+import { CHAT_HELP, parseChatCommand, unknownCommandText } from './chat-commands.js';
 import { EventPrinter } from './event-printer.js';
 import { LineReader } from './line-reader.js';
+import { RECAP_MESSAGES, recapLines } from './thread-recap.js';
 import { LOCAL_RESOURCE } from './token-auth.js';
 
 export interface ChatOptions {
   runtime: AgentRuntime;
   store: LunationStore;
-  /** Continue this thread; a new one is started when it is undefined or does not exist yet. */
+  /** Continue this thread; a new one is started when it is undefined. */
   threadId: string | undefined;
+  /** Start `threadId` when it does not exist (otherwise an unknown id is a `not-found` error). */
+  create?: boolean;
   input: Readable & { isTTY?: boolean };
   output: Writable & { isTTY?: boolean };
   /** Printed first: the model and store in use. */
@@ -18,14 +28,20 @@ export interface ChatOptions {
   color: boolean;
 }
 
-const HELP = 'Commands: /exit (or Ctrl-D) quits, /help shows this. Ctrl-C stops a running reply.';
-
 /**
  * The terminal chat: reads a line, streams the run's events, and asks y/n/always for every approval. A thread
- * left waiting for approval (the app was closed at the prompt) asks again when it is continued.
+ * left waiting for approval (the app was closed at the prompt) asks again when it is continued. Lines starting
+ * with `/` are commands, answered here and never sent to the model.
  */
 export async function runChat(options: ChatOptions): Promise<void> {
   const { runtime, store } = options;
+  const existing = options.threadId === undefined ? undefined : await store.getThread(options.threadId);
+  if (options.threadId !== undefined && !existing && !options.create) {
+    throw new LunationError(
+      'not-found',
+      `There is no thread "${options.threadId}" in the ${store.kind} store; check the id, or add --create to start a new thread with it`,
+    );
+  }
   const printer = new EventPrinter({
     output: options.output,
     color: options.color,
@@ -48,6 +64,7 @@ export async function runChat(options: ChatOptions): Promise<void> {
       for await (const event of run.events) printer.print(event);
       return (await run.result).openTickets;
     } finally {
+      printer.stopThinking();
       active = undefined;
     }
   };
@@ -57,6 +74,16 @@ export async function runChat(options: ChatOptions): Promise<void> {
     while (true) {
       const answer = await reader.read(printer.style('yellow', '    allow? [y]es / [n]o / [a]lways: '));
       if (answer === undefined) return undefined;
+      const command = parseChatCommand(answer.trim());
+      if (command?.type === 'exit') return undefined;
+      if (command?.type === 'help') {
+        printer.line(`    ${CHAT_HELP}`);
+        continue;
+      }
+      if (command?.type === 'unknown') {
+        printer.line(`    ${unknownCommandText(command.name)}`);
+        continue;
+      }
       const choice = answer.trim().toLowerCase();
       const decision = { decisionId: createId(), ticketId: ticket.id };
       if (choice === 'y' || choice === 'yes') return { ...decision, action: 'resume' };
@@ -65,6 +92,17 @@ export async function runChat(options: ChatOptions): Promise<void> {
       if (choice === 'n' || choice === 'no') return { ...decision, action: 'cancel' };
       printer.line('    Please answer y, n or a ("always" allows this tool for the rest of the thread).');
     }
+  };
+
+  /** Says which thread continues and how it left off: its last few texts. */
+  const printRecap = async (thread: ThreadRecord): Promise<void> => {
+    // The tail of the thread is enough: a recap shows at most a few texts, skipping tool messages.
+    const fromSeq = Math.max(1, thread.messageCount - RECAP_MESSAGES * 4 + 1);
+    const lines = recapLines(await store.listMessages(threadId, { fromSeq }));
+    printer.line(
+      `Continuing thread ${threadId} (${thread.messageCount} messages)${lines.length > 0 ? '. The last ones:' : '.'}`,
+    );
+    for (const recap of lines) printer.line(printer.style('dim', `  ${recap}`));
   };
 
   /** Asks about every open ticket and resumes, until none is left. False when the input ended first. */
@@ -87,25 +125,28 @@ export async function runChat(options: ChatOptions): Promise<void> {
   };
 
   try {
-    const thread = await store.getThread(threadId);
     printer.line(printer.style('dim', options.banner));
-    if (thread) {
-      printer.line(`Continuing thread ${threadId} (${thread.messageCount} messages).`);
-    } else {
-      printer.line(`Thread ${threadId} (new). Continue it later with: pnpm start --thread ${threadId}`);
-    }
-    printer.line(printer.style('dim', HELP));
-    const latest = thread ? await store.getLatestRun(threadId) : undefined;
+    if (existing) await printRecap(existing);
+    else printer.line(`Thread ${threadId} (new). Continue it later with: pnpm start --thread ${threadId}`);
+    printer.line(printer.style('dim', CHAT_HELP));
+    const latest = existing ? await store.getLatestRun(threadId) : undefined;
     if (latest?.status === 'waiting' && !(await settle(latest.openTickets))) return;
     while (true) {
       const line = await reader.read(printer.style('bold', 'you> '));
-      if (line === undefined || line.trim() === '/exit') return;
-      const text = line.trim();
+      if (line === undefined) return;
+      let text = line.trim();
       if (text === '') continue;
-      if (text === '/help') {
-        printer.line(HELP);
+      const command = parseChatCommand(text);
+      if (command?.type === 'exit') return;
+      if (command?.type === 'help') {
+        printer.line(CHAT_HELP);
         continue;
       }
+      if (command?.type === 'unknown') {
+        printer.line(unknownCommandText(command.name));
+        continue;
+      }
+      if (command?.type === 'message') text = command.text;
       try {
         const run = await runtime.run({ threadId, input: text, resourceId: LOCAL_RESOURCE });
         if (!(await settle(await follow(run)))) return;

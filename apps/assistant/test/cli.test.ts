@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { PostgresStore } from '@lunation/store-postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AppProcess, temporaryDir } from './support.js';
+import { AppProcess, appEnvironment, temporaryDir } from './support.js';
 
 describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_000 }, () => {
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
@@ -65,7 +67,15 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     second.send(['n', 'what is 12 * (3 + 4)', '/exit'], { end: true });
     expect(await second.exited).toBe(0);
     const out = second.stdout;
-    expect(out).toContain(`Continuing thread ${threadId} (4 messages).`);
+    expect(out).toContain(
+      [
+        `Continuing thread ${threadId} (4 messages). The last ones:`,
+        '  you> hello',
+        '  assistant> Hello! I am the offline demo model of the Lunation assistant. First, a tool call:',
+        '  assistant> (2 + 3) * 7 = 35. Next I would like to read README.md in the sandbox, which needs your a…',
+        '',
+      ].join('\n'),
+    );
     expect(out).toContain(
       '? The assistant wants to read a file in the sandbox. read_file {"path":"README.md"}',
     );
@@ -73,6 +83,89 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(out).toContain('assistant> All right, I will not do that.');
     expect(out).toContain('  ← calculator: expression: 12 * (3 + 4), result: 84');
     expect(out).toContain('assistant> 12 * (3 + 4) = 84.');
+  });
+
+  it('leaves at /exit typed at the approval prompt, without the input ending', async () => {
+    const app = start(['--provider', 'demo', '--data-dir', dataDir.path]);
+    app.send(['hello']);
+    await app.waitFor(/allow\? \[y\]es \/ \[n\]o \/ \[a\]lways: $/);
+    app.send(['/help', '/undo', '/exit']);
+    expect(await app.exited).toBe(0);
+    expect(app.stdout).toContain(
+      '    allow? [y]es / [n]o / [a]lways: /help\n    Commands (also at an approval prompt): /exit or Ctrl-D quits',
+    );
+    expect(app.stdout).toContain(
+      '    allow? [y]es / [n]o / [a]lways: /undo\n    Unknown command /undo; nothing was sent to the model.',
+    );
+    expect(app.stdout).toMatch(
+      /: \/exit\nThe approval stays open; answer it later with --thread [0-9a-f-]{36}\n$/,
+    );
+  });
+
+  it('answers unknown commands itself: nothing reaches the model, no thread is started', async () => {
+    const app = start(['--provider', 'demo', '--data-dir', dataDir.path]);
+    app.send(['/clear', '/exit'], { end: true });
+    expect(await app.exited).toBe(0);
+    expect(app.stdout).toContain(
+      'you> /clear\nUnknown command /clear; nothing was sent to the model. Commands',
+    );
+    expect(app.stdout).not.toContain('assistant>');
+    const threadId = app.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1] as string;
+
+    const again = start(['--provider', 'demo', '--data-dir', dataDir.path, '--thread', threadId]);
+    expect(await again.exited).toBe(2);
+    expect(again.stderr).toContain(`error: There is no thread "${threadId}"`);
+  });
+
+  it('refuses an unknown --thread id unless --create is given', async () => {
+    const typo = start(['--provider', 'demo', '--data-dir', dataDir.path, '--thread', 'my-thraed']);
+    typo.send(['hello'], { end: true });
+    expect(await typo.exited).toBe(2);
+    expect(typo.stderr).toBe(
+      'error: There is no thread "my-thraed" in the sqlite store; check the id, or add --create to start a new thread with it\n',
+    );
+    expect(typo.stdout).toBe('');
+
+    const created = start([
+      '--provider',
+      'demo',
+      '--data-dir',
+      dataDir.path,
+      '--thread',
+      'my-thread',
+      '--create',
+    ]);
+    created.send(['what is 2 * 21', '/exit'], { end: true });
+    expect(await created.exited).toBe(0);
+    expect(created.stdout).toContain('Thread my-thread (new).');
+    expect(created.stdout).toContain('assistant> 2 * 21 = 42.');
+
+    const continued = start(['--provider', 'demo', '--data-dir', dataDir.path, '--thread', 'my-thread']);
+    continued.send(['/exit'], { end: true });
+    expect(await continued.exited).toBe(0);
+    expect(continued.stdout).toContain(
+      'Continuing thread my-thread (4 messages). The last ones:\n  you> what is 2 * 21\n',
+    );
+  });
+
+  it('shows only its own one-line error under pnpm start, without pnpm adding a failure report', async () => {
+    const root = fileURLToPath(new URL('../../..', import.meta.url));
+    const child = spawn('pnpm', ['start', '--colour', '--data-dir', dataDir.path], {
+      cwd: root,
+      env: appEnvironment(),
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(stderr).toBe('error: Unknown flag "--colour" (see --help)\n');
+    expect(stdout).not.toMatch(/ELIFECYCLE|ERR_PNPM|Exit status|Command failed/);
+    expect(code).toBe(0);
   });
 
   it('prints the help and exits 0', async () => {

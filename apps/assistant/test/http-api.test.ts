@@ -1,9 +1,5 @@
-import type { ModelProvider } from '@lunation/contract';
 import { reply, ScriptedModel } from '@lunation/runtime/testing';
-import { MemoryStore } from '@lunation/store-memory';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AssistantServer } from '../src/assistant-server.js';
-import { createAssistantRuntime } from '../src/create-assistant-runtime.js';
 import { DemoModel } from '../src/demo-model.js';
 import { seedSandbox } from '../src/tools/seed-sandbox.js';
 import {
@@ -14,52 +10,7 @@ import {
   type ServerSentEvent,
   temporaryDir,
 } from './support.js';
-
-const ALICE = 'token-alice';
-const BOB = 'token-bob';
-
-interface TestServer {
-  url: string;
-  call(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
-  close(): Promise<void>;
-}
-
-async function startServer(model: ModelProvider, sandbox: string): Promise<TestServer> {
-  const store = new MemoryStore();
-  const runtime = createAssistantRuntime({ model, store, sandbox, slowTask: { stepMs: 1_000 } });
-  const server = new AssistantServer({
-    runtime,
-    store,
-    tokens: new Map([
-      [ALICE, 'alice'],
-      [BOB, 'bob'],
-    ]),
-    logError: () => {},
-  });
-  const url = await server.listen(0, '127.0.0.1');
-  return {
-    url,
-    call: (path, { token = ALICE, json, headers, ...init } = {}) =>
-      fetch(`${url}${path}`, {
-        ...init,
-        ...(json === undefined ? {} : { method: init.method ?? 'POST', body: JSON.stringify(json) }),
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(json === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(headers as Record<string, string> | undefined),
-        },
-      }),
-    close: async () => {
-      await server.close();
-      await store.close();
-    },
-  };
-}
-
-async function errorOf(response: Response): Promise<{ status: number; code: string; message: string }> {
-  const body = (await response.json()) as { error: { code: string; message: string } };
-  return { status: response.status, ...body.error };
-}
+import { ALICE, BOB, errorOf, startServer, type TestServer } from './test-server.js';
 
 function eventsOf(events: readonly ServerSentEvent[], type: string) {
   return events.filter((event) => event.event === type).map((event) => event.data);
@@ -219,21 +170,26 @@ describe('the HTTP API (real HTTP, demo model, two tokens)', () => {
     expect(history.messages).toEqual([]);
   });
 
-  it('pages the thread list', async () => {
+  it('pages the thread list: every thread once, in creation order with ties broken by id', async () => {
     const ids = [await createThread(BOB), await createThread(BOB)];
-    const first = (await (await api.call('/threads?limit=2', { token: BOB })).json()) as {
-      threads: Array<{ id: string }>;
-      nextCursor: string | null;
-    };
+    type Listed = { threads: Array<{ id: string; createdAt: number }>; nextCursor: string | null };
+    const first = (await (await api.call('/threads?limit=2', { token: BOB })).json()) as Listed;
     expect(first.threads).toHaveLength(2);
     expect(first.nextCursor).toEqual(expect.any(String));
     const second = (await (
       await api.call(`/threads?limit=2&cursor=${encodeURIComponent(first.nextCursor as string)}`, {
         token: BOB,
       })
-    ).json()) as { threads: Array<{ id: string }>; nextCursor: string | null };
+    ).json()) as Listed;
     expect(second.nextCursor).toBeNull();
-    expect([...first.threads, ...second.threads].map((thread) => thread.id).slice(-2)).toEqual(ids);
+    const listed = [...first.threads, ...second.threads];
+    expect(new Set(listed.map((thread) => thread.id)).size).toBe(listed.length);
+    expect(listed.map((thread) => thread.id)).toEqual(expect.arrayContaining(ids));
+    // Two threads created in the same millisecond tie on createdAt; the store then orders them by id.
+    const inStoreOrder = [...listed].sort(
+      (a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
+    expect(listed).toEqual(inStoreOrder);
   });
 
   it('answers 401 without a valid bearer token', async () => {

@@ -13,6 +13,28 @@ export async function temporaryDir(): Promise<{ path: string; remove(): Promise<
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
 }
 
+/** The app's folder, where its `start` script runs. */
+export const APP_DIR = appDir;
+
+/** How `pnpm start` runs the app (after `node`), from the app's folder. */
+export const APP_COMMAND = ['--conditions=@lunation/source', '--import', 'tsx', 'src/main.ts'];
+
+/** This process's environment without the keys and settings that would change what the app does. */
+export function appEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  for (const name of [
+    'OPENAI_API_KEY',
+    'ANTHROPIC_API_KEY',
+    'ASSISTANT_TOKENS',
+    'INIT_CWD',
+    'REDIS_URL',
+    'npm_lifecycle_event',
+  ]) {
+    delete env[name];
+  }
+  return env;
+}
+
 /** The app running in a child process, as `pnpm start` runs it (from source through tsx). */
 export class AppProcess {
   readonly child: ChildProcessWithoutNullStreams;
@@ -22,15 +44,10 @@ export class AppProcess {
   private readonly waiters = new Set<() => void>();
 
   constructor(args: string[], env: Record<string, string> = {}) {
-    const cleanEnv = { ...process.env };
-    for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'ASSISTANT_TOKENS', 'INIT_CWD', 'REDIS_URL']) {
-      delete cleanEnv[name];
-    }
-    this.child = spawn(
-      process.execPath,
-      ['--conditions=@lunation/source', '--import', 'tsx', 'src/main.ts', ...args],
-      { cwd: appDir, env: { ...cleanEnv, NO_COLOR: '1', ...env } },
-    );
+    this.child = spawn(process.execPath, [...APP_COMMAND, ...args], {
+      cwd: appDir,
+      env: { ...appEnvironment(), ...env },
+    });
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       this.stdout += chunk;
       for (const wake of this.waiters) wake();

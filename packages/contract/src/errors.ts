@@ -70,6 +70,7 @@ export const errorCodeSchema = z.enum([
   'output-invalid',
   'internal',
 ]);
+/** One of the error codes listed on {@link errorCodeSchema}. */
 export type ErrorCode = z.infer<typeof errorCodeSchema>;
 
 const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -83,6 +84,7 @@ const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 
 const marker = Symbol.for('lunation.error');
 
+/** Options of a {@link LunationError} beside its code and message. */
 export interface LunationErrorOptions {
   cause?: unknown;
   /** Overrides the code's default retryability. */
@@ -142,6 +144,7 @@ export const errorInfoSchema = z.object({
   retryable: z.boolean(),
   details: z.record(z.string(), z.unknown()).optional(),
 });
+/** The JSON form of a {@link LunationError}: code, message, retryability and details. */
 export type ErrorInfo = z.infer<typeof errorInfoSchema>;
 
 /** Normalises anything thrown into an ErrorInfo (unknown throwables become `internal`). */

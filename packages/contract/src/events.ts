@@ -20,6 +20,7 @@ const base = {
   seq: z.number().int().nonnegative(),
 };
 
+/** A run started (or continued an earlier waiting or interrupted run). */
 export const runStartEventSchema = z.object({
   ...base,
   type: z.literal('run-start'),
@@ -29,23 +30,27 @@ export const runStartEventSchema = z.object({
   resumed: z.boolean(),
   timestamp: z.number(),
 });
+/** A step (one model call and its tool calls) started. */
 export const stepStartEventSchema = z.object({
   ...base,
   type: z.literal('step-start'),
   step: z.number().int(),
 });
+/** A piece of the model's answer text. */
 export const textDeltaEventSchema = z.object({
   ...base,
   type: z.literal('text-delta'),
   step: z.number().int(),
   delta: z.string(),
 });
+/** A piece of the model's reasoning text. */
 export const reasoningDeltaEventSchema = z.object({
   ...base,
   type: z.literal('reasoning-delta'),
   step: z.number().int(),
   delta: z.string(),
 });
+/** The model started a tool call. */
 export const toolCallStartEventSchema = z.object({
   ...base,
   type: z.literal('tool-call-start'),
@@ -53,6 +58,7 @@ export const toolCallStartEventSchema = z.object({
   toolCallId: z.string(),
   toolName: z.string(),
 });
+/** A piece of a tool call's JSON arguments as the model streams them. */
 export const toolCallDeltaEventSchema = z.object({
   ...base,
   type: z.literal('tool-call-delta'),
@@ -99,23 +105,27 @@ export const toolResultEventSchema = z.object({
   /** True when the result came from the execution ledger instead of running the tool. */
   fromLedger: z.boolean(),
 });
+/** A tool call waits for a decision on its ticket. */
 export const toolCallSuspendedEventSchema = z.object({
   ...base,
   type: z.literal('tool-call-suspended'),
   ticket: suspensionTicketSchema,
 });
+/** A decision resumed a suspended tool call. */
 export const toolCallResumedEventSchema = z.object({
   ...base,
   type: z.literal('tool-call-resumed'),
   toolCallId: z.string(),
   decision: resumeDecisionSchema,
 });
+/** The run's state before `step-end` (only with `emitStateSnapshots`). */
 export const stateSnapshotEventSchema = z.object({
   ...base,
   type: z.literal('state-snapshot'),
   revision: z.number().int(),
   state: jsonObjectSchema,
 });
+/** A step ended, with its stop reason and token usage. */
 export const stepEndEventSchema = z.object({
   ...base,
   type: z.literal('step-end'),
@@ -123,6 +133,7 @@ export const stepEndEventSchema = z.object({
   stopReason: stopReasonSchema.optional(),
   usage: usageSchema,
 });
+/** The run ended: its status, termination, final text, steps, usage and open tickets. Always the last event. */
 export const runEndEventSchema = z.object({
   ...base,
   type: z.literal('run-end'),
@@ -162,13 +173,17 @@ export const agentEventSchema = z.discriminatedUnion('type', [
   runEndEventSchema,
   errorEventSchema,
 ]);
+/** Any event a run streams; see {@link agentEventSchema} for the order. */
 export type AgentEvent = z.infer<typeof agentEventSchema>;
+/** The `type` of an {@link AgentEvent}. */
 export type AgentEventType = AgentEvent['type'];
 /** The event of a given type. */
 export type AgentEventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
 
 /** Receives every event of the runs it is registered for. `emit` must not throw; it may be async. */
 export interface EventSink {
+  /** Receives one event; must not throw. */
   emit(event: AgentEvent): void | Promise<void>;
+  /** Called when the sink is no longer used. */
   close?(): void | Promise<void>;
 }

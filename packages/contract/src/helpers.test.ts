@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { addUsage, emptyUsage, messageText, statusForTermination, toolResultText } from './index.js';
+import {
+  addUsage,
+  assertId,
+  assertInteger,
+  assertObject,
+  emptyUsage,
+  messageText,
+  pageLimit,
+  statusForTermination,
+  toolResultText,
+} from './index.js';
 
 describe('helpers', () => {
   it('sums usage field by field', () => {
@@ -43,5 +53,17 @@ describe('helpers', () => {
         ],
       }),
     ).toBe('ab');
+  });
+});
+
+describe('store input checks', () => {
+  it('name the value that failed: the number itself, a string quoted, otherwise its kind', () => {
+    expect(() => pageLimit(0)).toThrow('limit must be an integer >= 1, got 0');
+    expect(() => pageLimit(2.5)).toThrow('limit must be an integer >= 1, got 2.5');
+    expect(() => assertId('', 'threadId')).toThrow('threadId must be a non-empty string, got ""');
+    expect(() => assertObject([], 'threadState')).toThrow('threadState must be a JSON object, got an array');
+    expect(() => assertInteger(null, 'leaseToken', 1)).toThrow(
+      'leaseToken must be an integer >= 1, got null',
+    );
   });
 });

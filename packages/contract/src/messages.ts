@@ -10,20 +10,26 @@ import { toolResultSchema } from './tools.js';
 export const providerMetadataSchema = z.record(z.string(), jsonObjectSchema);
 export type ProviderMetadata = z.infer<typeof providerMetadataSchema>;
 
+/** Plain text. */
 export const textPartSchema = z.object({
   type: z.literal('text'),
   text: z.string(),
   providerMetadata: providerMetadataSchema.optional(),
 });
+/** Plain text in a message. */
 export type TextPart = z.infer<typeof textPartSchema>;
 
+/** Where an image comes from: a URL or base64 data with its media type. */
 export const imageSourceSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url'), url: z.string().url() }),
   z.object({ type: z.literal('base64'), mediaType: z.string().min(1), data: z.string().min(1) }),
 ]);
+/** Where an image comes from: a URL or base64 data with its media type. */
 export type ImageSource = z.infer<typeof imageSourceSchema>;
 
+/** An image in a user message. */
 export const imagePartSchema = z.object({ type: z.literal('image'), source: imageSourceSchema });
+/** An image in a user message. */
 export type ImagePart = z.infer<typeof imagePartSchema>;
 
 /** Model reasoning. `signature` is the provider's proof (Anthropic thinking) and must be sent back as-is. */
@@ -35,6 +41,7 @@ export const reasoningPartSchema = z.object({
   redacted: z.boolean().optional(),
   providerMetadata: providerMetadataSchema.optional(),
 });
+/** Model reasoning, with the provider's signature when it has one. */
 export type ReasoningPart = z.infer<typeof reasoningPartSchema>;
 
 /** A tool call as the model produced it. `arguments` is the raw JSON text (it may be invalid). */
@@ -45,6 +52,7 @@ export const toolCallPartSchema = z.object({
   arguments: z.string(),
   providerMetadata: providerMetadataSchema.optional(),
 });
+/** A tool call in an assistant message. */
 export type ToolCallPart = z.infer<typeof toolCallPartSchema>;
 
 /** The model declined to answer; `text` is its explanation, kept apart from ordinary text. */
@@ -64,14 +72,17 @@ export const providerContentPartSchema = z.object({
 });
 export type ProviderContentPart = z.infer<typeof providerContentPartSchema>;
 
+/** The result of a tool call, in a tool message. */
 export const toolResultPartSchema = z.object({
   type: z.literal('tool-result'),
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   result: toolResultSchema,
 });
+/** The result of a tool call, in a tool message. */
 export type ToolResultPart = z.infer<typeof toolResultPartSchema>;
 
+/** Any part of a message's content. */
 export const contentPartSchema = z.discriminatedUnion('type', [
   textPartSchema,
   imagePartSchema,
@@ -81,6 +92,7 @@ export const contentPartSchema = z.discriminatedUnion('type', [
   refusalPartSchema,
   providerContentPartSchema,
 ]);
+/** Any part of a message's content. */
 export type ContentPart = z.infer<typeof contentPartSchema>;
 
 /**
@@ -88,24 +100,30 @@ export type ContentPart = z.infer<typeof contentPartSchema>;
  * `compaction` (`{ fromSeq, toSeq }` on summary messages), `supersededTickets`, `createdAt`.
  */
 export const messageMetadataSchema = jsonObjectSchema;
+/** Free-form message metadata; see {@link messageMetadataSchema} for the known keys. */
 export type MessageMetadata = z.infer<typeof messageMetadataSchema>;
 
 const base = { id: z.string().min(1), metadata: messageMetadataSchema.optional() };
 
+/** Instructions for the model (the system prompt): text parts only. */
 export const systemMessageSchema = z.object({
   ...base,
   role: z.literal('system'),
   content: z.array(textPartSchema),
 });
+/** Instructions for the model (the system prompt): text parts only. */
 export type SystemMessage = z.infer<typeof systemMessageSchema>;
 
+/** What the user said: text and images. */
 export const userMessageSchema = z.object({
   ...base,
   role: z.literal('user'),
   content: z.array(z.discriminatedUnion('type', [textPartSchema, imagePartSchema])),
 });
+/** What the user said: text and images. */
 export type UserMessage = z.infer<typeof userMessageSchema>;
 
+/** What the model answered: text, reasoning and tool calls. */
 export const assistantMessageSchema = z.object({
   ...base,
   role: z.literal('assistant'),
@@ -121,22 +139,28 @@ export const assistantMessageSchema = z.object({
   /** Provider data about the whole answer (e.g. a response id, stop details). */
   providerMetadata: providerMetadataSchema.optional(),
 });
+/** What the model answered: text, reasoning and tool calls. */
 export type AssistantMessage = z.infer<typeof assistantMessageSchema>;
 
+/** Results of the tool calls of the assistant message before it. */
 export const toolMessageSchema = z.object({
   ...base,
   role: z.literal('tool'),
   content: z.array(toolResultPartSchema),
 });
+/** Results of the tool calls of the assistant message before it. */
 export type ToolMessage = z.infer<typeof toolMessageSchema>;
 
+/** A message of any role: an id, a role, content parts and optional metadata. */
 export const messageSchema = z.discriminatedUnion('role', [
   systemMessageSchema,
   userMessageSchema,
   assistantMessageSchema,
   toolMessageSchema,
 ]);
+/** A message of any role: an id, a role, content parts and optional metadata. */
 export type Message = z.infer<typeof messageSchema>;
+/** `system`, `user`, `assistant` or `tool`. */
 export type MessageRole = Message['role'];
 
 /** The concatenated text parts of a message. */

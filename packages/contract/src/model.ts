@@ -15,6 +15,7 @@ export const usageSchema = z.object({
   cacheWriteTokens: z.number().int().nonnegative(),
   reasoningTokens: z.number().int().nonnegative(),
 });
+/** Token usage; see {@link usageSchema}. */
 export type Usage = z.infer<typeof usageSchema>;
 
 /** A zero usage value. */
@@ -33,10 +34,12 @@ export function addUsage(a: Usage, b: Usage): Usage {
   };
 }
 
+/** How hard a reasoning model should think: a level or a token budget. */
 export const reasoningEffortSchema = z.union([
   z.enum(['none', 'minimal', 'low', 'medium', 'high']),
   z.object({ budgetTokens: z.number().int().positive() }),
 ]);
+/** How hard a reasoning model should think: a level or a token budget. */
 export type ReasoningEffort = z.infer<typeof reasoningEffortSchema>;
 
 /** Per-call settings; every field is optional and overrides the provider's defaults. */
@@ -48,6 +51,7 @@ export const modelOverridesSchema = z.object({
   reasoningEffort: reasoningEffortSchema.optional(),
   stopSequences: z.array(z.string()).optional(),
 });
+/** Per-call model settings; see {@link modelOverridesSchema}. */
 export type ModelOverrides = z.infer<typeof modelOverridesSchema>;
 
 /**
@@ -76,8 +80,10 @@ export const modelRequestSchema = z.object({
   /** Provider-specific options keyed by provider id, e.g. `{ anthropic: { promptCache: true } }`. */
   providerOptions: z.record(z.string(), jsonObjectSchema).optional(),
 });
+/** One model call; see {@link modelRequestSchema}. */
 export type ModelRequest = z.infer<typeof modelRequestSchema>;
 
+/** Why the model stopped, in the provider-neutral vocabulary. */
 export const stopReasonSchema = z.enum([
   'end-turn',
   'max-tokens',
@@ -88,6 +94,7 @@ export const stopReasonSchema = z.enum([
   'refusal',
   'error',
 ]);
+/** Why the model stopped, in the provider-neutral vocabulary. */
 export type StopReason = z.infer<typeof stopReasonSchema>;
 
 /**
@@ -120,11 +127,13 @@ export const providerContentStreamPartSchema = z.object({
   kind: z.string().min(1),
   value: jsonObjectSchema,
 });
+/** The model started a tool call. */
 export const toolCallStartPartSchema = z.object({
   type: z.literal('tool-call-start'),
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
 });
+/** A piece of a tool call's JSON arguments. */
 export const toolCallDeltaPartSchema = z.object({
   type: z.literal('tool-call-delta'),
   toolCallId: z.string().min(1),
@@ -138,7 +147,9 @@ export const toolCallEndPartSchema = z.object({
   arguments: z.string(),
   providerMetadata: providerMetadataSchema.optional(),
 });
+/** The call's token usage; exactly one per stream, before `finish`. */
 export const usagePartSchema = z.object({ type: z.literal('usage'), usage: usageSchema });
+/** The end of the stream, with the stop reason; exactly one, last. */
 export const finishPartSchema = z.object({
   type: z.literal('finish'),
   stopReason: stopReasonSchema,
@@ -160,8 +171,10 @@ export const modelStreamPartSchema = z.discriminatedUnion('type', [
   usagePartSchema,
   finishPartSchema,
 ]);
+/** A part of a model stream; see {@link modelStreamPartSchema}. */
 export type ModelStreamPart = z.infer<typeof modelStreamPartSchema>;
 
+/** Options of one {@link ModelProvider.stream} call. */
 export interface ModelCallOptions {
   /** Aborting stops the call at once; the stream then throws a `cancelled` LunationError. */
   signal?: AbortSignal;

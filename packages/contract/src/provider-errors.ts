@@ -56,6 +56,7 @@ interface HeaderReader {
   get(name: string): string | null;
 }
 
+/** What {@link providerError} needs to say what went wrong and what to do. */
 export interface ProviderErrorInput {
   label: ProviderLabel;
   code: ErrorCode;

@@ -12,8 +12,10 @@ export interface RetryOptions {
   maxRetryAfterMs?: number;
 }
 
+/** {@link RetryOptions} with every default filled in. */
 export type RetryPolicy = Required<RetryOptions>;
 
+/** The retry policy from a provider's `retry` option (and its `maxRetries` shorthand), defaults filled in. */
 export function resolveRetryPolicy(
   retry: RetryOptions | undefined,
   maxRetries: number | undefined,
@@ -60,6 +62,7 @@ export function parseRetryAfter(
 /** How long a stream may go without a part before it counts as stalled. @default 120000 */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 120_000;
 
+/** Options of {@link streamWithRetries}. */
 export interface StreamWithRetriesOptions<T> {
   policy: RetryPolicy;
   signal: AbortSignal | undefined;

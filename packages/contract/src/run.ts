@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { errorInfoSchema } from './errors.js';
 import { jsonSchemaSchema, jsonValueSchema } from './json.js';
 
+/** Who started a run: a user, a parent run (subagent) or the runtime itself. */
 export const runOriginSchema = z.enum(['user', 'subagent', 'internal']);
+/** Who started a run: a user, a parent run (subagent) or the runtime itself. */
 export type RunOrigin = z.infer<typeof runOriginSchema>;
 
 /** Who a run is: its thread, its own id, the agent, and (for child runs) its parent. */
@@ -14,10 +16,12 @@ export const runIdentitySchema = z.object({
   parentToolCallId: z.string().min(1).optional(),
   origin: runOriginSchema,
 });
+/** Who a run is; see {@link runIdentitySchema}. */
 export type RunIdentity = z.infer<typeof runIdentitySchema>;
 
 /** created → running → (waiting ⇄ running) → done. */
 export const runStatusSchema = z.enum(['created', 'running', 'waiting', 'done']);
+/** Where a run is in its lifecycle; see {@link runStatusSchema}. */
 export type RunStatus = z.infer<typeof runStatusSchema>;
 
 /** Why a run ended. `suspended` and `awaiting-tasks` leave the run `waiting`; every other reason means `done`. */
@@ -30,6 +34,7 @@ export const terminationReasonSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('awaiting-tasks') }),
   z.object({ type: z.literal('error'), error: errorInfoSchema }),
 ]);
+/** Why a run ended; see {@link terminationReasonSchema}. */
 export type TerminationReason = z.infer<typeof terminationReasonSchema>;
 
 /** The status a run has after ending for `reason`. */
@@ -54,6 +59,7 @@ export const toolCallStatusSchema = z.enum([
   'cancelled',
   'abandoned',
 ]);
+/** Where one tool call is in its lifecycle; see {@link toolCallStatusSchema}. */
 export type ToolCallStatus = z.infer<typeof toolCallStatusSchema>;
 
 /**
@@ -67,6 +73,7 @@ export const resumeModeSchema = z.enum([
   'use-decision-as-result',
   'pass-decision-to-tool',
 ]);
+/** How a suspended call continues once decided; see {@link resumeModeSchema}. */
 export type ResumeMode = z.infer<typeof resumeModeSchema>;
 
 /** Why a tool call waits, and what answer it needs. */
@@ -86,6 +93,7 @@ export const suspensionTicketSchema = z.object({
   /** The run that suspended the call. */
   runId: z.string().min(1),
 });
+/** Why a tool call waits, and what answer it needs; see {@link suspensionTicketSchema}. */
 export type SuspensionTicket = z.infer<typeof suspensionTicketSchema>;
 
 /** An answer to a ticket. `decisionId` makes it idempotent: a repeated id is ignored. */
@@ -96,4 +104,5 @@ export const resumeDecisionSchema = z.object({
   payload: jsonValueSchema.optional(),
   reason: z.string().optional(),
 });
+/** An answer to a ticket; see {@link resumeDecisionSchema}. */
 export type ResumeDecision = z.infer<typeof resumeDecisionSchema>;

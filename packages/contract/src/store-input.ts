@@ -53,6 +53,7 @@ export function toJsonText(value: unknown, name: string): string {
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') return String(value);
   if (Array.isArray(value)) return 'an array';
   return value === null ? 'null' : typeof value;
 }

@@ -13,6 +13,7 @@ import { type ToolResult, toolResultSchema } from './tools.js';
 /** Timestamps are epoch milliseconds. */
 const timestamp = z.number().int().nonnegative();
 
+/** A stored thread: its id, owner, metadata, message count and timestamps. */
 export const threadRecordSchema = z.object({
   id: z.string().min(1),
   /** The owner or tenant of the thread (a user id, an API token's subject, ...). */
@@ -23,6 +24,7 @@ export const threadRecordSchema = z.object({
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+/** A stored thread; see {@link threadRecordSchema}. */
 export type ThreadRecord = z.infer<typeof threadRecordSchema>;
 
 /** A committed message with its 1-based position in the thread. */
@@ -34,8 +36,10 @@ export const messageRecordSchema = z.object({
   runId: z.string().min(1).optional(),
   createdAt: timestamp,
 });
+/** A committed message with its position; see {@link messageRecordSchema}. */
 export type MessageRecord = z.infer<typeof messageRecordSchema>;
 
+/** A stored run: its identity, status, termination, steps, usage, open tickets and run-scoped state. */
 export const runRecordSchema = z.object({
   identity: runIdentitySchema,
   status: runStatusSchema,
@@ -54,6 +58,7 @@ export const runRecordSchema = z.object({
   createdAt: timestamp,
   updatedAt: timestamp,
 });
+/** A stored run; see {@link runRecordSchema}. */
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
 /**
@@ -73,6 +78,7 @@ export const toolExecutionSchema = z.object({
   startedAt: timestamp,
   completedAt: timestamp.optional(),
 });
+/** One entry of the execution ledger; see {@link toolExecutionSchema}. */
 export type ToolExecution = z.infer<typeof toolExecutionSchema>;
 
 /**
@@ -100,8 +106,10 @@ export const checkpointCommitSchema = z.object({
   /** The fencing token of the writer's lease; omitted by writers that hold no lease. */
   leaseToken: z.number().int().positive().optional(),
 });
+/** Everything one step changes; see {@link checkpointCommitSchema}. */
 export type CheckpointCommit = z.infer<typeof checkpointCommitSchema>;
 
+/** What a commit returns. */
 export interface CheckpointResult {
   /** The thread's message count after the commit. */
   messageCount: number;
@@ -115,6 +123,7 @@ export interface ThreadCheckpoint {
   latestRun: RunRecord | undefined;
 }
 
+/** A thread's lease: who holds it, for which run, its fencing token and when it expires. */
 export const leaseSchema = z.object({
   threadId: z.string().min(1),
   /** Who holds it, e.g. a process id. */
@@ -125,14 +134,17 @@ export const leaseSchema = z.object({
   token: z.number().int().positive(),
   expiresAt: timestamp,
 });
+/** A thread's lease; see {@link leaseSchema}. */
 export type Lease = z.infer<typeof leaseSchema>;
 
+/** One page of a listing. */
 export interface Page<T> {
   items: T[];
   /** Pass as `cursor` to get the next page; absent on the last page. */
   nextCursor?: string;
 }
 
+/** Filter and paging of {@link ThreadStore.listThreads}. */
 export interface ListThreadsOptions {
   resourceId?: string;
   /** @default 50 */
@@ -140,6 +152,7 @@ export interface ListThreadsOptions {
   cursor?: string;
 }
 
+/** The range of {@link MessageStore.listMessages}. */
 export interface ListMessagesOptions {
   /** First seq to return (inclusive). @default 1 */
   fromSeq?: number;
@@ -149,12 +162,14 @@ export interface ListMessagesOptions {
   limit?: number;
 }
 
+/** Paging of {@link RunStore.listRuns}. */
 export interface ListRunsOptions {
   /** @default 50 */
   limit?: number;
   cursor?: string;
 }
 
+/** What {@link ThreadStore.createThread} takes. */
 export interface CreateThreadInput {
   id: string;
   resourceId?: string;
@@ -165,6 +180,7 @@ export interface CreateThreadInput {
 export interface ThreadStore {
   /** Creates a thread; `store-conflict` if the id exists. */
   createThread(input: CreateThreadInput): Promise<ThreadRecord>;
+  /** The thread, or undefined when it does not exist. */
   getThread(threadId: string): Promise<ThreadRecord | undefined>;
   /** Threads ordered by creation time then id, filtered by `resourceId` when given. */
   listThreads(options?: ListThreadsOptions): Promise<Page<ThreadRecord>>;
@@ -180,7 +196,9 @@ export interface MessageStore {
   listMessages(threadId: string, options?: ListMessagesOptions): Promise<MessageRecord[]>;
 }
 
+/** Runs: upserted by commits, read by id or thread. */
 export interface RunStore {
+  /** The run, or undefined when it does not exist. */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** The most recently created run of the thread. */
   getLatestRun(threadId: string): Promise<RunRecord | undefined>;
@@ -188,11 +206,13 @@ export interface RunStore {
   listRuns(threadId: string, options?: ListRunsOptions): Promise<Page<RunRecord>>;
 }
 
+/** Thread-scoped state: replaced whole by commits. */
 export interface ThreadStateStore {
   /** The thread-scoped state (`{}` for a thread without any). */
   getThreadState(threadId: string): Promise<Record<string, unknown>>;
 }
 
+/** Atomic step commits and consistent checkpoint reads. */
 export interface CheckpointStore {
   /** Applies a step's changes atomically (see {@link CheckpointCommit}). */
   commit(commit: CheckpointCommit): Promise<CheckpointResult>;
@@ -200,6 +220,7 @@ export interface CheckpointStore {
   loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined>;
 }
 
+/** What {@link ToolExecutionLedger.completeToolExecution} takes. */
 export interface CompleteToolExecutionInput {
   runId: string;
   toolCallId: string;
@@ -207,6 +228,7 @@ export interface CompleteToolExecutionInput {
   leaseToken?: number;
 }
 
+/** What {@link LeaseManager.acquireLease} takes. */
 export interface AcquireLeaseInput {
   threadId: string;
   /** Who takes it, e.g. a process id. */
@@ -216,17 +238,20 @@ export interface AcquireLeaseInput {
   ttlMs: number;
 }
 
+/** What {@link LeaseManager.renewLease} takes. */
 export interface RenewLeaseInput {
   threadId: string;
   token: number;
   ttlMs: number;
 }
 
+/** What {@link LeaseManager.releaseLease} takes. */
 export interface ReleaseLeaseInput {
   threadId: string;
   token: number;
 }
 
+/** What {@link ToolExecutionLedger.beginToolExecution} takes. */
 export interface BeginToolExecutionInput {
   runId: string;
   toolCallId: string;
@@ -246,7 +271,9 @@ export interface ToolExecutionLedger {
   beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution>;
   /** Records the result; `not-found` when no entry was begun. Ledger entries do not require the thread to exist. */
   completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution>;
+  /** The ledger entry of one tool call, or undefined. */
   getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
+  /** The ledger entries of a run, in start order. */
   listToolExecutions(runId: string): Promise<ToolExecution[]>;
 }
 

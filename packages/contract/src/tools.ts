@@ -10,6 +10,7 @@ export const toolDescriptorSchema = z.object({
   /** JSON Schema of the arguments object. */
   parameters: jsonSchemaSchema,
 });
+/** What the model is told about a tool; see {@link toolDescriptorSchema}. */
 export type ToolDescriptor = z.infer<typeof toolDescriptorSchema>;
 
 /** One call of a tool by the model. `arguments` is the raw JSON text the model produced. */
@@ -18,9 +19,12 @@ export const toolCallSchema = z.object({
   toolName: z.string().min(1),
   arguments: z.string(),
 });
+/** One call of a tool by the model; see {@link toolCallSchema}. */
 export type ToolCall = z.infer<typeof toolCallSchema>;
 
+/** How a tool call went: success, error, or pending (its result comes later). */
 export const toolResultStatusSchema = z.enum(['success', 'error', 'pending']);
+/** How a tool call went; see {@link toolResultStatusSchema}. */
 export type ToolResultStatus = z.infer<typeof toolResultStatusSchema>;
 
 /**
@@ -33,6 +37,7 @@ export const toolResultSchema = z.object({
   message: z.string().optional(),
   metadata: jsonObjectSchema.optional(),
 });
+/** The outcome of a tool call; see {@link toolResultSchema}. */
 export type ToolResult = z.infer<typeof toolResultSchema>;
 
 /** How to tell the model to use tools. */
@@ -40,6 +45,7 @@ export const toolChoiceSchema = z.union([
   z.enum(['auto', 'none', 'required']),
   z.object({ type: z.literal('tool'), toolName: z.string().min(1) }),
 ]);
+/** How to tell the model to use tools; see {@link toolChoiceSchema}. */
 export type ToolChoice = z.infer<typeof toolChoiceSchema>;
 
 /** The text the model sees for a tool result. */

@@ -34,6 +34,7 @@ import { type ParseState, parseStream, type SegmentOutcome, toStopReason } from 
 /** The part of an `Anthropic` client the adapter uses. */
 export type AnthropicClient = Pick<Anthropic, 'messages'>;
 
+/** Options of {@link AnthropicModel}. */
 export interface AnthropicModelOptions {
   /** The model id, e.g. `claude-sonnet-5-5`; `overrides.model` replaces it per call. */
   model: string;

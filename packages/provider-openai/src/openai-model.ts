@@ -22,6 +22,7 @@ import type { StrictSchemas } from './strict-schema.js';
 /** The part of an `OpenAI` client the adapter uses. */
 export type OpenAIClient = Pick<OpenAI, 'chat'>;
 
+/** Options of {@link OpenAIModel}. */
 export interface OpenAIModelOptions {
   /** The model id, e.g. `gpt-4.1-mini`; `overrides.model` replaces it per call. */
   model: string;

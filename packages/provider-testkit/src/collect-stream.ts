@@ -23,6 +23,7 @@ export async function collectStream(
   }
 }
 
+/** One tool call of a stream, as its parts told it. */
 export interface SummarizedToolCall {
   toolCallId: string;
   toolName: string;
@@ -33,6 +34,7 @@ export interface SummarizedToolCall {
   deltaCount: number;
 }
 
+/** One reasoning block of a stream. */
 export interface SummarizedReasoning {
   text: string;
   signature?: string;

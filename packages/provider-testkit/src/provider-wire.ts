@@ -46,6 +46,7 @@ export interface ScriptedError {
   contextOverflow?: boolean;
 }
 
+/** What the suite asks the server to answer: a stream of events or an error. */
 export type ScriptedResponse = ScriptedStream | ScriptedError;
 
 /** What the vendor's wire format can express; conformance scenarios adapt their expectations to it. */
@@ -88,6 +89,7 @@ export function reportableUsage(usage: Usage, capabilities: WireCapabilities): U
 
 /** An adapter's encoder from vendor-neutral scripted responses to the vendor's HTTP responses. */
 export interface ProviderWire {
+  /** The vendor's exact HTTP response for a scripted response. */
   encode(response: ScriptedResponse): HttpResponseScript;
   capabilities: WireCapabilities;
 }

@@ -29,6 +29,7 @@ export interface ConformanceModelSettings {
   maxRetries: number;
 }
 
+/** Options of {@link runProviderConformance}. */
 export interface ProviderConformanceOptions {
   /** Shown in the suite name. */
   name: string;

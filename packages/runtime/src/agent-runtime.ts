@@ -70,6 +70,7 @@ export interface AgentRuntimeOptions extends RegistrySet {
 /** Input of a run: a text, a message, or several messages. */
 export type RunInput = string | Message | Message[];
 
+/** What {@link AgentRuntime.run} takes. */
 export interface RunOptions {
   threadId: string;
   /** @default the thread's active agent, else the runtime's first agent */
@@ -117,9 +118,11 @@ export interface RunHandle {
   /** Every event of the run, replayable; ends after `run-end`. */
   readonly events: EventStream;
   readonly result: Promise<RunResult>;
+  /** Cancels the run; it ends `cancelled` and is checkpointed. */
   cancel(reason?: string): void;
 }
 
+/** What {@link AgentRuntime.sendDecisions} resolves with. */
 export interface DecisionOutcome {
   /** Decision ids applied now. */
   applied: string[];

@@ -20,13 +20,19 @@ export type StopCondition =
   | { type: 'timeout'; ms: number }
   | { type: 'consecutive-tool-errors'; max: number }
   | { type: 'tool-called'; toolName: string }
-  | { type: 'custom'; code: string; check: (stats: StepStats) => boolean };
+  | {
+      type: 'custom';
+      code: string;
+      /** True when the run should stop. */
+      check: (stats: StepStats) => boolean;
+    };
 
 /** How long a tool call may run before it times out, unless the tool or the agent says otherwise. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 300_000;
 /** How long a timed-out or cancelled tool call may take to stop before it is abandoned. */
 export const DEFAULT_TOOL_CANCEL_GRACE_MS = 1_000;
 
+/** Whether an agent runs a step's tool calls one after another or overlapping. */
 export interface ToolExecutionOptions {
   /** @default 'sequential' */
   mode?: 'sequential' | 'parallel';

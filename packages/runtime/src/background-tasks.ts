@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineStateKey } from './state.js';
 
 export const taskStatusSchema = z.enum(['running', 'completed', 'failed', 'cancelled']);
+/** Where a background task is: running, completed, failed or cancelled. */
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 /** A background task as kept in thread state (persisted with the thread). */
@@ -52,9 +53,13 @@ export interface BackgroundTasks {
 /** Where the runtime keeps live tasks (one per process). */
 export interface TaskHost {
   readonly owner: string;
+  /** Starts `work` for the run with `identity`. */
   spawn(identity: RunIdentity, name: string, work: (signal: AbortSignal) => Promise<unknown>): TaskRecord;
+  /** Starts a run of another agent for the run with `identity`. */
   spawnAgent(identity: RunIdentity, agentId: string, task: string): TaskRecord;
+  /** True while this process runs the task. */
   isLive(taskId: string): boolean;
+  /** Aborts the task's signal; false when this process does not run it. */
   cancel(taskId: string): boolean;
 }
 

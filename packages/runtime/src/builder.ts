@@ -22,6 +22,7 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** Adds an agent. */
   agent(definition: AgentDefinition): this {
     this.agents.push(definition);
     return this;
@@ -47,11 +48,13 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** Adds a sink that gets every event of every run. */
   sink(sink: EventSink): this {
     this.sinks.push(sink);
     return this;
   }
 
+  /** Lease settings, retention and state snapshots; see {@link AgentRuntimeOptions}. */
   options(
     settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'>,
   ): this {

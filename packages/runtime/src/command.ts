@@ -26,12 +26,14 @@ export function defineEffect<Payload>(name: string): EffectType<Payload> {
   return { name };
 }
 
+/** An action with its payload, as scheduled in a command. */
 export interface ScheduledAction {
   // biome-ignore lint/suspicious/noExplicitAny: heterogeneous queue
   readonly action: ActionType<any>;
   readonly payload: unknown;
 }
 
+/** An effect with its payload, as emitted in a command. */
 export interface EmittedEffect {
   // biome-ignore lint/suspicious/noExplicitAny: heterogeneous queue
   readonly effect: EffectType<any>;

@@ -10,6 +10,7 @@ export interface ContextPolicy {
   compaction?: CompactionPolicy;
 }
 
+/** When and how older history is summarised. */
 export interface CompactionPolicy {
   thresholdTokens: number;
   /** Newest messages left out of the summary. @default 6 */
@@ -18,6 +19,7 @@ export interface CompactionPolicy {
   prompt?: string;
 }
 
+/** The instruction a compaction gives the model when the policy has no `prompt`. */
 export const DEFAULT_COMPACTION_PROMPT =
   'Summarise the conversation so far for your own later use: the user, their goals, decisions taken, facts ' +
   'learned, tool results that still matter and open questions. Be concise and complete; answer with the summary only.';

@@ -32,6 +32,7 @@ export class EventStream implements AsyncIterable<AgentEvent> {
     for (const resolve of waiters) resolve();
   }
 
+  /** Every event from the start, then new ones as they come, until the run ends. */
   async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
     let index = 0;
     while (true) {

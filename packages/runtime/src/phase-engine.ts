@@ -33,6 +33,7 @@ export class PhaseEngine {
     );
   }
 
+  /** Runs one phase: its hooks, their commands, scheduled actions in rounds, then effects. */
   async run(phase: Phase, base: PhaseContextBase): Promise<void> {
     const hooks = this.plugins.hooks.get(phase) ?? NO_HOOKS;
     if (hooks.length === 0 && this.pending.length === 0) return;

@@ -11,4 +11,5 @@ export const PHASES = [
   'RunEnd',
 ] as const;
 
+/** One of {@link PHASES}. */
 export type Phase = (typeof PHASES)[number];

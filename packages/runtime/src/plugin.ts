@@ -54,6 +54,7 @@ export interface PhaseContext {
   readonly decision: ResumeDecision | undefined;
 }
 
+/** A hook of one phase: reads the context, returns a command (or nothing). */
 export type PhaseHook = (
   context: PhaseContext,
 ) => Command | undefined | void | Promise<Command | undefined | void>;
@@ -64,20 +65,24 @@ export type ToolGateDecision =
   | { type: 'suspend'; ticket: TicketInput }
   | { type: 'set-result'; result: ToolResult };
 
+/** A ToolGate hook: decides whether a tool call runs, waits, gets a result or blocks the run. */
 export type ToolGateHook = (
   context: PhaseContext & { readonly toolCall: ToolCall & { readonly input: unknown } },
 ) => ToolGateDecision | undefined | void | Promise<ToolGateDecision | undefined | void>;
 
+/** Handles an action in its phase; may return further commands. */
 export type ActionHandler<Payload> = (
   payload: Payload,
   context: PhaseContext,
 ) => Command | undefined | void | Promise<Command | undefined | void>;
 
+/** What an effect handler sees: the run and the committed state. */
 export interface EffectContext {
   readonly identity: RunIdentity;
   readonly state: StateSnapshot;
 }
 
+/** Handles an effect after its phase committed; cannot change state. */
 export type EffectHandler<Payload> = (payload: Payload, context: EffectContext) => void | Promise<void>;
 
 /** The model request as request transforms see it. */
@@ -97,12 +102,19 @@ export type RequestTransform = (
 export interface PluginRegistrar<Config = unknown> {
   /** The plugin's validated config for this agent. */
   readonly config: Config;
+  /** Registers a state key. */
   stateKey(key: AnyStateKey): void;
+  /** Registers a hook of a phase. */
   hook(phase: Exclude<Phase, 'ToolGate'>, hook: PhaseHook): void;
+  /** Registers a ToolGate hook. */
   toolGate(hook: ToolGateHook): void;
+  /** Adds a tool to every agent with this plugin. */
   tool(tool: AnyTool): void;
+  /** Handles an action. */
   onAction<Payload>(action: ActionType<Payload>, handler: ActionHandler<Payload>): void;
+  /** Handles an effect. */
   onEffect<Payload>(effect: EffectType<Payload>, handler: EffectHandler<Payload>): void;
+  /** Registers a request transform. */
   requestTransform(transform: RequestTransform): void;
 }
 
@@ -110,6 +122,7 @@ export interface PluginRegistrar<Config = unknown> {
 export interface Plugin<Config = unknown> {
   readonly name: string;
   readonly configSchema?: z.ZodType<Config>;
+  /** Registers the plugin's parts; called once per agent when the runtime is built. */
   register(registrar: PluginRegistrar<Config>): void;
 }
 

@@ -36,6 +36,7 @@ export class RegistrySnapshot {
     return [...this.resolved.keys()];
   }
 
+  /** True when the agent exists in this version. */
   hasAgent(agentId: string): boolean {
     return this.resolved.has(agentId);
   }

@@ -19,6 +19,7 @@ export interface RunProgress {
   startedAt: number;
 }
 
+/** The loop's per-run bookkeeping: step, usage, consecutive tool errors, start time. */
 export const runProgressKey = defineStateKey<RunProgress>({
   name: 'runtime.progress',
   schema: z.object({
@@ -149,11 +150,14 @@ export const requestAdjustmentsKey = defineStateKey<RequestAdjustments, RequestA
 
 /** Built-in BeforeInference actions. */
 export const addContextMessage = defineAction<ContextMessage>('runtime.addContextMessage', 'BeforeInference');
+/** A BeforeInference action that sets model settings for the next request. */
 export const setInferenceOverrides = defineAction<ModelOverrides>(
   'runtime.setInferenceOverrides',
   'BeforeInference',
 );
+/** A BeforeInference action that hides tools from the next request. */
 export const excludeTools = defineAction<string[]>('runtime.excludeTools', 'BeforeInference');
+/** A BeforeInference action that offers only these tools in the next request. */
 export const includeOnlyTools = defineAction<string[]>('runtime.includeOnlyTools', 'BeforeInference');
 
 /** Registers the loop's keys and built-in action handlers; part of every agent. */

@@ -1,7 +1,9 @@
 import { type JsonValue, LunationError } from '@lunation/contract';
 import type { z } from 'zod';
 
+/** `run` keys reset when a run starts; `thread` keys live across the thread's runs. */
 export type StateScope = 'run' | 'thread';
+/** How two hooks of one phase writing the same key are reconciled. */
 export type MergeMode = 'exclusive' | 'commutative';
 
 /**
@@ -13,19 +15,24 @@ export type MergeMode = 'exclusive' | 'commutative';
 export interface StateKey<Value, Update = Value> {
   readonly name: string;
   readonly schema: z.ZodType<Value>;
+  /** The value before any update. */
   readonly initial: () => Value;
+  /** The pure reducer of updates. */
   readonly apply: (value: Value, update: Update) => Value;
   readonly scope: StateScope;
   readonly persistent: boolean;
   readonly merge: MergeMode;
 }
 
+/** A state key of any value and update type. */
 // biome-ignore lint/suspicious/noExplicitAny: a key of any value type
 export type AnyStateKey = StateKey<any, any>;
 
+/** What {@link defineStateKey} takes. */
 export interface StateKeyOptions<Value, Update> {
   name: string;
   schema: z.ZodType<Value>;
+  /** The value before any update. */
   initial: () => Value;
   /** @default replaces the value with the update */
   apply?: (value: Value, update: Update) => Value;
@@ -116,6 +123,7 @@ export class StateStore {
     for (const key of keys) this.register(key);
   }
 
+  /** Registers a key (once). */
   register(key: AnyStateKey): void {
     const existing = this.keys.get(key.name);
     if (existing && existing !== key) {
@@ -125,6 +133,7 @@ export class StateStore {
     this.current = undefined;
   }
 
+  /** True when the key is registered. */
   isRegistered(key: AnyStateKey): boolean {
     return this.keys.get(key.name) === key;
   }
@@ -133,6 +142,7 @@ export class StateStore {
     return this.revision;
   }
 
+  /** A read-only view of the current revision. */
   snapshot(): StateSnapshot {
     if (this.current === undefined) {
       this.current = new StateSnapshot(this.revision, this.values, this.keys);

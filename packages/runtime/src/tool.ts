@@ -34,6 +34,7 @@ export class ToolOutput {
     readonly suspend?: TicketInput,
   ) {}
 
+  /** True for any ToolOutput, even one made by another copy of this package. */
   static isInstance(value: unknown): value is ToolOutput {
     return (
       typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[outputMarker] === true
@@ -74,15 +75,18 @@ export interface Tool<Input = unknown> {
   execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
 }
 
+/** A tool of any input type. */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of any input type
 export type AnyTool = Tool<any>;
 
+/** What {@link defineTool} takes. */
 export interface ToolDefinition<Schema extends z.ZodType> {
   name: string;
   description: string;
   input: Schema;
   /** Milliseconds a call may run before it times out; 0 disables. @default the agent's `toolExecution.timeoutMs` */
   timeoutMs?: number;
+  /** Runs the tool with validated input; returns the result's data or a ToolOutput. */
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
 

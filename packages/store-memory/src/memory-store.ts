@@ -31,6 +31,7 @@ import {
 } from './memory-backend.js';
 import { type Comparator, indexAfter, insertSorted, removeSorted } from './sorted-list.js';
 
+/** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /**
    * The data to use. Give two stores the same backend (`MemoryStore.createBackend()`) and they share it, as

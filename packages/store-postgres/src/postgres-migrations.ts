@@ -93,6 +93,7 @@ DECLARE
   v_count bigint;
   v_token bigint;
   v_owner text;
+  v_entry record;
 BEGIN
   -- Locks the thread row: commits of one thread run one after another. A rejection below rolls this back.
   UPDATE ${s}.threads
@@ -134,14 +135,18 @@ BEGIN
   END IF;
   IF p_tool_executions IS NOT NULL THEN
     -- An entry never changes thread: one of another thread rejects the commit, writing nothing.
-    SELECT json_build_object('runId', t.run_id, 'toolCallId', t.tool_call_id, 'threadId', t.thread_id)::text
-    INTO v_owner
-    FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text)
-    JOIN ${s}.tool_executions t ON t.run_id = e."runId" AND t.tool_call_id = e."toolCallId"
-    WHERE t.thread_id <> p_thread_id LIMIT 1;
-    IF v_owner IS NOT NULL THEN
-      RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'tool execution of another thread', DETAIL = v_owner;
-    END IF;
+    FOR v_entry IN
+      SELECT e."runId" AS run_id, e."toolCallId" AS tool_call_id
+      FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text)
+    LOOP
+      SELECT t.thread_id INTO v_owner FROM ${s}.tool_executions t
+      WHERE t.run_id = v_entry.run_id AND t.tool_call_id = v_entry.tool_call_id;
+      IF FOUND AND v_owner <> p_thread_id THEN
+        RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'tool execution of another thread',
+          DETAIL = json_build_object('runId', v_entry.run_id, 'toolCallId', v_entry.tool_call_id,
+            'threadId', v_owner)::text;
+      END IF;
+    END LOOP;
     -- A completed entry is final: it keeps its result.
     INSERT INTO ${s}.tool_executions AS t (run_id, tool_call_id, thread_id, tool_name, idempotency_key, status,
       attempts, result, started_at, completed_at)

@@ -37,6 +37,7 @@ import {
 } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { KyselyRunner } from './kysely-runner.js';
+import { nativeModuleError } from './native-module-error.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
 import {
@@ -52,15 +53,19 @@ import { toStoreError } from './to-store-error.js';
 
 /** The part of a better-sqlite3 statement the store uses. */
 export interface SqliteStatement extends KyselySqliteStatement {
+  /** The first row, or undefined. */
   get(parameters: ReadonlyArray<unknown>): unknown;
+  /** Runs the statement; how many rows changed. */
   run(parameters: ReadonlyArray<unknown>): { changes: number; lastInsertRowid: number | bigint };
 }
 
 /** The part of a better-sqlite3 `Database` the store uses. */
 export interface SqliteClient extends SqliteDatabase {
+  /** A prepared statement. */
   prepare(sql: string): SqliteStatement;
 }
 
+/** A store on a database file it opens, configures and closes itself. */
 export interface SqliteStorePathOptions {
   /** The database file, created if missing (`:memory:` works too, but only within one store). */
   path: string;
@@ -79,11 +84,13 @@ export interface SqliteStorePathOptions {
   checkpoint?: 'background' | 'inline';
 }
 
+/** A store on a better-sqlite3 connection you own (used as configured, left open by `close()`). */
 export interface SqliteStoreClientOptions {
   /** An open better-sqlite3 database, used as configured and left open by `close()`. */
   client: SqliteClient;
 }
 
+/** A store on a Kysely instance you own (kysely's `SqliteDialect` on better-sqlite3). */
 export interface SqliteStoreKyselyOptions {
   /**
    * A Kysely instance on kysely's `SqliteDialect` (better-sqlite3), used as configured (its plugins are
@@ -96,6 +103,7 @@ export interface SqliteStoreKyselyOptions {
   database: Kysely<any>;
 }
 
+/** Options of {@link SqliteStore}: a file path, a connection or a Kysely instance. */
 export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions | SqliteStoreKyselyOptions;
 
 interface ThreadRow {
@@ -817,6 +825,8 @@ export class SqliteStore implements LunationStore {
       return client;
     } catch (error) {
       client?.close();
+      const driverProblem = nativeModuleError(error);
+      if (driverProblem) throw driverProblem;
       throw new LunationError(
         'store-unavailable',
         `Cannot open SQLite database "${options.path}": ${error instanceof Error ? error.message : String(error)}; check that the directory exists and is writable`,

@@ -14,6 +14,7 @@ import { threadStateSpec } from './specs/thread-state-spec.js';
 import { threadsSpec } from './specs/threads-spec.js';
 import type { StoreSpecContext } from './store-spec-context.js';
 
+/** Options of {@link runStoreConformance}. */
 export interface StoreConformanceOptions {
   /** The store's name, shown in the test names, e.g. `sqlite`. */
   name: string;

@@ -4,8 +4,10 @@ import { allowedToolsKey } from '../runtime-keys.js';
 import { update } from '../state.js';
 
 export const permissionDecisionSchema = z.enum(['allow', 'deny', 'ask']);
+/** What a rule decides: `allow`, `deny` or `ask`. */
 export type PermissionDecision = z.infer<typeof permissionDecisionSchema>;
 
+/** A permission rule: a tool-name glob, optional argument globs, a decision and a message. */
 export const permissionRuleSchema = z.object({
   /** Tool name glob: `*` any characters, `?` one character. */
   tool: z.string().min(1),
@@ -15,13 +17,16 @@ export const permissionRuleSchema = z.object({
   /** Shown when asking or denying. */
   message: z.string().optional(),
 });
+/** A permission rule; see {@link permissionRuleSchema}. */
 export type PermissionRule = z.infer<typeof permissionRuleSchema>;
 
+/** The permission plugin's config: rules and the decision when none matches. */
 export const permissionConfigSchema = z.object({
   rules: z.array(permissionRuleSchema).default([]),
   /** When no rule matches. @default 'allow' */
   defaultDecision: permissionDecisionSchema.default('allow'),
 });
+/** The permission plugin's config, as given; see {@link permissionConfigSchema}. */
 export type PermissionConfig = z.input<typeof permissionConfigSchema>;
 
 /** The payload a user sends with an approval; `always: true` allows the tool for the rest of the thread. */

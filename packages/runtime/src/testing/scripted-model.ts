@@ -25,10 +25,12 @@ export interface ScriptedResponse {
   parts?: ModelStreamPart[];
 }
 
+/** A list of responses (one per call) or a function of the request and the call's index. */
 export type Script =
   | ScriptedResponse[]
   | ((request: ModelRequest, index: number) => ScriptedResponse | Promise<ScriptedResponse>);
 
+/** Options of {@link ScriptedModel}. */
 export interface ScriptedModelOptions {
   /** @default 'scripted' */
   modelId?: string;
