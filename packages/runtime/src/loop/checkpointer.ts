@@ -94,6 +94,11 @@ export class Checkpointer {
     });
   }
 
+  /** Whether the thread state changed since the last commit. */
+  stateChanged(): boolean {
+    return this.scope.state.threadRevision !== this.lastThreadRevision;
+  }
+
   /** Whether the run has messages the store does not have yet. */
   hasUncommitted(): boolean {
     return this.scope.messages.length > this.committedCount;

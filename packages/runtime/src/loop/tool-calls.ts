@@ -85,8 +85,9 @@ export class ToolCalls {
       this.scope.stepToolsCalled.push(call.toolName);
     }
     this.plans = plans;
-    const blocked = await this.decide(plans, response);
-    await this.commitOutcomes(plans, []);
+    const blocked = this.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
+    this.recordOutcomes(plans, []);
+    if (this.scope.durable) await this.commitOutcomes(plans);
     this.announce(plans);
     await this.run(plans, response);
     return this.close(plans, blocked);
@@ -105,7 +106,8 @@ export class ToolCalls {
     for (const call of calls) plans.push(await this.restore(call, applied));
     this.plans = plans;
     const blocked = await this.decide(plans, undefined);
-    await this.commitOutcomes(plans, applied);
+    this.recordOutcomes(plans, applied);
+    if (this.scope.durable) await this.commitOutcomes(plans);
     this.announce(plans);
     await this.run(plans, undefined);
     const outcome = this.close(plans, blocked);
@@ -218,35 +220,36 @@ export class ToolCalls {
       await this.gate.decide(plan, response);
       if (plan.blocked !== undefined && blocked === undefined) blocked = plan.blocked;
     }
-    if (blocked === undefined) return undefined;
-    for (const plan of plans) {
-      if (isSettled(plan)) continue;
-      settle(
-        plan,
-        'failed',
-        errorResult('Tool execution was interrupted: an earlier call in this step was blocked.'),
-      );
-    }
+    if (blocked !== undefined) interrupt(plans);
     return blocked;
   }
 
-  /**
-   * C1 (or C0 when resuming): the gate outcomes and decisions as call records, an in-flight ledger entry for
-   * each call that starts now, and whatever the step added (the assistant message) — before any tool starts.
-   */
-  private async commitOutcomes(plans: CallPlan[], appliedDecisions: string[]): Promise<void> {
-    const { scope, checkpointer } = this;
-    const updates: StateUpdate[] = [];
-    const records = [];
+  /** `decide` for an agent without ToolGate hooks: validation alone, nothing to await, nothing blocks. */
+  private validate(plans: CallPlan[]): undefined {
+    for (const plan of plans) if (plan.status === 'new') this.gate.validate(plan);
+    return undefined;
+  }
+
+  /** The gate outcomes and decisions as call records in thread state. */
+  private recordOutcomes(plans: CallPlan[], appliedDecisions: string[]): void {
+    let records: ReturnType<typeof toRecord>[] | undefined;
     for (const plan of plans) {
       if (!plan.dirty) continue;
-      records.push(toRecord(plan));
+      (records ??= []).push(toRecord(plan));
       plan.dirty = false;
     }
-    if (records.length > 0) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
+    const updates: StateUpdate[] = [];
+    if (records) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
     if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
-    if (updates.length > 0) scope.state.commit(updates);
-    if (!scope.durable) return;
+    if (updates.length > 0) this.scope.state.commit(updates);
+  }
+
+  /**
+   * C1 (or C0 when resuming): the call records, an in-flight ledger entry for each call that starts now, and
+   * whatever the step added (the assistant message) — one commit, before any tool starts.
+   */
+  private async commitOutcomes(plans: CallPlan[]): Promise<void> {
+    const { checkpointer } = this;
     let claims = 0;
     for (const plan of plans) {
       if (isRunnable(plan) && plan.ledger === 'claim') {
@@ -254,7 +257,7 @@ export class ToolCalls {
         claims++;
       }
     }
-    if (updates.length === 0 && claims === 0 && !checkpointer.hasUncommitted()) return;
+    if (claims === 0 && !checkpointer.hasUncommitted() && !checkpointer.stateChanged()) return;
     await checkpointer.commit('running', undefined, false);
   }
 
@@ -284,7 +287,7 @@ export class ToolCalls {
         }
         await this.runOne(plan, response);
         // The next call may not start before this one's completion is in the store.
-        if (--remaining > 0) await this.flushCompletion(plan);
+        if (--remaining > 0 && plan.execution?.status === 'completed') await this.flushCompletion(plan);
       }
       return;
     }
@@ -301,7 +304,7 @@ export class ToolCalls {
           unfinished--;
         }
         // Each completion is written as it finishes; the last one rides in the step's checkpoint.
-        if (unfinished > 0) await this.flushCompletion(plan);
+        if (unfinished > 0 && plan.execution?.status === 'completed') await this.flushCompletion(plan);
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, runnable.length) }, worker));
@@ -378,17 +381,25 @@ export class ToolCalls {
       checkpointer.ride(plan.execution);
     }
     if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
-    await this.afterExecute(plan, response);
+    if (scope.engine.isActive('AfterToolExecute')) await this.afterExecute(plan, response);
+    else this.settled(plan);
   }
 
   private async afterExecute(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {
     const { scope } = this;
     const result = plan.result;
-    if (!result) return;
-    if (scope.engine.isActive('AfterToolExecute')) {
+    if (result && scope.engine.isActive('AfterToolExecute')) {
       const toolCall = { ...plan.call, input: plan.input };
       await scope.engine.run('AfterToolExecute', scope.base(response, toolCall, result, plan.decision));
     }
+    this.settled(plan);
+  }
+
+  /** A call has its result: error counters, the `stop` error policy, and the event. */
+  private settled(plan: CallPlan): void {
+    const { scope } = this;
+    const result = plan.result;
+    if (!result) return;
     const progress = scope.progress;
     progress.consecutiveToolErrors = result.status === 'error' ? progress.consecutiveToolErrors + 1 : 0;
     if (result.status === 'error' && this.errorPolicy(plan.call.toolName).policy === 'stop') {
@@ -466,5 +477,17 @@ export class ToolCalls {
   private errorPolicy(toolName: string): ToolErrorPolicy {
     const definition = this.scope.agent.definition;
     return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
+  }
+}
+
+/** A blocked call stops its step: every other call not settled yet gets an error result and does not run. */
+function interrupt(plans: CallPlan[]): void {
+  for (const plan of plans) {
+    if (isSettled(plan)) continue;
+    settle(
+      plan,
+      'failed',
+      errorResult('Tool execution was interrupted: an earlier call in this step was blocked.'),
+    );
   }
 }

@@ -14,6 +14,11 @@ import { type Checked, checkToolResult, describeThrown, parseArguments, toStorab
 export class ToolGate {
   constructor(private readonly scope: RunScope) {}
 
+  /** Whether ToolGate hooks must run (else `validate` alone decides). */
+  get hasGates(): boolean {
+    return this.scope.agent.plugins.gates.length > 0;
+  }
+
   async decide(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {
     this.validate(plan);
     const gates = this.scope.agent.plugins.gates;
@@ -82,7 +87,7 @@ export class ToolGate {
   }
 
   /** The tool must exist and the arguments parse (storably) and pass its input schema. */
-  private validate(plan: CallPlan): void {
+  validate(plan: CallPlan): void {
     const { call } = plan;
     const { agent, options } = this.scope;
     const tool = agent.tools.get(call.toolName);
