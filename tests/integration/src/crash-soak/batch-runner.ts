@@ -1,7 +1,7 @@
 import type { KillTarget } from '../../fixtures/kill-switch.js';
 import { Journal } from '../../fixtures/soak-journal.js';
 import type { SoakProcessConfig } from '../../fixtures/soak-process.js';
-import type { KillKind, SoakBatch, SoakRun } from '../../fixtures/soak-scenario.js';
+import type { KillKind, KillPlan, SoakBatch, SoakRun } from '../../fixtures/soak-scenario.js';
 import type { StoreConnection } from '../../fixtures/store-connection.js';
 import { startFixtureProcess } from '../process-harness.js';
 
@@ -11,6 +11,11 @@ export interface BatchRunOptions {
   leaseTtlMs: number;
   /** A lease owner every process of the batch shares. */
   owner?: string;
+  /**
+   * Kill every run at least this many times: while an open run has been cut short fewer times, the next
+   * process is killed at that run's first model call, before the batch's planned kills. 0: the plan only.
+   */
+  minKillsPerRun?: number;
 }
 
 export interface KillRecord {
@@ -28,6 +33,8 @@ export interface BatchOutcome {
   stranded: Map<string, string>;
   /** Child processes that failed on their own (not killed): the harness or the runtime crashed. */
   crashes: string[];
+  /** How many landed kills cut each run short (by thread id; 0 for runs no kill reached). */
+  killsByRun: Map<string, number>;
 }
 
 /** A process that takes this long hangs: a run never ends or never gives up on a busy thread. */
@@ -47,9 +54,16 @@ function processLimit(batch: SoakBatch): number {
 export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Promise<BatchOutcome> {
   const journal = new Journal(options.journalPath, 0);
   const open = new Map<string, SoakRun>(batch.runs.map((run) => [run.threadId, run]));
-  const outcome: BatchOutcome = { processes: 0, kills: [], stranded: new Map(), crashes: [] };
-  const plans = [...batch.kills];
-  const limit = processLimit(batch);
+  const outcome: BatchOutcome = {
+    processes: 0,
+    kills: [],
+    stranded: new Map(),
+    crashes: [],
+    killsByRun: new Map(batch.runs.map((run) => [run.threadId, 0])),
+  };
+  const plans: Array<KillPlan & { extra?: boolean }> = [...batch.kills];
+  const minKills = options.minKillsPerRun ?? 0;
+  const limit = processLimit(batch) + minKills * batch.runs.length;
   while (open.size > 0) {
     if (outcome.processes >= limit) {
       for (const threadId of open.keys())
@@ -57,6 +71,12 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
       break;
     }
     const runs = [...open.values()];
+    // A run not yet cut short `minKills` times is killed first, at its next model call (every run still open
+    // makes one); the batch's planned kills follow.
+    const underKilled = runs.findIndex((run) => (outcome.killsByRun.get(run.threadId) ?? 0) < minKills);
+    if (underKilled >= 0 && plans[0]?.extra !== true) {
+      plans.unshift({ kind: 'model-call', target: underKilled, occurrence: 1, delayMs: 0, extra: true });
+    }
     const plan = plans[0];
     const aimedAt = plan ? runs[plan.target % runs.length] : undefined;
     const kill: KillTarget | undefined =
@@ -119,6 +139,8 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
         frozen,
       });
       outcome.kills.push({ kind: plan.kind, landed: true, runsHit: going.size });
+      for (const threadId of going)
+        outcome.killsByRun.set(threadId, (outcome.killsByRun.get(threadId) ?? 0) + 1);
       plans.shift();
     } else if (code === 0) {
       if (plan) outcome.kills.push({ kind: plan.kind, landed: false, runsHit: 0 });

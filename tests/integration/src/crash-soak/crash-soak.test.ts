@@ -51,6 +51,7 @@ describe.each(backends)('crash soak on $name', (backend) => {
             connection,
             journalPath,
             leaseTtlMs: settings.leaseTtlMs,
+            minKillsPerRun: settings.minKillsPerRun,
             ...(settings.sameOwner ? { owner: `soak-batch-${batch.index}` } : {}),
           });
           const journal = readJournal(journalPath);

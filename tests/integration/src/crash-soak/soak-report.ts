@@ -22,6 +22,10 @@ export interface SoakSummary {
   killsMissed: number;
   /** Sum over landed kills of the runs each one cut short. */
   runsHit: number;
+  /** Fewest landed kills any run was cut short by. */
+  minKillsPerRun: number;
+  /** Runs cut short by at least two kills. */
+  runsKilledTwice: number;
   executions: number;
   /** Executions of a call beyond its first. */
   reruns: number;
@@ -44,6 +48,8 @@ export function summarise(store: string, seed: number, reports: BatchReport[], s
     killsLanded,
     killsMissed: 0,
     runsHit: 0,
+    minKillsPerRun: Number.POSITIVE_INFINITY,
+    runsKilledTwice: 0,
     executions: 0,
     reruns: 0,
     decisions: 0,
@@ -57,6 +63,10 @@ export function summarise(store: string, seed: number, reports: BatchReport[], s
     summary.processes += outcome.processes;
     summary.stranded += outcome.stranded.size;
     summary.crashes += outcome.crashes.length;
+    for (const count of outcome.killsByRun.values()) {
+      summary.minKillsPerRun = Math.min(summary.minKillsPerRun, count);
+      if (count >= 2) summary.runsKilledTwice++;
+    }
     for (const kill of outcome.kills) {
       if (kill.landed) killsLanded[kill.kind]++;
       else summary.killsMissed++;
@@ -73,6 +83,7 @@ export function summarise(store: string, seed: number, reports: BatchReport[], s
     }
     for (const violation of found) violations[violation.invariant]++;
   }
+  if (summary.minKillsPerRun === Number.POSITIVE_INFINITY) summary.minKillsPerRun = 0;
   return summary;
 }
 
@@ -95,7 +106,7 @@ export function formatSummary(summary: SoakSummary): string {
     .join(', ');
   return [
     `crash soak on ${summary.store}: seed ${summary.seed}, ${summary.runs} runs in ${summary.batches} batches, ${summary.seconds.toFixed(1)} s`,
-    `  processes ${summary.processes}; kills landed ${landed} (${byKind || 'none'}), missed ${summary.killsMissed}; runs cut short ${summary.runsHit}`,
+    `  processes ${summary.processes}; kills landed ${landed} (${byKind || 'none'}), missed ${summary.killsMissed}; runs cut short ${summary.runsHit} (${(summary.runsHit / Math.max(1, summary.runs)).toFixed(1)} kills per run, at least ${summary.minKillsPerRun}; ${summary.runsKilledTwice} of ${summary.runs} runs killed twice or more)`,
     `  tool executions ${summary.executions} (re-runs ${summary.reruns}); decisions ${summary.decisions}; stranded runs ${summary.stranded}; crashed processes ${summary.crashes}`,
     `  violations by invariant: ${violations}`,
   ].join('\n');

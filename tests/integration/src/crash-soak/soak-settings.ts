@@ -16,6 +16,8 @@ export interface SoakSettings {
   leaseTtlMs: number;
   /** `LUNATION_SOAK_SAME_OWNER=1`: every process of a batch uses the same lease owner. */
   sameOwner: boolean;
+  /** `LUNATION_SOAK_MIN_KILLS`: every run is killed at least this often (at its next model call first). */
+  minKillsPerRun: number;
 }
 
 function integer(name: string, fallback: number, minimum: number): number {
@@ -39,13 +41,14 @@ export function soakSettings(available: readonly string[]): SoakSettings {
   const batch = process.env.LUNATION_SOAK_BATCH;
   return {
     seed: integer('LUNATION_SOAK_SEED', Math.floor(Math.random() * 2 ** 31), 0),
-    runs: integer('LUNATION_SOAK_RUNS', 50, 1),
+    runs: integer('LUNATION_SOAK_RUNS', 40, 1),
     stores,
     batchSize: integer('LUNATION_SOAK_BATCH_SIZE', 5, 1),
     parallel: integer('LUNATION_SOAK_PARALLEL', 2, 1),
     onlyBatch: batch === undefined || batch === '' ? undefined : integer('LUNATION_SOAK_BATCH', 0, 0),
     leaseTtlMs: integer('LUNATION_SOAK_LEASE_TTL_MS', 300, 50),
     sameOwner: process.env.LUNATION_SOAK_SAME_OWNER === '1',
+    minKillsPerRun: integer('LUNATION_SOAK_MIN_KILLS', 2, 0),
   };
 }
 
@@ -58,6 +61,7 @@ export function replayCommand(settings: SoakSettings, store: string, batch?: num
     `LUNATION_SOAK_BATCH_SIZE=${settings.batchSize}`,
     ...(batch === undefined ? [] : [`LUNATION_SOAK_BATCH=${batch}`]),
     ...(settings.leaseTtlMs === 300 ? [] : [`LUNATION_SOAK_LEASE_TTL_MS=${settings.leaseTtlMs}`]),
+    ...(settings.minKillsPerRun === 2 ? [] : [`LUNATION_SOAK_MIN_KILLS=${settings.minKillsPerRun}`]),
     ...(settings.sameOwner ? ['LUNATION_SOAK_SAME_OWNER=1'] : []),
   ];
   return `${variables.join(' ')} pnpm vitest run --project integration crash-soak`;
