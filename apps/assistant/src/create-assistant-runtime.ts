@@ -11,6 +11,11 @@ export interface AssistantRuntimeOptions {
   /** The folder `read_file` may read. */
   sandbox: string;
   slowTask?: SlowTaskToolOptions;
+  /**
+   * The runtime's lease owner. Stable across restarts (one per data folder and command), so a restarted server
+   * takes back at once the threads whose runs died with it instead of waiting for their leases to expire.
+   */
+  owner?: string;
 }
 
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
@@ -49,5 +54,6 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
       ],
       maxRounds: 12,
     })
+    .options(options.owner === undefined ? {} : { owner: options.owner })
     .build();
 }

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { LunationError, type ModelProvider } from '@lunation/contract';
 import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
@@ -25,7 +26,9 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     postgresSchema: settings.postgresSchema,
   });
   try {
-    const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox });
+    // One owner per data folder and command: a restart takes its own threads back at once (see README).
+    const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
+    const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox, owner });
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());
     if (command.type === 'serve') {
       const { host, port, tokens } = command;

@@ -93,6 +93,42 @@ describe('the HTTP server as a child process on a SQLite file', { timeout: 90_00
     expect(await after.app.exited).toBe(0);
   });
 
+  it('continues at once a thread whose run died mid-tool when the server is killed and restarted', async () => {
+    const first = await serve();
+    const threadId = ((await (await post(`${first.url}/threads`)).json()) as { thread: { id: string } })
+      .thread.id;
+    const stream = readEventStream(
+      await post(`${first.url}/threads/${threadId}/messages`, { text: 'run the slow task with 2 steps' }),
+    );
+    const seen: ServerSentEvent[] = [];
+    await readUntil(stream, 'tool-progress', seen);
+    first.app.child.kill('SIGKILL');
+    expect(await first.app.exited).toBeNull();
+
+    // The dead server's lease has about 30 s left; the restarted one (same data folder, same owner) does not
+    // wait for it: the first request continues the thread, re-running the cut-off call with the same key.
+    const second = await serve();
+    const response = await post(`${second.url}/threads/${threadId}/messages`, { text: 'hello again' });
+    expect(response.status).toBe(200);
+    const events = await collectEventStream(response);
+    const rerun = events.find((event) => event.event === 'tool-execution-start');
+    expect(rerun?.data).toMatchObject({ toolName: 'slow_task', rerun: true });
+    expect(events.find((event) => event.event === 'tool-result')?.data).toMatchObject({
+      toolName: 'slow_task',
+      result: { status: 'success', data: { steps: 2 } },
+    });
+    expect(runEnd(events).termination.type).not.toBe('error');
+    const history = (await (await fetch(`${second.url}/threads/${threadId}/messages`)).json()) as {
+      messages: Array<{ message: { role: string } }>;
+    };
+    expect(history.messages.slice(0, 4).map((record) => record.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'user',
+    ]);
+  });
+
   it('on SIGTERM cancels the active run, ends its stream, checkpoints it and exits 0', async () => {
     const first = await serve();
     const threadId = ((await (await post(`${first.url}/threads`)).json()) as { thread: { id: string } })
