@@ -32,13 +32,26 @@ export class EventStream implements AsyncIterable<AgentEvent> {
     for (const resolve of waiters) resolve();
   }
 
-  /** Every event from the start, then new ones as they come, until the run ends. */
-  async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+  /**
+   * Every event from the start, then new ones as they come, until the run ends. (A plain iterator, not an
+   * async generator: a buffered event costs one resolved promise, nothing more.)
+   */
+  [Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
     let index = 0;
-    while (true) {
-      while (index < this.events.length) yield this.events[index++] as AgentEvent;
-      if (this.closed) return;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
+    let stopped = false;
+    const next = (): Promise<IteratorResult<AgentEvent>> => {
+      if (!stopped && index < this.events.length) {
+        return Promise.resolve({ value: this.events[index++] as AgentEvent, done: false });
+      }
+      if (stopped || this.closed) return Promise.resolve({ value: undefined, done: true });
+      return new Promise<void>((resolve) => this.waiters.push(resolve)).then(next);
+    };
+    return {
+      next,
+      return: () => {
+        stopped = true;
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 }
