@@ -182,4 +182,30 @@ describe('PostgreSQL migrations', () => {
     expect(await functionNames()).toEqual(['delete_thread']);
     expect(await appliedMigrations()).toEqual(['001_initial']);
   });
+
+  it('migrates while other apps sharing the database create and drop their schemas', async () => {
+    // Kysely's own introspector reads every schema and fails when one is dropped under it.
+    let churning = true;
+    const churn = (async () => {
+      for (let round = 0; churning; round++) {
+        const other = `${schema}_other_${round % 4}`;
+        await admin.query(`CREATE SCHEMA IF NOT EXISTS "${other}"`);
+        await admin.query(`CREATE TABLE IF NOT EXISTS "${other}".t (id int)`);
+        await admin.query(`DROP SCHEMA IF EXISTS "${other}" CASCADE`);
+      }
+    })();
+    try {
+      for (let attempt = 0; attempt < 25; attempt++) {
+        const target = `${schema}_m${attempt}`;
+        try {
+          await migrate(new Kysely<unknown>({ dialect: new PostgresDialect({ pool: admin }) }), target);
+        } finally {
+          await dropSchema(admin, target);
+        }
+      }
+    } finally {
+      churning = false;
+      await churn;
+    }
+  });
 });

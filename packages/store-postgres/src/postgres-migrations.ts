@@ -1,5 +1,12 @@
 import { LunationError } from '@lunation/contract';
-import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import {
+  type DatabaseIntrospector,
+  type Kysely,
+  type Migration,
+  Migrator,
+  sql,
+  type TableMetadata,
+} from 'kysely';
 import { quoteIdentifier } from './postgres-schema.js';
 
 /** Kysely's bookkeeping tables inside the store's schema, named so they never clash with an application's. */
@@ -294,11 +301,42 @@ export const latestSchemaVersion = Object.keys(postgresMigrations('lunation')).s
 export function createMigrator(db: Kysely<unknown>, schema: string): Migrator {
   const migrations = postgresMigrations(schema);
   return new Migrator({
-    db,
+    db: withSchemaIntrospection(db, schema),
     provider: { getMigrations: async () => migrations },
     migrationTableSchema: schema,
     migrationTableName,
     migrationLockTableName,
+  });
+}
+
+/**
+ * `db` whose introspection (all the Migrator uses it for: does the schema, does a table exist) looks at
+ * `schema` only. Kysely's own introspector reads every schema of the database and checks each one's privileges
+ * by name, which fails ("schema … does not exist") while another app sharing the database drops a schema.
+ */
+function withSchemaIntrospection(db: Kysely<unknown>, schema: string): Kysely<unknown> {
+  const tables = async (): Promise<TableMetadata[]> => {
+    const { rows } = await sql<{ name: string }>`
+      SELECT c.relname AS name FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p')`.execute(db);
+    return rows.map((row) => ({ name: row.name, schema, isView: false, columns: [] }));
+  };
+  const introspection: DatabaseIntrospector = {
+    getSchemas: async () => {
+      const { rows } = await sql<{ name: string }>`
+        SELECT nspname AS name FROM pg_catalog.pg_namespace WHERE nspname = ${schema}`.execute(db);
+      return rows;
+    },
+    getTables: tables,
+    getMetadata: async () => ({ tables: await tables() }),
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'introspection') return introspection;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
   });
 }
 
