@@ -1,3 +1,4 @@
+import type { LunationStore } from '@lunation/contract';
 import type { Script } from './script.js';
 
 /** `generate`: await the final result only; `stream`: consume every event of the run as it comes. */
@@ -15,6 +16,8 @@ export interface HarnessOptions {
   redisUrl: string;
   /** Prefix for Redis keys, unique to this harness. */
   redisKeyPrefix: string;
+  /** Lunation only: use this store (the caller closes it) instead of opening one of kind `store`. */
+  storeInstance?: LunationStore;
 }
 
 /** One framework set up for one variant of the tool-loop workload. */

@@ -98,18 +98,37 @@ export interface Machine {
   cpu: string;
   cores: number;
   memoryBytes: number;
-  node: string;
   platform: string;
   commit: string;
+}
+
+/** Where a process loaded Lunation's packages from. */
+export type LoadedFrom = 'source' | 'dist' | 'mixed';
+
+/** Which Node and which installed packages a run used: `node20` the workspace, `node24` current releases. */
+export type RunId = 'node20' | 'node24';
+
+/** What a child process reports about itself before it runs anything. */
+export interface RunInfo {
+  node: string;
+  versions: Record<string, string>;
+  lunationFrom: LoadedFrom;
+  /** The file each Lunation package resolves to. */
+  lunationFiles: Record<string, string>;
+}
+
+/** Every task of one Node version with one set of installed frameworks. */
+export interface BenchRun extends RunInfo {
+  id: RunId;
+  /** What the run is, e.g. "Node 24, current releases". */
+  title: string;
+  results: TaskResult[];
 }
 
 export interface BenchResults {
   date: string;
   smoke: boolean;
-  /** Whether the workspace packages ran from their TypeScript source (through tsx) or their built dist/. */
-  lunationFrom: 'source' | 'dist';
   machine: Machine;
-  versions: Record<string, string>;
   config: unknown;
-  results: TaskResult[];
+  runs: BenchRun[];
 }

@@ -1,5 +1,6 @@
 import type { BenchConfig } from './config.js';
 import { cpuSnapshot, otherLoad } from './contention.js';
+import type { FrameworkId } from './frameworks/index.js';
 import { Unavailable } from './harness.js';
 import type { Task, TaskResult, W1Result, W1RoundTripResult, W2Result, W3Result } from './results.js';
 import { taskId } from './results.js';
@@ -94,14 +95,16 @@ export async function runTask(task: Task, config: BenchConfig, redisUrl: string)
   }
 }
 
-/** Every task of a benchmark run, in order. */
-export function allTasks(): Task[] {
+/** Every task of a benchmark run with these frameworks, in order. */
+export function allTasks(frameworks: readonly FrameworkId[]): Task[] {
   const tasks: Task[] = [];
+  const has = (framework: FrameworkId) => frameworks.includes(framework);
   const w1 = (
-    framework: Extract<Task, { kind: 'w1' }>['framework'],
+    framework: FrameworkId,
     modes: Array<'generate' | 'stream'>,
     stores: Array<'none' | 'memory' | 'sqlite' | 'redis'>,
   ) => {
+    if (!has(framework)) return;
     for (const mode of modes) for (const store of stores) tasks.push({ kind: 'w1', framework, mode, store });
   };
   w1('bare', ['generate', 'stream'], ['none']);
@@ -110,11 +113,14 @@ export function allTasks(): Task[] {
   w1('langgraph', ['generate'], ['none', 'memory', 'sqlite']);
   w1('langgraph', ['stream'], ['none']);
   w1('openai-agents', ['generate', 'stream'], ['none']);
-  tasks.push({ kind: 'w1-redis-round-trips' });
-  for (const framework of ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents'] as const) {
-    tasks.push({ kind: 'w2', framework, mode: 'generate' });
+  w1('mastra', ['generate', 'stream'], ['none']);
+  if (has('lunation')) tasks.push({ kind: 'w1-redis-round-trips' });
+  for (const framework of ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents', 'mastra'] as const) {
+    if (has(framework)) tasks.push({ kind: 'w2', framework, mode: 'generate' });
   }
-  tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
-  tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
+  if (has('lunation')) {
+    tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
+    tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
+  }
   return tasks;
 }
