@@ -14,7 +14,7 @@ describe('copyJson', () => {
       { when: date, map: new Map([[1, 2]]), set: new Set([1]), boxed: [new String('s'), new Number(2)] },
       { custom: { toJSON: () => ({ replaced: true }) } },
       Object.assign(Object.create(null) as object, { bare: 1 }),
-      { sparse: [1, , 3] },
+      { sparse: Object.assign(new Array<number>(3), { 0: 1, 2: 3 }) },
       { shared: [{ a: 1 }, { a: 1 }] },
     ];
     for (const value of values) expect(copyJson(value)).toEqual(roundTrip(value));
