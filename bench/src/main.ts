@@ -8,7 +8,7 @@ import type { FrameworkId } from './frameworks/index.js';
 import { benchDir, lunationFrom, machine, repoDir, versions } from './machine.js';
 import { canCollect } from './measure.js';
 import { prepareNode24 } from './node24.js';
-import { renderMarkdown, renderSummary, renderW1Svg } from './report.js';
+import { normalize, renderMarkdown, renderSummary, renderW1Svg } from './report.js';
 import type { BenchResults, BenchRun, LoadedFrom, RunId, RunInfo, Task, TaskResult } from './results.js';
 import { taskId } from './results.js';
 import { allTasks, emptyResult, runTask } from './run-task.js';
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
     return;
   }
   if (values.render) {
-    const bench = JSON.parse(readFileSync(join(benchDir, 'results/latest.json'), 'utf8')) as BenchResults;
+    const bench = normalize(JSON.parse(readFileSync(join(benchDir, 'results/latest.json'), 'utf8')));
     writeDocs(bench);
     console.log(renderSummary(bench));
     return;

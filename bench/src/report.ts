@@ -328,6 +328,13 @@ function targets(run: BenchRun): Target[] {
   const bareStream = perStep(findW1(run, 'bare', 'stream', 'none'));
   const sqlite = perStep(findW1(run, 'lunation', 'generate', 'sqlite'));
   const memoryStore = perStep(findW1(run, 'lunation', 'generate', 'memory'));
+  // The same comparisons in CPU time, which other processes on the machine disturb less than wall time.
+  const cpu = (framework: FrameworkId, mode: Mode, store: StoreKind) =>
+    cpuPerStep(findW1(run, framework, mode, store));
+  const cpuRatio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0
+      ? ''
+      : `; CPU ${number(a)} vs ${number(b)} µs, ${number(a / b, 2)}×`;
   const check = (
     name: string,
     value: number | undefined,
@@ -343,25 +350,31 @@ function targets(run: BenchRun): Target[] {
     'W1 µs/step, no store: ≥10× lower than AI SDK generateText',
     lunation !== undefined && aiSdk !== undefined ? aiSdk / lunation : undefined,
     (value) => value >= 10,
-    (value) => `${number(value, 2)}× lower (${number(lunation ?? 0)} vs ${number(aiSdk ?? 0)} µs)`,
+    (value) =>
+      `${number(value, 2)}× lower (${number(lunation ?? 0)} vs ${number(aiSdk ?? 0)} µs${cpuRatio(cpu('ai-sdk', 'generate', 'none'), cpu('lunation', 'generate', 'none'))})`,
   );
   check(
     'W1 streaming µs/step, no store: ≤5× the bare loop',
     lunationStream !== undefined && bareStream !== undefined ? lunationStream / bareStream : undefined,
     (value) => value <= 5,
-    (value) => `${number(value, 2)}× (${number(lunationStream ?? 0)} vs ${number(bareStream ?? 0)} µs)`,
+    (value) =>
+      `${number(value, 2)}× (${number(lunationStream ?? 0)} vs ${number(bareStream ?? 0)} µs${cpuRatio(cpu('lunation', 'stream', 'none'), cpu('bare', 'stream', 'none'))})`,
   );
   check(
     'W1 with SQLite checkpointing (file): ≤100 µs/step',
     sqlite,
     (value) => value <= 100,
-    (value) => `${number(value)} µs/step`,
+    (value) => {
+      const used = cpu('lunation', 'generate', 'sqlite');
+      return `${number(value)} µs/step${used === undefined ? '' : ` (CPU ${number(used)} µs, both threads: the store checkpoints the log on a second one)`}`;
+    },
   );
   check(
     'W1 with MemoryStore: ≤1.5× no store',
     memoryStore !== undefined && lunation !== undefined ? memoryStore / lunation : undefined,
     (value) => value <= 1.5,
-    (value) => `${number(value, 2)}× (${number(memoryStore ?? 0)} vs ${number(lunation ?? 0)} µs)`,
+    (value) =>
+      `${number(value, 2)}× (${number(memoryStore ?? 0)} vs ${number(lunation ?? 0)} µs${cpuRatio(cpu('lunation', 'generate', 'memory'), cpu('lunation', 'generate', 'none'))})`,
   );
   const rtt = roundTrips(run);
   const ten = rtt?.status === 'ok' ? rtt.counts.find((count) => count.steps === 10) : undefined;
@@ -489,6 +502,7 @@ interface SingleRunResults {
 
 /** Reads results of either layout as runs. */
 export function normalize(bench: BenchResults | SingleRunResults): BenchResults {
+  // Read from JSON: either layout.
   if ('runs' in bench) return bench;
   const { machine, results, versions, lunationFrom } = bench;
   return {
@@ -510,21 +524,36 @@ export function normalize(bench: BenchResults | SingleRunResults): BenchResults 
   };
 }
 
-/** Lunation's headline figures of a run, for the comparison with an earlier run. */
-function headline(run: BenchRun): Array<[string, number | undefined, string]> {
-  const w1 = (mode: Mode, store: StoreKind) => perStep(findW1(run, 'lunation', mode, store));
+/** Lunation's headline figures of a run (and, for W1, their CPU time), for the comparison with an earlier run. */
+function headline(run: BenchRun): Array<[string, number | undefined, string, number | undefined]> {
+  const w1 = (mode: Mode, store: StoreKind) => findW1(run, 'lunation', mode, store);
   const w2 = findW2(run, 'lunation');
-  return [
-    ['W1 µs/step, no store', w1('generate', 'none'), 'µs'],
-    ['W1 µs/step, MemoryStore', w1('generate', 'memory'), 'µs'],
-    ['W1 µs/step, SqliteStore (file)', w1('generate', 'sqlite'), 'µs'],
-    ['W1 µs/step, RedisStore', w1('generate', 'redis'), 'µs'],
-    ['W1 streaming µs/step, no store', w1('stream', 'none'), 'µs'],
-    ['W1 streaming µs/step, SqliteStore (file)', w1('stream', 'sqlite'), 'µs'],
-    ['W2 wall ms (ideal 60)', w2?.wallMs?.median, 'ms'],
-    ['W2 RSS / in-flight run', w2?.memory?.rssPerRunBytes, 'bytes'],
-    ['W2 heap / in-flight run', w2?.memory?.heapPerRunBytes, 'bytes'],
+  const row = (
+    name: string,
+    result: W1Result | undefined,
+  ): [string, number | undefined, string, number | undefined] => [
+    name,
+    perStep(result),
+    'µs',
+    cpuPerStep(result),
   ];
+  return [
+    row('W1 µs/step, no store', w1('generate', 'none')),
+    row('W1 µs/step, MemoryStore', w1('generate', 'memory')),
+    row('W1 µs/step, SqliteStore (file)', w1('generate', 'sqlite')),
+    row('W1 µs/step, RedisStore', w1('generate', 'redis')),
+    row('W1 streaming µs/step, no store', w1('stream', 'none')),
+    row('W1 streaming µs/step, SqliteStore (file)', w1('stream', 'sqlite')),
+    ['W2 wall ms (ideal 60)', w2?.wallMs?.median, 'ms', undefined],
+    ['W2 RSS / in-flight run', w2?.memory?.rssPerRunBytes, 'bytes', undefined],
+    ['W2 heap / in-flight run', w2?.memory?.heapPerRunBytes, 'bytes', undefined],
+  ];
+}
+
+/** Median cores kept busy by other processes during a run's tasks. */
+function medianLoad(run: BenchRun): number | undefined {
+  const loads = run.results.flatMap((result) => (result.otherLoad === undefined ? [] : [result.otherLoad]));
+  return loads.length === 0 ? undefined : loads.sort((a, b) => a - b)[loads.length >> 1];
 }
 
 function comparison(bench: BenchResults, baseline: BenchResults | undefined): string {
@@ -532,21 +561,30 @@ function comparison(bench: BenchResults, baseline: BenchResults | undefined): st
   if (!baseline || !before) return '_No earlier run recorded (bench/results/baseline.json)._';
   const show = (value: number | undefined, unit: string) =>
     value === undefined ? '—' : unit === 'bytes' ? bytes(value) : `${number(value)} ${unit}`;
+  const withCpu = (value: number | undefined, unit: string, cpu: number | undefined) =>
+    cpu === undefined ? show(value, unit) : `${show(value, unit)}, CPU ${number(cpu)}`;
   const earlier = headline(before);
-  const rows = earlier.map(([name, value, unit], index) => [
+  const rows = earlier.map(([name, value, unit, cpu], index) => [
     name,
-    show(value, unit),
+    withCpu(value, unit, cpu),
     ...bench.runs.map((run) => {
-      const now = headline(run)[index]?.[1];
-      return now === undefined || value === undefined || value === 0
-        ? show(now, unit)
-        : `${show(now, unit)} (${ratio(now, value)})`;
+      const [, now, , nowCpu] = headline(run)[index] ?? [name, undefined, unit, undefined];
+      const wall = now === undefined || value === undefined || value === 0 ? '' : ` (${ratio(now, value)})`;
+      const used =
+        nowCpu === undefined
+          ? ''
+          : `, CPU ${number(nowCpu)}${cpu === undefined || cpu === 0 ? '' : ` (${ratio(nowCpu, cpu)})`}`;
+      return `${show(now, unit)}${wall}${used}`;
     }),
   ]);
+  const load = (run: BenchRun) => {
+    const value = medianLoad(run);
+    return value === undefined ? '' : `, other load ${number(value, 2)}`;
+  };
   const from = baseline as BenchResults & { lunationFromNote?: string };
-  return `Earlier figures: the run of ${baseline.date.slice(0, 10)} at commit ${baseline.machine.commit}, ${nodeLabel(before)}, Lunation from ${before.lunationFrom}${from.lunationFromNote ? ` (${from.lunationFromNote})` : ''}. In brackets: now ÷ then.
+  return `Earlier figures: the run of ${baseline.date.slice(0, 10)} at commit ${baseline.machine.commit}, ${nodeLabel(before)}, Lunation from ${before.lunationFrom}${from.lunationFromNote ? ` (${from.lunationFromNote})` : ''}. In brackets: now ÷ then. "other load" is the median of the cores other processes kept busy during the run's tasks: wall times compare only between runs with similar load; CPU times are steadier.
 
-${table(['Lunation', `then (${nodeLabel(before)})`, ...bench.runs.map((run) => `now (${nodeLabel(run)})`)], rows)}`;
+${table(['Lunation', `then (${nodeLabel(before)}${load(before)})`, ...bench.runs.map((run) => `now (${nodeLabel(run)}${load(run)})`)], rows)}`;
 }
 
 function runHeader(run: BenchRun, commit: string, cores: number): string {
@@ -593,7 +631,9 @@ Figures taken while other work ran on the machine are slower and noisier than on
 ${targetTable(runs)}
 
 µs/step is the median µs per run at S=10 divided by 10 (so it includes each run's fixed cost, spread over 10 steps);
-round trips/step is what one more step adds.
+round trips/step is what one more step adds. The targets are meant for a machine with nothing else running; where
+other processes kept the cores busy (see each run's contention above), wall times stretch, so the W1 rows also give
+the CPU time of the same runs (this process's threads only).
 
 ${profileNotes()}
 
