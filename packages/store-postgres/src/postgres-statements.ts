@@ -61,7 +61,9 @@ export function createStatements(schema: string) {
     ),
     getThreadState: statement(`SELECT coalesce(state::text, '{}') AS j FROM ${s}.threads WHERE id = $1`),
 
-    commit: statement(`SELECT ${s}.commit_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)::text AS j`),
+    commit: statement(
+      `SELECT ${s}.commit_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)::text AS j`,
+    ),
     // One statement, so one snapshot: the thread, its messages, state and latest run as of one moment.
     loadCheckpoint: statement(
       `SELECT json_build_object(
