@@ -927,8 +927,8 @@ export function renderW1Svg(input: BenchResults): string {
       }
     }
   const bars = rows.filter((row): row is Bar => 'value' in row);
-  const width = 960;
-  const labelWidth = 420;
+  const width = 1030;
+  const labelWidth = 490;
   const chartWidth = 420;
   const rowHeight = 24;
   const top = 60;
