@@ -27,7 +27,7 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
   return { machineBusyMs: busy, ownMs: (own.user + own.system) / 1000, at: performance.now() };
 }
 
-/** Cores kept busy by other processes (Redis included) between two snapshots, on average. */
+/** Cores kept busy by other processes (Redis and PostgreSQL included) between two snapshots, on average. */
 export function otherLoad(before: CpuSnapshot | undefined): number | undefined {
   const after = cpuSnapshot();
   if (!before || !after) return undefined;

@@ -1,3 +1,4 @@
+import type { LunationStore } from '@lunation/contract';
 import type { PostgresStoreKind } from './postgres.js';
 import type { Script } from './script.js';
 
@@ -16,6 +17,8 @@ export interface HarnessOptions {
   redisUrl: string;
   /** Prefix for Redis keys, unique to this harness. */
   redisKeyPrefix: string;
+  /** Lunation only: use this store (the caller closes it) instead of opening one of kind `store`. */
+  storeInstance?: LunationStore;
 }
 
 /** One framework set up for one variant of the tool-loop workload. */

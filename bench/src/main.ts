@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type BenchConfig, FULL, SMOKE } from './config.js';
-import { benchDir, machine, repoDir, versions } from './machine.js';
+import type { FrameworkId } from './frameworks/index.js';
+import { benchDir, lunationFrom, machine, repoDir, versions } from './machine.js';
 import { canCollect } from './measure.js';
-import { renderMarkdown, renderSummary, renderW1Svg } from './report.js';
-import type { BenchResults, Task, TaskResult } from './results.js';
+import { prepareNode24 } from './node24.js';
+import { normalize, renderMarkdown, renderSummary, renderW1Svg } from './report.js';
+import type { BenchResults, BenchRun, LoadedFrom, RunId, RunInfo, Task, TaskResult } from './results.js';
 import { taskId } from './results.js';
 import { allTasks, emptyResult, runTask } from './run-task.js';
 
@@ -16,101 +18,266 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     /** Run only tasks whose id contains this text (repeatable). */
     only: { type: 'string', multiple: true },
-    /** Run every task in this process instead of one child process per task. */
-    'in-process': { type: 'boolean', default: false },
     /**
-     * Child processes load the workspace packages' built dist/ (what users run) — the default for a full run;
-     * `--source` loads their TypeScript source through tsx instead.
+     * Which runs: `workspace` (the Node running this, with the workspace's packages: the peers' newest releases
+     * that still run on Node 20) and `24` (Node 24 with the peers' current releases). Default: both for a full
+     * run, `workspace` for a smoke run.
      */
-    dist: { type: 'boolean', default: false },
+    node: { type: 'string', multiple: true },
+    /** Run every task in this process instead of one child process per task (workspace run only). */
+    'in-process': { type: 'boolean', default: false },
+    /** Child processes load Lunation from its TypeScript source (through tsx) instead of its built dist/. */
     source: { type: 'boolean', default: false },
     /** Re-render docs/ from bench/results/latest.json without running anything. */
     render: { type: 'boolean', default: false },
     /** Internal: run the task in this JSON file and write its result next to it. */
     child: { type: 'string' },
+    /** Internal: print this process's Node version, package versions and where Lunation loads from. */
+    info: { type: 'boolean', default: false },
   },
   strict: true,
 });
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+function info(): RunInfo {
+  const loaded = lunationFrom();
+  return {
+    node: process.version,
+    versions: versions(),
+    lunationFrom: loaded.from,
+    lunationFiles: loaded.files,
+  };
+}
+
+interface ChildTask {
+  task: Task;
+  config: BenchConfig;
+  /** Where the parent asked Lunation to be loaded from; the child refuses to run from anywhere else. */
+  expect: LoadedFrom;
+}
+
 async function child(file: string): Promise<void> {
-  const { task, config } = JSON.parse(readFileSync(file, 'utf8')) as { task: Task; config: BenchConfig };
-  const result = await runTask(task, config, redisUrl);
-  writeFileSync(`${file}.result.json`, JSON.stringify(result));
+  const { task, config, expect } = JSON.parse(readFileSync(file, 'utf8')) as ChildTask;
+  const loaded = lunationFrom();
+  const result =
+    loaded.from === expect
+      ? await runTask(task, config, redisUrl)
+      : emptyResult(task, config, {
+          status: 'failed',
+          reason: `Lunation should load from ${expect} but resolves to ${loaded.from}: ${JSON.stringify(loaded.files)}`,
+          seconds: 0,
+        });
+  writeFileSync(`${file}.result.json`, JSON.stringify({ ...result, loadedFrom: loaded.from }));
   // A framework may leave handles open (sockets, timers); the result is written, so end here.
   process.exit(0);
 }
 
-/** Runs a task in a fresh Node process (same flags), so no framework's heap or JIT state affects another. */
-async function inChild(task: Task, config: BenchConfig, dir: string): Promise<TaskResult> {
-  const file = join(dir, `${taskId(task).replace(/[^a-z0-9]+/gi, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ task, config }));
-  const output: string[] = [];
-  const code = await new Promise<number | null>((resolve) => {
-    const proc = spawn(
-      process.execPath,
-      [...process.execArgv, join(benchDir, 'src/main.ts'), '--child', file],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: process.env,
-      },
+/** How to start a child process of one run. */
+interface RunEnvironment {
+  id: RunId;
+  node: string;
+  cwd: string;
+  /** The bench's main.ts in that environment. */
+  main: string;
+  execArgv: string[];
+  env: NodeJS.ProcessEnv;
+  expect: LoadedFrom;
+  frameworks: FrameworkId[];
+}
+
+/** Node flags without `--conditions` / `-C`, so a child resolves packages the way a user's process does. */
+function withoutConditions(flags: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let index = 0; index < flags.length; index++) {
+    const flag = flags[index] as string;
+    if (flag === '--conditions' || flag === '-C') index++;
+    else if (!flag.startsWith('--conditions=') && !flag.startsWith('-C=')) kept.push(flag);
+  }
+  return kept;
+}
+
+function childEnvironment(expect: LoadedFrom): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (env.NODE_OPTIONS) {
+    const options = withoutConditions(env.NODE_OPTIONS.split(/\s+/).filter(Boolean));
+    env.NODE_OPTIONS = [...options, ...(expect === 'source' ? ['--conditions=@lunation/source'] : [])].join(
+      ' ',
     );
+  }
+  return env;
+}
+
+function spawnNode(
+  environment: RunEnvironment,
+  args: string[],
+): Promise<{ code: number | null; output: string }> {
+  const output: string[] = [];
+  return new Promise((resolve) => {
+    const proc = spawn(environment.node, [...environment.execArgv, environment.main, ...args], {
+      cwd: environment.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: environment.env,
+    });
     proc.stdout.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     proc.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     const timer = setTimeout(() => proc.kill('SIGKILL'), 10 * 60_000);
-    proc.on('close', (exitCode) => {
+    proc.on('close', (code) => {
       clearTimeout(timer);
-      resolve(exitCode);
+      resolve({ code, output: output.join('') });
     });
   });
+}
+
+/** Runs a task in a fresh Node process, so no framework's heap or JIT state affects another. */
+async function inChild(
+  environment: RunEnvironment,
+  task: Task,
+  config: BenchConfig,
+  dir: string,
+): Promise<TaskResult> {
+  const file = join(dir, `${environment.id}-${taskId(task).replace(/[^a-z0-9]+/gi, '-')}.json`);
+  const request: ChildTask = { task, config, expect: environment.expect };
+  writeFileSync(file, JSON.stringify(request));
+  const { code, output } = await spawnNode(environment, ['--child', file]);
+  let result: TaskResult & { loadedFrom?: LoadedFrom };
   try {
-    return JSON.parse(readFileSync(`${file}.result.json`, 'utf8')) as TaskResult;
+    result = JSON.parse(readFileSync(`${file}.result.json`, 'utf8')) as TaskResult & {
+      loadedFrom?: LoadedFrom;
+    };
   } catch {
-    const reason = `child process exited ${code}: ${output.join('').slice(-2000)}`;
+    const reason = `child process exited ${code}: ${output.slice(-2000)}`;
     return emptyResult(task, config, { status: 'failed', reason, seconds: 0 });
   }
+  if (result.loadedFrom !== environment.expect) {
+    return emptyResult(task, config, {
+      status: 'failed',
+      reason: `the child loaded Lunation from ${result.loadedFrom ?? 'an unknown place'}, not ${environment.expect}`,
+      seconds: result.seconds,
+    });
+  }
+  const { loadedFrom: _, ...rest } = result;
+  return rest;
+}
+
+async function childInfo(environment: RunEnvironment): Promise<RunInfo> {
+  const { code, output } = await spawnNode(environment, ['--info']);
+  const line = output.trim().split('\n').at(-1) ?? '';
+  try {
+    return JSON.parse(line) as RunInfo;
+  } catch {
+    throw new Error(`${environment.id}: the info child exited ${code}: ${output.slice(-2000)}`);
+  }
+}
+
+const WORKSPACE_FRAMEWORKS: FrameworkId[] = ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents'];
+
+function runTitle(id: RunId, node: string): string {
+  return id === 'node24'
+    ? `Node ${node.slice(1)}, current releases`
+    : `Node ${node.slice(1)}, the workspace's packages (the newest peers that run on Node 20)`;
 }
 
 function writeDocs(bench: BenchResults): void {
   mkdirSync(join(repoDir, 'docs'), { recursive: true });
-  writeFileSync(join(repoDir, 'docs/benchmarks.md'), renderMarkdown(bench));
+  writeFileSync(join(repoDir, 'docs/benchmarks.md'), renderMarkdown(bench, readBaseline()));
   writeFileSync(join(repoDir, 'docs/benchmarks-w1.svg'), renderW1Svg(bench));
+}
+
+/** The figures docs/benchmarks.md compares with: bench/results/baseline.json, when there is one. */
+function readBaseline(): BenchResults | undefined {
+  try {
+    return JSON.parse(readFileSync(join(benchDir, 'results/baseline.json'), 'utf8')) as BenchResults;
+  } catch {
+    return undefined;
+  }
 }
 
 async function main(): Promise<void> {
   if (values.child) return child(values.child);
+  if (values.info) {
+    console.log(JSON.stringify(info()));
+    return;
+  }
   if (values.render) {
-    const bench = JSON.parse(readFileSync(join(benchDir, 'results/latest.json'), 'utf8')) as BenchResults;
+    const bench = normalize(JSON.parse(readFileSync(join(benchDir, 'results/latest.json'), 'utf8')));
     writeDocs(bench);
     console.log(renderSummary(bench));
     return;
   }
   const config = values.smoke ? SMOKE : FULL;
   const filters = values.only ?? [];
-  const tasks = allTasks().filter(
-    (task) => filters.length === 0 || filters.some((f) => taskId(task).includes(f)),
-  );
-  const inProcess = values['in-process'] || config.smoke;
-  if (values.dist && inProcess) throw new Error('--dist needs child processes (not --smoke or --in-process)');
-  values.dist = !inProcess && !values.source;
+  const selected = (values.node ?? (config.smoke ? ['workspace'] : ['workspace', '24'])).map((value) => {
+    if (value === 'workspace' || value === 'current' || value === '20') return 'node20' as const;
+    if (value === '24') return 'node24' as const;
+    throw new Error(`--node ${value}: expected workspace or 24`);
+  });
+  // The Node 24 run always uses child processes (another Node binary); the workspace run may run in this one.
+  const inProcessRun = (id: RunId) => id === 'node20' && (values['in-process'] || config.smoke);
   if (!canCollect) console.warn('Run with --expose-gc (pnpm bench does): memory figures need it.');
+  const expect: LoadedFrom = values.source ? 'source' : 'dist';
   const scratch = mkdtempSync(join(tmpdir(), 'lunation-bench-run-'));
   const started = performance.now();
-  const results: TaskResult[] = [];
-  console.log(
-    `Lunation bench (${config.smoke ? 'smoke' : 'full'}): ${tasks.length} tasks, ${inProcess ? 'in this process' : 'one process each'}`,
-  );
+  const runs: BenchRun[] = [];
   try {
-    for (const task of tasks) {
-      const result = inProcess ? await runTask(task, config, redisUrl) : await inChild(task, config, scratch);
-      results.push(result);
-      const note = result.status === 'ok' ? '' : ` — ${result.reason?.split('\n')[0]}`;
-      const load = result.otherLoad === undefined ? '' : `, other load ${result.otherLoad.toFixed(2)}`;
-      console.log(
-        `  ${result.status.padEnd(11)} ${result.id} (${result.seconds.toFixed(1)} s${load})${note}`,
+    for (const id of selected) {
+      let environment: RunEnvironment;
+      if (id === 'node24') {
+        console.log('Preparing the Node 24 run (current releases, Lunation packed from dist/)');
+        const install = prepareNode24((line) => console.log(line));
+        environment = {
+          id,
+          node: install.node,
+          cwd: install.dir,
+          main: join(install.dir, 'src/main.ts'),
+          execArgv: [
+            '--expose-gc',
+            '--import',
+            'tsx',
+            ...(expect === 'source' ? ['--conditions=@lunation/source'] : []),
+          ],
+          env: childEnvironment(expect),
+          expect,
+          frameworks: [...WORKSPACE_FRAMEWORKS, 'mastra'],
+        };
+      } else {
+        environment = {
+          id,
+          node: process.execPath,
+          cwd: benchDir,
+          main: join(benchDir, 'src/main.ts'),
+          execArgv: [
+            ...withoutConditions(process.execArgv),
+            ...(expect === 'source' ? ['--conditions=@lunation/source'] : []),
+          ],
+          env: childEnvironment(expect),
+          expect,
+          frameworks: WORKSPACE_FRAMEWORKS,
+        };
+      }
+      const inProcess = inProcessRun(id);
+      const runInfo = inProcess ? info() : await childInfo(environment);
+      const tasks = allTasks(environment.frameworks).filter(
+        (task) => filters.length === 0 || filters.some((filter) => taskId(task).includes(filter)),
       );
-      if (result.status === 'failed' && result.reason) console.error(result.reason);
+      const title = runTitle(id, runInfo.node);
+      console.log(
+        `Lunation bench (${config.smoke ? 'smoke' : 'full'}), ${title}: ${tasks.length} tasks, ${inProcess ? 'in this process' : 'one process each'}, Lunation from ${inProcess ? runInfo.lunationFrom : expect}`,
+      );
+      const results: TaskResult[] = [];
+      for (const task of tasks) {
+        const result = inProcess
+          ? await runTask(task, config, redisUrl)
+          : await inChild(environment, task, config, scratch);
+        results.push(result);
+        const note = result.status === 'ok' ? '' : ` — ${result.reason?.split('\n')[0]}`;
+        const load = result.otherLoad === undefined ? '' : `, other load ${result.otherLoad.toFixed(2)}`;
+        console.log(
+          `  ${result.status.padEnd(11)} ${result.id} (${result.seconds.toFixed(1)} s${load})${note}`,
+        );
+        if (result.status === 'failed' && result.reason) console.error(result.reason);
+      }
+      runs.push({ id, title, ...runInfo, ...(inProcess ? {} : { lunationFrom: expect }), results });
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -118,20 +285,18 @@ async function main(): Promise<void> {
   const bench: BenchResults = {
     date: new Date().toISOString(),
     smoke: config.smoke,
-    lunationFrom: values.dist ? 'dist' : 'source',
     machine: machine(),
-    versions: versions(),
     config,
-    results,
+    runs,
   };
   console.log(`\n${renderSummary(bench)}`);
-  const filtered = filters.length > 0;
-  if (config.smoke || filtered) {
+  const partial = filters.length > 0 || selected.length < 2 || values.source;
+  if (config.smoke || partial) {
     const out = mkdtempSync(join(tmpdir(), 'lunation-bench-out-'));
     writeFileSync(join(out, 'latest.json'), `${JSON.stringify(bench, null, 2)}\n`);
-    writeFileSync(join(out, 'benchmarks.md'), renderMarkdown(bench));
+    writeFileSync(join(out, 'benchmarks.md'), renderMarkdown(bench, readBaseline()));
     writeFileSync(join(out, 'benchmarks-w1.svg'), renderW1Svg(bench));
-    console.log(`Results (not published: ${config.smoke ? 'smoke run' : 'filtered run'}): ${out}`);
+    console.log(`Results (not published: ${config.smoke ? 'smoke run' : 'partial run'}): ${out}`);
   } else {
     mkdirSync(join(benchDir, 'results'), { recursive: true });
     writeFileSync(join(benchDir, 'results/latest.json'), `${JSON.stringify(bench, null, 2)}\n`);
@@ -139,7 +304,7 @@ async function main(): Promise<void> {
     console.log('Wrote bench/results/latest.json, docs/benchmarks.md and docs/benchmarks-w1.svg');
   }
   console.log(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  const failed = results.filter((result) => result.status === 'failed');
+  const failed = runs.flatMap((run) => run.results.filter((result) => result.status === 'failed'));
   if (failed.length > 0) {
     console.error(`${failed.length} task(s) failed: ${failed.map((result) => result.id).join(', ')}`);
     process.exitCode = 1;

@@ -7,11 +7,11 @@ import pg from 'pg';
 import type { BenchConfig } from './config.js';
 import { addTool, countToolResults, scriptedModel } from './frameworks/lunation.js';
 import { Unavailable } from './harness.js';
-import type { BenchResults, Outcome } from './results.js';
+import type { PostgresFloor, PostgresRoundTripCount, W1PostgresRoundTripResult } from './results.js';
 import { Script } from './script.js';
 import type { Scratch } from './workloads/scratch.js';
 
-// Everything the bench does with PostgreSQL: the stores of W1 and W3, the round-trip count, its report section.
+// What the bench does with PostgreSQL: the stores of W1 and W3 and the round-trip count (report.ts renders them).
 
 export const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -229,32 +229,6 @@ function tallyCalls(store: LunationStore, wire: PostgresWire) {
   };
 }
 
-export interface PostgresRoundTripCount {
-  steps: number;
-  runs: number;
-  roundTripsPerRun: number;
-  /** Protocol messages the client sent per run, by type. */
-  messagesPerRun: Record<string, number>;
-  /** Store calls per run and the round trips each took, by method. */
-  calls: Record<string, { perRun: number; roundTripsPerCall: number }>;
-  /** Calls that overlapped another (0 in a sequential run). */
-  overlappedCalls: number;
-}
-
-/** What the server itself takes, medians in µs: a `SELECT 1` round trip and a one-row insert's commit. */
-export interface PostgresFloor {
-  selectUs: number;
-  commitUs: number;
-  commitAsyncUs: number;
-}
-
-export interface W1PostgresRoundTripResult extends Outcome {
-  kind: 'w1-postgres-round-trips';
-  server?: { version: string; synchronousCommit: string };
-  floor?: PostgresFloor;
-  counts: PostgresRoundTripCount[];
-}
-
 /** Times `operation` in 5 batches of 100 after 100 to warm up; the median µs per operation. */
 async function medianUs(operation: () => Promise<unknown>): Promise<number> {
   for (let index = 0; index < 100; index++) await operation();
@@ -267,12 +241,16 @@ async function medianUs(operation: () => Promise<unknown>): Promise<number> {
   return batches.sort((a, b) => a - b)[2]!;
 }
 
-/** The server's own floor, on one connection: a round trip, and a commit with synchronous_commit on and off. */
+/**
+ * The server's own floor, on one connection in a new schema: a round trip, and a commit with synchronous_commit on
+ * and off.
+ */
 async function serverFloor(url: string, schema: string): Promise<PostgresFloor> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const table = `"${schema}".bench_floor`;
+    await client.query(`CREATE SCHEMA "${schema}"`);
     await client.query(`CREATE TABLE ${table} (id bigint)`);
     const insert = { name: 'bench_floor_insert', text: `INSERT INTO ${table} VALUES ($1)`, values: [1] };
     const selectUs = await medianUs(() => client.query({ name: 'bench_floor_select', text: 'SELECT 1' }));
@@ -286,22 +264,16 @@ async function serverFloor(url: string, schema: string): Promise<PostgresFloor> 
   }
 }
 
-/**
- * Round trips of Lunation's W1 (non-streaming, PostgresStore with the server's default settings), counted by a
- * TCP proxy between the store's pool and the server, with each store call's share.
- */
-export async function runW1PostgresRoundTrips(
+/** W1 runs (non-streaming) of one variant through `wire`, with each store call's round trips. */
+async function countRoundTrips(
+  kind: PostgresStoreKind,
+  wire: PostgresWire,
   config: BenchConfig,
   scratch: Scratch,
-): Promise<Pick<W1PostgresRoundTripResult, 'server' | 'floor' | 'counts'>> {
-  await checkPostgres();
-  const server = await serverSettings(postgresUrl);
-  const wire = await PostgresWire.start(postgresUrl);
-  const script = new Script(scratch.runPrefix);
-  let store: PostgresStore | undefined;
+): Promise<PostgresRoundTripCount[]> {
+  const script = new Script(`${scratch.runPrefix}${kind}-`);
+  const store = await openPostgresStore(kind, `${scratch.prefix}:round-trips:${kind}`, wire.url);
   try {
-    store = await openPostgresStore('postgres', `${scratch.prefix}:round-trips`, wire.url);
-    const floor = await serverFloor(postgresUrl, store.schema);
     const tally = tallyCalls(store, wire);
     const runtime = createRuntime()
       .model('m', scriptedModel(script))
@@ -332,6 +304,7 @@ export async function runW1PostgresRoundTrips(
       const messagesPerRun: Record<string, number> = {};
       for (const [type, count] of [...wire.messages].sort()) messagesPerRun[type] = count / runs;
       counts.push({
+        store: kind,
         steps,
         runs,
         roundTripsPerRun: wire.roundTrips / runs,
@@ -341,111 +314,32 @@ export async function runW1PostgresRoundTrips(
       });
     }
     await runtime.drain();
-    return { server, floor, counts };
+    return counts;
   } finally {
-    await store?.close();
-    await wire.close();
+    await store.close();
   }
 }
 
-// The report's part.
-
-function fixed(value: number, digits = 2): string {
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-function postgresRoundTrips(bench: BenchResults): W1PostgresRoundTripResult | undefined {
-  return bench.results.find(
-    (result): result is W1PostgresRoundTripResult => result.kind === 'w1-postgres-round-trips',
-  );
-}
-
-/** Round trips per extra step ((S=10 − S=1) ÷ 9), the commit's round trips per call, and the run's fixed cost. */
-function stepFigures(result: W1PostgresRoundTripResult | undefined) {
-  if (result?.status !== 'ok') return undefined;
-  const one = result.counts.find((count) => count.steps === 1);
-  const ten = result.counts.find((count) => count.steps === 10);
-  if (!one || !ten) return undefined;
-  const perStep = (ten.roundTripsPerRun - one.roundTripsPerRun) / 9;
-  return {
-    one,
-    ten,
-    perStep,
-    fixed: one.roundTripsPerRun - perStep,
-    commit: ten.calls.commit?.roundTripsPerCall,
-  };
-}
-
-/** Targets of the issue: one round trip per checkpoint commit, two per single-tool step. */
-export function postgresTargets(
-  bench: BenchResults,
-): { name: string; measured: string; met: boolean | undefined }[] {
-  const figures = stepFigures(postgresRoundTrips(bench));
-  return [
-    {
-      name: 'W1 with PostgreSQL: 1 round trip per checkpoint commit',
-      measured:
-        figures?.commit === undefined ? 'not measured' : `${fixed(figures.commit)} round trips per commit`,
-      met: figures?.commit === undefined ? undefined : figures.commit === 1,
-    },
-    {
-      name: 'W1 with PostgreSQL: 2 round trips per single-tool step',
-      measured:
-        figures === undefined
-          ? 'not measured'
-          : `${fixed(figures.perStep)} round trips per step (plus ${fixed(figures.fixed, 1)} per run for lease, load, thread creation and release)`,
-      met: figures === undefined ? undefined : Math.abs(figures.perStep - 2) < 1e-9,
-    },
-  ];
-}
-
-/** The Markdown section on PostgreSQL round trips. */
-export function renderPostgresRoundTrips(bench: BenchResults): string {
-  const result = postgresRoundTrips(bench);
-  if (!result) return '_Not measured._';
-  if (result.status !== 'ok')
-    return `_${result.status}${result.reason ? ` (${result.reason.split('\n')[0]})` : ''}_`;
-  const head = [
-    'S',
-    'runs',
-    'round trips / run',
-    'round trips / step',
-    'store calls / run (round trips per call)',
-    'protocol messages / run',
-  ];
-  const rows = result.counts.map((count) => [
-    String(count.steps),
-    String(count.runs),
-    fixed(count.roundTripsPerRun, 1),
-    fixed(count.roundTripsPerRun / count.steps),
-    Object.entries(count.calls)
-      .sort((a, b) => b[1].perRun - a[1].perRun)
-      .map(([method, entry]) => `${method} ${fixed(entry.perRun, 1)} (${fixed(entry.roundTripsPerCall)})`)
-      .join(', '),
-    Object.entries(count.messagesPerRun)
-      .map(([type, perRun]) => `${type} ${fixed(perRun, 1)}`)
-      .join(', '),
-  ]);
-  const lines = [`| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`];
-  for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
-  const figures = stepFigures(result);
-  const overlapped = result.counts.reduce((sum, count) => sum + count.overlappedCalls, 0);
-  const floor = result.floor;
-  const floorText = floor
-    ? `The server's own floor, measured beside it on one connection (median µs): a \`SELECT 1\` round trip ${fixed(floor.selectUs, 0)}, a one-row \`INSERT\` commit ${fixed(floor.commitUs, 0)} with \`synchronous_commit\` on (it waits for the write-ahead log's flush to disk) and ${fixed(floor.commitAsyncUs, 0)} with it off. A W1 step is two commits, so with \`synchronous_commit\` on its time is mostly the disk's flush latency.`
-    : '';
-  return `${lines.join('\n')}
-
-${floorText}
-
-Marginal round trips per extra step: **${figures ? fixed(figures.perStep) : '—'}**; the run's fixed cost: **${figures ? fixed(figures.fixed, 1) : '—'}**
-round trips. PostgreSQL ${result.server?.version ?? '?'}, \`synchronous_commit\` = \`${result.server?.synchronousCommit ?? '?'}\` (the server's default, which the \`PostgresStore\` rows use; the
-"synchronous_commit off" rows set it per connection).
-
-Counted by a TCP proxy between the store's pool and the server: a round trip begins whenever the client sends bytes
-after the server last answered. The protocol messages are the client's, parsed from the stream: each call is one
-extended-protocol exchange (\`B\` Bind, \`D\` Describe, \`E\` Execute, \`S\` Sync, written together; \`P\` Parse only the
-first time a connection sees a statement), so round trips and \`S\` messages agree. A store call's round trips are the
-proxy's count while it was in flight (${overlapped === 0 ? 'no call overlapped another' : `${overlapped} calls overlapped another`}). Each figure includes the run's fixed cost (lease, load, thread
-creation, release).`;
+/**
+ * Round trips of Lunation's W1 on PostgresStore with each `synchronous_commit` setting (the server's default, and
+ * `off`), counted by a TCP proxy between the store's pool and the server, with each store call's share; and the
+ * server's own floor beside them.
+ */
+export async function runW1PostgresRoundTrips(
+  config: BenchConfig,
+  scratch: Scratch,
+): Promise<Pick<W1PostgresRoundTripResult, 'server' | 'floor' | 'counts'>> {
+  await checkPostgres();
+  const server = await serverSettings(postgresUrl);
+  const wire = await PostgresWire.start(postgresUrl);
+  try {
+    const counts: PostgresRoundTripCount[] = [];
+    for (const kind of ['postgres', 'postgres-async'] as const)
+      counts.push(...(await countRoundTrips(kind, wire, config, scratch)));
+    const schema = schemaFor(`${scratch.prefix}:floor`);
+    schemas.add(schema);
+    return { server, floor: await serverFloor(postgresUrl, schema), counts };
+  } finally {
+    await wire.close();
+  }
 }

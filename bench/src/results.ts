@@ -1,7 +1,7 @@
 import type { FrameworkId } from './frameworks/index.js';
 import type { Mode, StoreKind } from './harness.js';
 import type { MemorySample, Stats, Timing } from './measure.js';
-import type { PostgresStoreKind, W1PostgresRoundTripResult } from './postgres.js';
+import type { PostgresStoreKind } from './postgres.js';
 
 export type Task =
   | { kind: 'w1'; framework: FrameworkId; mode: Mode; store: StoreKind }
@@ -34,7 +34,7 @@ export interface Outcome {
   reason?: string;
   /** Wall time of the task, seconds. */
   seconds: number;
-  /** Cores kept busy by other processes during the task, on average (Linux; includes Redis). */
+  /** Cores kept busy by other processes during the task, on average (Linux; includes Redis and PostgreSQL). */
   otherLoad?: number;
 }
 
@@ -61,6 +61,35 @@ export interface RoundTripCount {
 export interface W1RoundTripResult extends Outcome {
   kind: 'w1-redis-round-trips';
   counts: RoundTripCount[];
+}
+
+/** Round trips of one PostgresStore variant's W1 runs, counted on the wire. */
+export interface PostgresRoundTripCount {
+  /** Which `synchronous_commit` setting the store's connections had. */
+  store: PostgresStoreKind;
+  steps: number;
+  runs: number;
+  roundTripsPerRun: number;
+  /** Protocol messages the client sent per run, by type. */
+  messagesPerRun: Record<string, number>;
+  /** Store calls per run and the round trips each took, by method. */
+  calls: Record<string, { perRun: number; roundTripsPerCall: number }>;
+  /** Calls that overlapped another (0 in a sequential run). */
+  overlappedCalls: number;
+}
+
+/** What the server itself takes, medians in µs: a `SELECT 1` round trip and a one-row insert's commit. */
+export interface PostgresFloor {
+  selectUs: number;
+  commitUs: number;
+  commitAsyncUs: number;
+}
+
+export interface W1PostgresRoundTripResult extends Outcome {
+  kind: 'w1-postgres-round-trips';
+  server?: { version: string; synchronousCommit: string };
+  floor?: PostgresFloor;
+  counts: PostgresRoundTripCount[];
 }
 
 export interface W2Result extends Outcome {
@@ -104,18 +133,37 @@ export interface Machine {
   cpu: string;
   cores: number;
   memoryBytes: number;
-  node: string;
   platform: string;
   commit: string;
+}
+
+/** Where a process loaded Lunation's packages from. */
+export type LoadedFrom = 'source' | 'dist' | 'mixed';
+
+/** Which Node and which installed packages a run used: `node20` the workspace, `node24` current releases. */
+export type RunId = 'node20' | 'node24';
+
+/** What a child process reports about itself before it runs anything. */
+export interface RunInfo {
+  node: string;
+  versions: Record<string, string>;
+  lunationFrom: LoadedFrom;
+  /** The file each Lunation package resolves to. */
+  lunationFiles: Record<string, string>;
+}
+
+/** Every task of one Node version with one set of installed frameworks. */
+export interface BenchRun extends RunInfo {
+  id: RunId;
+  /** What the run is, e.g. "Node 24, current releases". */
+  title: string;
+  results: TaskResult[];
 }
 
 export interface BenchResults {
   date: string;
   smoke: boolean;
-  /** Whether the workspace packages ran from their TypeScript source (through tsx) or their built dist/. */
-  lunationFrom: 'source' | 'dist';
   machine: Machine;
-  versions: Record<string, string>;
   config: unknown;
-  results: TaskResult[];
+  runs: BenchRun[];
 }

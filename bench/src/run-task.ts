@@ -1,8 +1,17 @@
 import type { BenchConfig } from './config.js';
 import { cpuSnapshot, otherLoad } from './contention.js';
+import type { FrameworkId } from './frameworks/index.js';
 import { type StoreKind, Unavailable } from './harness.js';
-import { runW1PostgresRoundTrips, type W1PostgresRoundTripResult } from './postgres.js';
-import type { Task, TaskResult, W1Result, W1RoundTripResult, W2Result, W3Result } from './results.js';
+import { runW1PostgresRoundTrips } from './postgres.js';
+import type {
+  Task,
+  TaskResult,
+  W1PostgresRoundTripResult,
+  W1Result,
+  W1RoundTripResult,
+  W2Result,
+  W3Result,
+} from './results.js';
 import { taskId } from './results.js';
 import { createScratch } from './workloads/scratch.js';
 import { runW1, runW1RoundTrips } from './workloads/w1.js';
@@ -101,14 +110,12 @@ export async function runTask(task: Task, config: BenchConfig, redisUrl: string)
   }
 }
 
-/** Every task of a benchmark run, in order. */
-export function allTasks(): Task[] {
+/** Every task of a benchmark run with these frameworks, in order. */
+export function allTasks(frameworks: readonly FrameworkId[]): Task[] {
   const tasks: Task[] = [];
-  const w1 = (
-    framework: Extract<Task, { kind: 'w1' }>['framework'],
-    modes: Array<'generate' | 'stream'>,
-    stores: StoreKind[],
-  ) => {
+  const has = (framework: FrameworkId) => frameworks.includes(framework);
+  const w1 = (framework: FrameworkId, modes: Array<'generate' | 'stream'>, stores: StoreKind[]) => {
+    if (!has(framework)) return;
     for (const mode of modes) for (const store of stores) tasks.push({ kind: 'w1', framework, mode, store });
   };
   w1('bare', ['generate', 'stream'], ['none']);
@@ -117,12 +124,15 @@ export function allTasks(): Task[] {
   w1('langgraph', ['generate'], ['none', 'memory', 'sqlite']);
   w1('langgraph', ['stream'], ['none']);
   w1('openai-agents', ['generate', 'stream'], ['none']);
-  tasks.push({ kind: 'w1-redis-round-trips' }, { kind: 'w1-postgres-round-trips' });
-  for (const framework of ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents'] as const) {
-    tasks.push({ kind: 'w2', framework, mode: 'generate' });
+  w1('mastra', ['generate', 'stream'], ['none']);
+  if (has('lunation')) tasks.push({ kind: 'w1-redis-round-trips' }, { kind: 'w1-postgres-round-trips' });
+  for (const framework of ['bare', 'lunation', 'ai-sdk', 'langgraph', 'openai-agents', 'mastra'] as const) {
+    if (has(framework)) tasks.push({ kind: 'w2', framework, mode: 'generate' });
   }
-  tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
-  tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
-  tasks.push({ kind: 'w3', store: 'postgres' }, { kind: 'w3', store: 'postgres-async' });
+  if (has('lunation')) {
+    tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
+    tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
+    tasks.push({ kind: 'w3', store: 'postgres' }, { kind: 'w3', store: 'postgres-async' });
+  }
   return tasks;
 }

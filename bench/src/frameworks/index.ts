@@ -1,6 +1,15 @@
 import type { HarnessFactory, StoreKind } from '../harness.js';
+import { packageVersion } from '../machine.js';
 
-export type FrameworkId = 'bare' | 'lunation' | 'ai-sdk' | 'langgraph' | 'openai-agents';
+export type FrameworkId = 'bare' | 'lunation' | 'ai-sdk' | 'langgraph' | 'openai-agents' | 'mastra';
+
+/**
+ * Harnesses of frameworks the workspace does not install (Mastra, AI SDK 7 need Node 22+): they are type-checked
+ * in the Node 24 run's install (bench/node24), so the workspace's type check must not follow the import.
+ */
+function importNode24Only<T>(specifier: string): Promise<T> {
+  return import(specifier) as Promise<T>;
+}
 
 export interface Framework {
   readonly id: FrameworkId;
@@ -44,7 +53,11 @@ export const FRAMEWORKS: Record<FrameworkId, Framework> = {
     packageName: 'ai',
     api: { generate: 'generateText()', stream: 'streamText() fullStream' },
     stores: { none: 'none' },
-    load: async () => (await import('./ai-sdk.js')).createAiSdk,
+    // AI SDK 7 gets a mock of its own model specification (LanguageModelV4); 6 the V3 one.
+    load: async () =>
+      Number.parseInt(packageVersion('ai'), 10) >= 7
+        ? (await importNode24Only<{ createAiSdk: HarnessFactory }>('./ai-sdk-v7.js')).createAiSdk
+        : (await import('./ai-sdk.js')).createAiSdk,
   },
   langgraph: {
     id: 'langgraph',
@@ -61,5 +74,13 @@ export const FRAMEWORKS: Record<FrameworkId, Framework> = {
     api: { generate: 'Runner.run()', stream: 'Runner.run({ stream: true })' },
     stores: { none: 'none' },
     load: async () => (await import('./openai-agents.js')).createOpenAiAgents,
+  },
+  mastra: {
+    id: 'mastra',
+    name: 'Mastra',
+    packageName: '@mastra/core',
+    api: { generate: 'agent.generate()', stream: 'agent.stream() fullStream' },
+    stores: { none: 'none' },
+    load: async () => (await importNode24Only<{ createMastra: HarnessFactory }>('./mastra.js')).createMastra,
   },
 };

@@ -52,7 +52,7 @@ export function addTool(script: Script) {
     name: ADD_TOOL_NAME,
     description: ADD_DESCRIPTION,
     input: addInputSchema,
-    execute: ({ a, b }) => script.add(a, b),
+    execute: async ({ a, b }) => script.add(a, b),
   });
 }
 
@@ -71,7 +71,7 @@ export function countToolResults(result: RunResult): number {
 
 export async function createLunation(options: HarnessOptions): Promise<Harness> {
   const { script, mode } = options;
-  const store = await openStore(options.store, options);
+  const store = options.storeInstance ?? (await openStore(options.store, options));
   const builder = createRuntime()
     .model('m', scriptedModel(script))
     .agent({ id: 'a', model: 'm', tools: [addTool(script)] });
@@ -104,7 +104,7 @@ export async function createLunation(options: HarnessOptions): Promise<Harness> 
     },
     async close() {
       await runtime.drain();
-      await store?.close();
+      if (!options.storeInstance) await store?.close();
     },
   };
 }

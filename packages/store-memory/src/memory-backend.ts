@@ -1,18 +1,20 @@
-import type { Lease } from '@lunation/contract';
+import type { JsonObject, Lease, MessageRecord, RunRecord, ToolExecution } from '@lunation/contract';
 
-/** A thread and everything stored under it. JSON values are kept as strings, so nothing aliases a caller's objects. */
+/**
+ * A thread and everything stored under it. Values are the store's own deep copies (made as JSON would round-trip
+ * them, see `copyJson`) and are copied again on the way out, so nothing aliases a caller's objects.
+ */
 export interface ThreadSlot {
   id: string;
   resourceId: string | undefined;
-  /** JSON of the metadata object. */
-  metadata: string;
+  metadata: JsonObject;
   messageCount: number;
   createdAt: number;
   updatedAt: number;
-  /** JSON of each MessageRecord; index `seq - 1`. */
-  messages: string[];
-  /** JSON of the thread state, or undefined before the first commit that set one. */
-  state: string | undefined;
+  /** Each MessageRecord; index `seq - 1`. */
+  messages: MessageRecord[];
+  /** The thread state, or undefined before the first commit that set one. */
+  state: Record<string, unknown> | undefined;
   /** The thread's runs, sorted by `(createdAt, order)`. */
   runs: RunSlot[];
 }
@@ -23,18 +25,14 @@ export interface RunSlot {
   createdAt: number;
   /** Insertion number: breaks `createdAt` ties (first insert wins the earlier place). */
   order: number;
-  /** JSON of the RunRecord. */
-  json: string;
+  record: RunRecord;
 }
 
 export interface LedgerSlot {
   threadId: string;
   startedAt: number;
   order: number;
-  /** Whether the entry is `completed` (final: nothing changes it any more). */
-  completed: boolean;
-  /** JSON of the ToolExecution. */
-  json: string;
+  entry: ToolExecution;
 }
 
 export interface LeaseSlot {

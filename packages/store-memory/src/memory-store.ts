@@ -7,6 +7,7 @@ import {
   type CheckpointCommit,
   type CheckpointResult,
   type CreateThreadInput,
+  type JsonObject,
   type Lease,
   type ListMessagesOptions,
   type ListRunsOptions,
@@ -22,6 +23,7 @@ import {
   type ToolExecution,
   type ToolResult,
 } from '@lunation/contract';
+import { copyJson } from './json-copy.js';
 import {
   type LeaseSlot,
   type LedgerSlot,
@@ -89,7 +91,7 @@ export class MemoryStore implements LunationStore {
         },
       );
     }
-    const metadata = toJson(input.metadata ?? {});
+    const metadata = toJson(input.metadata ?? {}) as JsonObject;
     const now = this.now();
     const slot: ThreadSlot = {
       id: input.id,
@@ -144,7 +146,7 @@ export class MemoryStore implements LunationStore {
   async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
     this.assertOpen();
     const slot = this.requireThread(threadId);
-    slot.metadata = toJson(metadata);
+    slot.metadata = toJson(metadata) as JsonObject;
     slot.updatedAt = this.now();
     return toThreadRecord(slot);
   }
@@ -193,19 +195,19 @@ export class MemoryStore implements LunationStore {
     if (options.limit !== undefined)
       last = Math.min(last, first + nonNegativeInteger(options.limit, 'limit') - 1);
     if (last < first) return [];
-    return parseList<MessageRecord>(slot.messages.slice(first - 1, last));
+    return copyList(slot.messages.slice(first - 1, last));
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     this.assertOpen();
     const slot = this.backend.runs.get(runId);
-    return slot === undefined ? undefined : (JSON.parse(slot.json) as RunRecord);
+    return slot === undefined ? undefined : copyJson(slot.record);
   }
 
   async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
     this.assertOpen();
     const latest = this.backend.threads.get(threadId)?.runs.at(-1);
-    return latest === undefined ? undefined : (JSON.parse(latest.json) as RunRecord);
+    return latest === undefined ? undefined : copyJson(latest.record);
   }
 
   async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
@@ -220,7 +222,7 @@ export class MemoryStore implements LunationStore {
           );
     const slots = list.slice(start, start + limit);
     const last = slots.at(-1);
-    const items = parseList<RunRecord>(slots.map((slot) => slot.json));
+    const items = slots.map((slot) => copyJson(slot.record));
     if (last === undefined || start + limit >= list.length) return { items };
     return { items, nextCursor: encodeCursor({ createdAt: last.createdAt, order: last.order }) };
   }
@@ -228,7 +230,7 @@ export class MemoryStore implements LunationStore {
   async getThreadState(threadId: string): Promise<Record<string, unknown>> {
     this.assertOpen();
     const state = this.backend.threads.get(threadId)?.state;
-    return state === undefined ? {} : (JSON.parse(state) as Record<string, unknown>);
+    return state === undefined ? {} : copyJson(state);
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
@@ -268,22 +270,28 @@ export class MemoryStore implements LunationStore {
       }
     }
 
-    // Serialise everything before touching the backend, so a value that cannot be stored writes nothing.
+    // Copy everything before touching the backend, so a value that cannot be stored writes nothing.
     const now = this.now();
     const messageRunId = commit.runId ?? runId;
-    const messages = commit.messages.map((message, index) =>
-      toJson({ threadId, seq: slot.messageCount + index + 1, message, runId: messageRunId, createdAt: now }),
+    const messages = commit.messages.map(
+      (message, index): MessageRecord => ({
+        threadId,
+        seq: slot.messageCount + index + 1,
+        message: toJson(message),
+        ...(messageRunId === undefined ? {} : { runId: messageRunId }),
+        createdAt: now,
+      }),
     );
     const run = commit.run === undefined ? undefined : toJson(commit.run);
     const state = commit.threadState === undefined ? undefined : toJson(commit.threadState);
-    const entries = (commit.toolExecutions ?? []).map((entry) => ({ entry, json: toJson(entry) }));
+    const entries = (commit.toolExecutions ?? []).map((entry) => toJson(entry));
 
     for (const message of messages) slot.messages.push(message);
     slot.messageCount += messages.length;
     slot.updatedAt = now;
     if (state !== undefined) slot.state = state;
-    if (commit.run !== undefined && run !== undefined) this.upsertRun(slot, commit.run, run);
-    for (const { entry, json } of entries) this.upsertLedgerEntry(entry, json);
+    if (run !== undefined) this.upsertRun(slot, run);
+    for (const entry of entries) this.upsertLedgerEntry(entry);
     return { messageCount: slot.messageCount };
   }
 
@@ -294,9 +302,9 @@ export class MemoryStore implements LunationStore {
     const latest = slot.runs.at(-1);
     return {
       thread: toThreadRecord(slot),
-      messages: parseList<MessageRecord>(slot.messages),
-      threadState: slot.state === undefined ? {} : (JSON.parse(slot.state) as Record<string, unknown>),
-      latestRun: latest === undefined ? undefined : (JSON.parse(latest.json) as RunRecord),
+      messages: copyList(slot.messages),
+      threadState: slot.state === undefined ? {} : copyJson(slot.state),
+      latestRun: latest === undefined ? undefined : copyJson(latest.record),
     };
   }
 
@@ -319,15 +327,12 @@ export class MemoryStore implements LunationStore {
         attempts: 1,
         startedAt: this.now(),
       };
-      const json = toJson(entry);
-      this.upsertLedgerEntry(entry, json);
-      return JSON.parse(json) as ToolExecution;
+      this.upsertLedgerEntry(entry);
+      return copyJson(entry);
     }
-    const entry = JSON.parse(existing.json) as ToolExecution;
-    if (entry.status === 'completed') return entry;
-    entry.attempts += 1;
-    existing.json = toJson(entry);
-    return entry;
+    if (existing.entry.status === 'completed') return copyJson(existing.entry);
+    existing.entry.attempts += 1;
+    return copyJson(existing.entry);
   }
 
   async completeToolExecution(input: {
@@ -346,18 +351,20 @@ export class MemoryStore implements LunationStore {
       );
     }
     this.assertFreshLease(existing.threadId, input.leaseToken);
-    const entry = JSON.parse(existing.json) as ToolExecution;
-    if (entry.status === 'completed') return entry;
-    const json = toJson({ ...entry, status: 'completed', result: input.result, completedAt: this.now() });
-    existing.json = json;
-    existing.completed = true;
-    return JSON.parse(json) as ToolExecution;
+    if (existing.entry.status === 'completed') return copyJson(existing.entry);
+    existing.entry = toJson({
+      ...existing.entry,
+      status: 'completed',
+      result: input.result,
+      completedAt: this.now(),
+    });
+    return copyJson(existing.entry);
   }
 
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     this.assertOpen();
     const slot = this.backend.ledger.get(runId)?.get(toolCallId);
-    return slot === undefined ? undefined : (JSON.parse(slot.json) as ToolExecution);
+    return slot === undefined ? undefined : copyJson(slot.entry);
   }
 
   async listToolExecutions(runId: string): Promise<ToolExecution[]> {
@@ -367,7 +374,7 @@ export class MemoryStore implements LunationStore {
     const slots = [...entries.values()].sort((a, b) =>
       compareKeys(a.startedAt, a.order, b.startedAt, b.order),
     );
-    return parseList<ToolExecution>(slots.map((slot) => slot.json));
+    return slots.map((slot) => copyJson(slot.entry));
   }
 
   async acquireLease(input: {
@@ -491,12 +498,12 @@ export class MemoryStore implements LunationStore {
     }
   }
 
-  private upsertRun(thread: ThreadSlot, run: RunRecord, json: string): void {
+  private upsertRun(thread: ThreadSlot, run: RunRecord): void {
     const { runs, threads } = this.backend;
     const runId = run.identity.runId;
     const existing = runs.get(runId);
     if (existing !== undefined && existing.threadId === thread.id && existing.createdAt === run.createdAt) {
-      existing.json = json;
+      existing.record = run;
       return;
     }
     if (existing !== undefined) {
@@ -508,13 +515,13 @@ export class MemoryStore implements LunationStore {
       threadId: thread.id,
       createdAt: run.createdAt,
       order: existing?.order ?? ++this.backend.sequence,
-      json,
+      record: run,
     };
     runs.set(runId, slot);
     insertSorted(thread.runs, slot, runOrder);
   }
 
-  private upsertLedgerEntry(entry: ToolExecution, json: string): void {
+  private upsertLedgerEntry(entry: ToolExecution): void {
     const { ledger, ledgerRunsByThread } = this.backend;
     let entries = ledger.get(entry.runId);
     if (entries === undefined) {
@@ -522,13 +529,12 @@ export class MemoryStore implements LunationStore {
       ledger.set(entry.runId, entries);
     }
     const existing = entries.get(entry.toolCallId);
-    if (existing?.completed) return; // a completed entry is final
+    if (existing?.entry.status === 'completed') return; // a completed entry is final
     entries.set(entry.toolCallId, {
       threadId: entry.threadId,
       startedAt: entry.startedAt,
       order: existing?.order ?? ++this.backend.sequence,
-      completed: entry.status === 'completed',
-      json,
+      entry,
     });
     let runIds = ledgerRunsByThread.get(entry.threadId);
     if (runIds === undefined) {
@@ -553,17 +559,17 @@ function toThreadRecord(slot: ThreadSlot): ThreadRecord {
   return {
     id: slot.id,
     ...(slot.resourceId === undefined ? {} : { resourceId: slot.resourceId }),
-    metadata: JSON.parse(slot.metadata) as ThreadRecord['metadata'],
+    metadata: copyJson(slot.metadata),
     messageCount: slot.messageCount,
     createdAt: slot.createdAt,
     updatedAt: slot.updatedAt,
   };
 }
 
-/** Serialises a value to JSON, failing with `invalid-argument` for values JSON cannot hold. */
-function toJson(value: unknown): string {
+/** The store's own copy of a value, as JSON would round-trip it; `invalid-argument` for values JSON cannot hold. */
+function toJson<T>(value: T): T {
   try {
-    return JSON.stringify(value);
+    return copyJson(value);
   } catch (error) {
     throw new LunationError('invalid-argument', 'A value could not be stored as JSON; pass plain JSON data', {
       cause: error,
@@ -571,9 +577,8 @@ function toJson(value: unknown): string {
   }
 }
 
-/** Parses a list of JSON texts with one JSON.parse call. */
-function parseList<T>(texts: string[]): T[] {
-  return texts.length === 0 ? [] : (JSON.parse(`[${texts.join(',')}]`) as T[]);
+function copyList<T>(items: readonly T[]): T[] {
+  return items.map((item) => copyJson(item));
 }
 
 function pageSize(limit: number | undefined): number {

@@ -36,6 +36,7 @@ import {
   type SqliteDatabase,
 } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
+import { driverProblem, driverVersion } from './driver-support.js';
 import { KyselyRunner } from './kysely-runner.js';
 import { nativeModuleError } from './native-module-error.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
@@ -814,6 +815,9 @@ export class SqliteStore implements LunationStore {
 
   #openClient(): SqliteClient {
     const options = this.#options as SqliteStorePathOptions;
+    const driver = driverVersion();
+    const problem = driver === undefined ? undefined : driverProblem(driver, process.version);
+    if (problem) throw new LunationError('store-unavailable', problem, { retryable: false });
     let client: Database.Database | undefined;
     try {
       client = new Database(options.path);
