@@ -235,7 +235,8 @@ export class ToolCalls {
     let records: ReturnType<typeof toRecord>[] | undefined;
     for (const plan of plans) {
       if (!plan.dirty) continue;
-      (records ??= []).push(toRecord(plan));
+      if (records === undefined) records = [];
+      records.push(toRecord(plan));
       plan.dirty = false;
     }
     const updates: StateUpdate[] = [];
