@@ -236,14 +236,18 @@ export class InProcessPersistence implements Persistence {
     return undefined;
   }
 
-  /** The thread, marked as just used (moved to the back of the LRU order). */
+  /** The thread, marked as just used (moved to the back of the LRU order when a policy needs the order). */
   private use(threadId: string): LocalThread | undefined {
     const thread = this.threads.get(threadId);
-    if (!thread) return undefined;
+    if (!thread || !this.retains) return thread;
     this.threads.delete(threadId);
     this.threads.set(threadId, thread);
     thread.lastUsedAt = Date.now();
     return thread;
+  }
+
+  private get retains(): boolean {
+    return this.retention.maxThreads !== undefined || this.retention.maxIdleMs !== undefined;
   }
 
   /** Drops the least recently used threads past the retention policy, skipping ones with an active run. */

@@ -50,12 +50,12 @@ export class PhaseEngine {
         if (result.updates) updates.push(...result.updates);
         this.queue(result, effects);
       }
-      this.state.commit(updates, snapshot.revision);
+      this.state.write(updates, snapshot.revision);
       for (const index of [...deferred].sort((a, b) => a - b)) {
         const fresh = this.state.snapshot();
         const result = await hooks[index]?.hook({ ...base, phase, state: fresh });
         if (!result) continue;
-        this.state.commit(result.updates ?? [], fresh.revision);
+        this.state.write(result.updates ?? [], fresh.revision);
         this.queue(result, effects);
       }
     }
@@ -67,7 +67,7 @@ export class PhaseEngine {
   async apply(command: Command | undefined, base: PhaseContextBase): Promise<void> {
     if (!command) return;
     const effects: EmittedEffect[] = [];
-    if (command.updates?.length) this.state.commit(command.updates);
+    if (command.updates?.length) this.state.write(command.updates);
     this.queue(command, effects);
     if (effects.length > 0) await this.runEffects(effects, base);
   }
@@ -129,7 +129,7 @@ export class PhaseEngine {
         const fresh = this.state.snapshot();
         const result = await entry.handler(item.payload, { ...base, phase, state: fresh });
         if (!result) continue;
-        this.state.commit(result.updates ?? [], fresh.revision);
+        this.state.write(result.updates ?? [], fresh.revision);
         this.queue(result, effects);
       }
     }

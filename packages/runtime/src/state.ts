@@ -191,17 +191,26 @@ export class StateStore {
   }
 
   /**
-   * Applies updates atomically. With `baseRevision`, fails with `state-conflict` when the state moved on.
-   * Every touched key must be registered.
+   * Applies updates atomically and returns the new snapshot. With `baseRevision`, fails with `state-conflict`
+   * when the state moved on. Every touched key must be registered.
    */
   commit(updates: readonly StateUpdate[], baseRevision?: number): StateSnapshot {
+    this.write(updates, baseRevision);
+    return this.snapshot();
+  }
+
+  /**
+   * `commit` without making a snapshot: while no snapshot is taken, later writes update the values in place
+   * instead of copying them.
+   */
+  write(updates: readonly StateUpdate[], baseRevision?: number): void {
     if (baseRevision !== undefined && baseRevision !== this.revision) {
       throw new LunationError(
         'state-conflict',
         `State commit is based on revision ${baseRevision} but the state is at ${this.revision}`,
       );
     }
-    if (updates.length === 0) return this.snapshot();
+    if (updates.length === 0) return;
     for (const { key } of updates) {
       if (this.keys.get(key.name) !== key) {
         throw new LunationError(
@@ -223,7 +232,6 @@ export class StateStore {
     this.values = next;
     this.revision++;
     this.current = undefined;
-    return this.snapshot();
   }
 
   /** Raw persisted values by name (including ones of keys not registered in this run). */

@@ -103,7 +103,7 @@ export class AgentLoop {
     }
     let termination: TerminationReason | undefined;
     try {
-      scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+      scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
       if (scope.engine.isActive('RunStart')) {
         // Hooks see the run's input, though it joins the thread after the open step is settled.
         const base = scope.base();
@@ -191,7 +191,7 @@ export class AgentLoop {
     if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
     if (termination === undefined) termination = evaluateStopConditions(scope);
     if (termination?.type === 'natural-end') termination = await this.afterReply();
-    scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+    scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
     if (termination === undefined) {
       if (scope.durable) await this.checkpointer.commit('running', undefined, true);
       this.emitStepEnd();
@@ -213,7 +213,7 @@ export class AgentLoop {
     const { scope, inbox } = this;
     if (inbox.size > 0) return undefined;
     if (scope.options.keepAlive && !inbox.closed) {
-      scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+      scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
       if (scope.durable) await this.checkpointer.commit('running', undefined, true);
       this.emitStepEnd();
       scope.options.onTurnEnd?.({
@@ -283,7 +283,7 @@ export class AgentLoop {
     } catch (error) {
       scope.emitError(error);
     }
-    scope.state.commit([{ key: runProgressKey, update: { ...scope.progress } }]);
+    scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
     try {
       await this.checkpointer.commit(status, termination, true);
     } catch (error) {

@@ -57,7 +57,7 @@ export class Inbox {
     this.items = [];
     for (const item of items) {
       if (item.kind === 'task') {
-        if (scope.state.isRegistered(tasksKey)) scope.state.commit([{ key: tasksKey, update: item.task }]);
+        if (scope.state.isRegistered(tasksKey)) scope.state.write([{ key: tasksKey, update: item.task }]);
         scope.append({
           id: createId(),
           role: 'user',

@@ -38,7 +38,7 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
   const started = new Map<string, string>();
   const toolCalls: ToolCall[] = [];
   const callParts: ToolCallPart[] = [];
-  let usage: Usage = emptyUsage();
+  let usage: Usage | undefined;
   let stopReason: StopReason | undefined;
   const { listening } = scope;
   for await (const part of scope.agent.model.stream(request, { signal })) {
@@ -117,20 +117,32 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
           toolName: part.toolName,
           arguments: part.arguments,
         };
-        const callPart: ToolCallPart = part.providerMetadata
-          ? { type: 'tool-call', ...call, providerMetadata: part.providerMetadata }
-          : { type: 'tool-call', ...call };
+        const callPart: ToolCallPart = {
+          type: 'tool-call',
+          toolCallId: part.toolCallId,
+          toolName: part.toolName,
+          arguments: part.arguments,
+        };
+        if (part.providerMetadata) callPart.providerMetadata = part.providerMetadata;
         toolCalls.push(call);
         callParts.push(callPart);
         content.push(callPart);
         openText = undefined;
         openReasoning = undefined;
         openRefusal = undefined;
-        if (listening) scope.emit({ type: 'tool-call-end', step, ...call });
+        if (listening) {
+          scope.emit({
+            type: 'tool-call-end',
+            step,
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            arguments: call.arguments,
+          });
+        }
         break;
       }
       case 'usage':
-        usage = addUsage(usage, part.usage);
+        usage = usage === undefined ? part.usage : addUsage(usage, part.usage);
         break;
       case 'finish':
         stopReason = part.stopReason;
@@ -148,6 +160,7 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
     content.push(callPart);
   }
   const rejectedCalls = checkCallIds(toolCalls, callParts, scope.callIds);
+  if (usage === undefined) usage = emptyUsage();
   scope.progress.usage = addUsage(scope.progress.usage, usage);
   const message: AssistantMessage = {
     id: createId(),

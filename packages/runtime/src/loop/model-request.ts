@@ -43,7 +43,7 @@ export function buildRequest(scope: RunScope): ModelRequest {
     }
     if (adjustments.onlyTools) tools = tools.filter((tool) => adjustments.onlyTools?.includes(tool.name));
     overrides = { ...overrides, ...adjustments.overrides };
-    state.commit([{ key: requestAdjustmentsKey, update: { type: 'reset' } }]);
+    state.write([{ key: requestAdjustmentsKey, update: { type: 'reset' } }]);
   } else {
     for (const message of history) messages.push(message);
   }

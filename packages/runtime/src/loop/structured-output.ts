@@ -27,7 +27,7 @@ export function resolveOutput(scope: RunScope): OutputSpec | undefined {
   const repairs = scope.agent.definition.outputRepairs ?? DEFAULT_OUTPUT_REPAIRS;
   if (own) {
     if (!scope.state.written(outputKey)) {
-      scope.state.commit([{ key: outputKey, update: { schema: toJsonSchema(own), repairsUsed: 0 } }]);
+      scope.state.write([{ key: outputKey, update: { schema: toJsonSchema(own), repairsUsed: 0 } }]);
     }
     const wrapped = !isObjectSchema(scope.state.peek(outputKey)?.schema ?? toJsonSchema(own));
     return { schema: own, repairs, wrapped };
@@ -91,7 +91,7 @@ export function checkOutput(
       { details: { answer: text.slice(0, 2_000) } },
     );
   }
-  scope.state.commit([{ key: outputKey, update: { ...state, repairsUsed: state.repairsUsed + 1 } }]);
+  scope.state.write([{ key: outputKey, update: { ...state, repairsUsed: state.repairsUsed + 1 } }]);
   scope.append({
     id: createId(),
     role: 'user',

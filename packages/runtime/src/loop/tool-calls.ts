@@ -242,7 +242,7 @@ export class ToolCalls {
     const updates: StateUpdate[] = [];
     if (records) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
     if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
-    if (updates.length > 0) this.scope.state.commit(updates);
+    if (updates.length > 0) this.scope.state.write(updates);
   }
 
   /**
@@ -277,10 +277,10 @@ export class ToolCalls {
    * reported in call order (sequential mode) or as they come (parallel mode).
    */
   private async run(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
-    const runnable = plans.filter(isRunnable);
     const execution = this.scope.agent.definition.toolExecution;
-    if (execution?.mode !== 'parallel' || runnable.length <= 1) {
-      let remaining = runnable.length;
+    if (execution?.mode !== 'parallel') {
+      let remaining = 0;
+      for (const plan of plans) if (isRunnable(plan)) remaining++;
       for (const plan of plans) {
         if (!isRunnable(plan)) {
           if (!plan.fromRecord) this.report(plan);
@@ -292,6 +292,7 @@ export class ToolCalls {
       }
       return;
     }
+    const runnable = plans.filter(isRunnable);
     for (const plan of plans) if (!isRunnable(plan) && !plan.fromRecord) this.report(plan);
     const limit = Math.max(1, execution.concurrency ?? 8);
     let next = 0;
@@ -420,7 +421,7 @@ export class ToolCalls {
         if (plan.dirty || (isSettled(plan) && !plan.fromRecord)) records.push(toRecord(plan));
         plan.dirty = false;
       }
-      if (records.length > 0) scope.state.commit([{ key: toolCallsKey, update: { type: 'set', records } }]);
+      if (records.length > 0) scope.state.write([{ key: toolCallsKey, update: { type: 'set', records } }]);
       outcome.suspended = true;
       return outcome;
     }
@@ -470,7 +471,7 @@ export class ToolCalls {
     const { state } = this.scope;
     if (!state.written(toolCallsKey)) return;
     for (const _ in state.peek(toolCallsKey)) {
-      state.commit([{ key: toolCallsKey, update: { type: 'clear' } }]);
+      state.write([{ key: toolCallsKey, update: { type: 'clear' } }]);
       return;
     }
   }

@@ -295,7 +295,7 @@ function backgroundFor(scope: RunScope, toolCallId: string): BackgroundTasks {
   const host = scope.options.tasks;
   const record = (task: TaskRecord) => {
     if (!scope.state.isRegistered(tasksKey)) scope.state.register(tasksKey);
-    scope.state.commit([{ key: tasksKey, update: task }]);
+    scope.state.write([{ key: tasksKey, update: task }]);
     return task.id;
   };
   const unavailable = (): never => {
