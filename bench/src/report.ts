@@ -879,11 +879,67 @@ pnpm bench --only w1:lunation   # only tasks whose id contains the text; writes 
 
 Profiles: \`pnpm --filter @lunation/bench run profile -- w1:lunation:generate:sqlite\` (see bench/README.md).
 
-W4 (one agent step through the vendor SDK over loopback HTTP: the \`openai\` SDK alone, Lunation's \`OpenAIModel\`,
-\`@ai-sdk/openai\` and OpenAI Agents JS against one recorded Chat Completions stream) is a command of its own and not
-part of this report: \`pnpm --filter @lunation/bench run bench:w4\` writes \`bench/results/w4-node<major>.json\` for the
-Node that runs it (see bench/README.md).
+${w4Section()}
 `;
+}
+
+interface W4File {
+  date: string;
+  machine: { node: string; commit?: string };
+  loadAverage: number[];
+  versions: Record<string, string>;
+  results: Array<{
+    name: string;
+    api: string;
+    status: string;
+    timing?: { perRunUs: { median: number }; cpuPerRunUs: { median: number } };
+  }>;
+}
+
+/**
+ * W4 comes from its own command (`bench:w4`, one file per Node version): the latest files are shown here with
+ * what they ran on, so the report and the files never disagree.
+ */
+function w4Section(): string {
+  const files: W4File[] = [];
+  for (const major of [20, 24]) {
+    try {
+      files.push(JSON.parse(readFileSync(join(benchDir, `results/w4-node${major}.json`), 'utf8')) as W4File);
+    } catch {
+      // not run on this Node version
+    }
+  }
+  const intro = [
+    '## W4: one agent step through the vendor SDK',
+    '',
+    'One agent step over loopback HTTP: a user message in, one recorded 26-token Chat Completions stream out, for',
+    'the `openai` SDK alone, Lunation (`OpenAIModel`, `runtime.run()` with every event consumed), the AI SDK',
+    '(`@ai-sdk/openai`, `streamText`) and OpenAI Agents JS (`OpenAIChatCompletionsModel`). The server runs in its',
+    'own process, each framework in a fresh one. From `pnpm --filter @lunation/bench run bench:w4`',
+    '(`bench/results/w4-node<major>.json`), not from the runs above.',
+  ].join('\n');
+  if (files.length === 0) return `${intro}\n\nNo W4 results yet.`;
+  const sections = files.map((file) => {
+    const sdk = file.results.find((result) => result.name.startsWith('openai SDK'))?.timing;
+    const rows = file.results.map((result) => {
+      if (result.status !== 'ok' || !result.timing) return [result.name, result.api, result.status, ''];
+      const { perRunUs, cpuPerRunUs } = result.timing;
+      const over =
+        sdk && result.timing !== sdk ? ` (+${number(cpuPerRunUs.median - sdk.cpuPerRunUs.median, 0)})` : '';
+      return [result.name, result.api, number(perRunUs.median, 0), `${number(cpuPerRunUs.median, 0)}${over}`];
+    });
+    const versions = Object.entries(file.versions)
+      .map(([name, version]) => `\`${name}\` ${version}`)
+      .join(', ');
+    const when = `${file.date.slice(0, 10)}${file.machine.commit ? `, commit ${file.machine.commit}` : ''}`;
+    const load = file.loadAverage.map((value) => value.toFixed(1)).join(' / ');
+    return [
+      `**Node ${file.machine.node.replace(/^v/, '')}** (${when}; load average ${load} on 2 cores). Versions: ${versions}.`,
+      '',
+      table(['framework', 'API', 'µs/step (wall, median)', 'µs/step CPU (more than the SDK alone)'], rows),
+    ].join('\n');
+  });
+  return [intro, ...sections].join('\n\n');
 }
 
 /** bench/profile-notes.md: what the profiles show where a target is missed, kept by hand beside the figures. */
