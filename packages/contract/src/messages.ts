@@ -8,6 +8,7 @@ import { toolResultSchema } from './tools.js';
  * history back and ignores the others.
  */
 export const providerMetadataSchema = z.record(z.string(), jsonObjectSchema);
+/** Provider-specific data by provider id; see {@link providerMetadataSchema}. */
 export type ProviderMetadata = z.infer<typeof providerMetadataSchema>;
 
 /** Plain text. */
@@ -57,6 +58,7 @@ export type ToolCallPart = z.infer<typeof toolCallPartSchema>;
 
 /** The model declined to answer; `text` is its explanation, kept apart from ordinary text. */
 export const refusalPartSchema = z.object({ type: z.literal('refusal'), text: z.string() });
+/** The model's refusal in an assistant message; see {@link refusalPartSchema}. */
 export type RefusalPart = z.infer<typeof refusalPartSchema>;
 
 /**
@@ -70,6 +72,7 @@ export const providerContentPartSchema = z.object({
   kind: z.string().min(1),
   value: jsonObjectSchema,
 });
+/** A block only its provider understands; see {@link providerContentPartSchema}. */
 export type ProviderContentPart = z.infer<typeof providerContentPartSchema>;
 
 /** The result of a tool call, in a tool message. */

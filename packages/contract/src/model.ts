@@ -68,6 +68,7 @@ export const responseFormatSchema = z.object({
     .optional(),
   description: z.string().optional(),
 });
+/** A request for a JSON answer matching a schema; see {@link responseFormatSchema}. */
 export type ResponseFormat = z.infer<typeof responseFormatSchema>;
 
 /** One model call. The system prompt, if any, is the first message (role `system`). */

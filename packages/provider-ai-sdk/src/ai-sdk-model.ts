@@ -16,6 +16,7 @@ import { mapError } from './map-error.js';
 import { parseStream } from './parse-stream.js';
 import { toCallOptions } from './to-call-options.js';
 
+/** Options of {@link AiSdkModel}. */
 export interface AiSdkModelOptions {
   /** An AI SDK language model (specification `v4`), e.g. `anthropic('claude-sonnet-5-5')` or `openai('gpt-5')`. */
   model: LanguageModelV4;

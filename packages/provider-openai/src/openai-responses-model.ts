@@ -28,6 +28,7 @@ import type { StrictSchemas } from './strict-schema.js';
 /** The part of an `OpenAI` client the Responses adapter uses. */
 export type OpenAIResponsesClient = Pick<OpenAI, 'responses'>;
 
+/** Options of {@link OpenAIResponsesModel}. */
 export interface OpenAIResponsesModelOptions {
   /** The model id, e.g. `gpt-5-mini`; `overrides.model` replaces it per call. */
   model: string;

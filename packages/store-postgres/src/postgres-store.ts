@@ -52,6 +52,7 @@ export interface PostgresQueryConfig {
 
 /** The part of a pg pool client the store and kysely's `PostgresDialect` use (a `pg.PoolClient` fits). */
 export interface PostgresPoolClient extends KyselyPostgresPoolClient {
+  /** Runs a query: kysely's plain queries, and the store's named statements with array rows. */
   query: KyselyPostgresPoolClient['query'] &
     ((config: PostgresQueryConfig) => Promise<{ rows: unknown[][] }>);
   /** Returns the connection to the pool; with an error, the pool ends it instead. */
@@ -63,6 +64,7 @@ export interface PostgresPoolClient extends KyselyPostgresPoolClient {
  * `PostgresDialect`). A `pg.Pool` fits.
  */
 export interface PostgresPool extends KyselyPostgresPool {
+  /** Checks a client out of the pool. */
   connect(): Promise<PostgresPoolClient>;
 }
 
@@ -74,6 +76,7 @@ interface PostgresStoreCommonOptions {
   schema?: string;
 }
 
+/** {@link PostgresStore} options that connect with a connection string: the store owns its pool. */
 export interface PostgresStoreConnectionOptions extends PostgresStoreCommonOptions {
   /** e.g. `postgres://user:password@host:5432/database`; the store opens and closes its own pool. */
   connectionString: string;
@@ -81,17 +84,20 @@ export interface PostgresStoreConnectionOptions extends PostgresStoreCommonOptio
   maxConnections?: number;
 }
 
+/** {@link PostgresStore} options with a pg `Pool` you own. */
 export interface PostgresStorePoolOptions extends PostgresStoreCommonOptions {
   /** A pg `Pool` you own, left open by `close()`. */
   pool: PostgresPool;
 }
 
+/** {@link PostgresStore} options with a Kysely instance you own. */
 export interface PostgresStoreKyselyOptions extends PostgresStoreCommonOptions {
   /** A Kysely instance on kysely's `PostgresDialect` that you own (its plugins are bypassed), left open by `close()`. */
   // biome-ignore lint/suspicious/noExplicitAny: an application's Kysely of any schema
   database: Kysely<any>;
 }
 
+/** What {@link PostgresStore} takes: a connection string, a pg `Pool`, or a Kysely instance, and a `schema`. */
 export type PostgresStoreOptions =
   | PostgresStoreConnectionOptions
   | PostgresStorePoolOptions

@@ -13,6 +13,8 @@ import { type QuickStartServer, startQuickStartServer } from './quick-start-serv
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const examplesDir = fileURLToPath(new URL('../.examples/', import.meta.url));
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The PostgreSQL server the store-postgres examples use (as `DATABASE_URL`); each example uses a schema of its own. */
+const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Every package README, the root README first. */
 const readmes = [
@@ -148,7 +150,11 @@ describe('README examples', { timeout: 120_000 }, () => {
         expect(errors.get(example.path)).toEqual([]);
         if (!example.run) return;
         const stdout = await slot(() =>
-          run(example, { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: server.baseURL }),
+          run(example, {
+            OPENAI_API_KEY: 'test-key',
+            OPENAI_BASE_URL: server.baseURL,
+            DATABASE_URL: postgresUrl,
+          }),
         );
         if (example.output !== undefined) expect(stdout).toBe(example.output);
       },

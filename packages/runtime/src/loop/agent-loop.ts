@@ -90,6 +90,7 @@ export class AgentLoop {
     this.inbox.close();
   }
 
+  /** Runs the loop until the run ends or waits for decisions or tasks; resolves with its result. */
   async execute(): Promise<RunResult> {
     const { scope } = this;
     const { input } = scope.options;

@@ -35,6 +35,7 @@ export interface FrontendTool extends ToolDescriptor {
 export interface RunLoopOptions {
   identity: RunIdentity;
   agent: ResolvedAgent;
+  /** The agent with this id, for a handoff. */
   resolveAgent(agentId: string): ResolvedAgent;
   persistence: Persistence;
   leaseToken: number | undefined;
@@ -49,6 +50,7 @@ export interface RunLoopOptions {
   decisions: ResumeDecision[];
   frontendTools: FrontendTool[];
   signal: AbortSignal;
+  /** Receives every event of the run. */
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
   emitStateSnapshots: boolean;
