@@ -168,8 +168,10 @@ export class StateStore {
    */
   restore(values: Record<string, unknown> | undefined): void {
     if (!values) return;
-    const next = new Map(this.values);
-    for (const name of Object.keys(values)) next.set(name, values[name]);
+    const names = Object.keys(values);
+    if (names.length === 0) return;
+    const next = this.shared ? new Map(this.values) : this.values;
+    for (const name of names) next.set(name, values[name]);
     this.values = next;
     this.shared = false;
     this.revision++;
