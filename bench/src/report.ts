@@ -888,6 +888,7 @@ interface W4File {
   machine: { node: string; commit?: string };
   loadAverage: number[];
   versions: Record<string, string>;
+  lunationFrom?: 'dist' | 'source';
   results: Array<{
     name: string;
     api: string;
@@ -933,8 +934,10 @@ function w4Section(): string {
       .join(', ');
     const when = `${file.date.slice(0, 10)}${file.machine.commit ? `, commit ${file.machine.commit}` : ''}`;
     const load = file.loadAverage.map((value) => value.toFixed(1)).join(' / ');
+    const from =
+      file.lunationFrom === 'dist' ? 'Lunation from its built `dist/`' : 'Lunation from TypeScript source';
     return [
-      `**Node ${file.machine.node.replace(/^v/, '')}** (${when}; load average ${load} on 2 cores). Versions: ${versions}.`,
+      `**Node ${file.machine.node.replace(/^v/, '')}** (${when}; load average ${load} on 2 cores; ${from}). Versions: ${versions}.`,
       '',
       table(['framework', 'API', 'µs/step (wall, median)', 'µs/step CPU (more than the SDK alone)'], rows),
     ].join('\n');

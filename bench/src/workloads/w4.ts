@@ -167,12 +167,15 @@ async function main(): Promise<void> {
     ].map((name) => [name, packageVersion(name)]),
   );
   const loadAverage = (await import('node:os')).loadavg();
+  // Lunation as users run it: the built packages (no `@lunation/source` condition), checked here.
+  const lunationFrom = import.meta.resolve('@lunation/runtime').includes('/dist/') ? 'dist' : 'source';
   const report = {
     workload: 'w4',
     date: new Date().toISOString(),
     machine: machine(),
     loadAverage,
     versions,
+    lunationFrom,
     plan,
     results,
   };
