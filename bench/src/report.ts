@@ -885,7 +885,8 @@ ${w4Section()}
 
 interface W4File {
   date: string;
-  machine: { node: string; commit?: string };
+  node?: string;
+  machine: { node?: string; commit?: string };
   loadAverage: number[];
   versions: Record<string, string>;
   lunationFrom?: 'dist' | 'source';
@@ -902,10 +903,11 @@ interface W4File {
  * what they ran on, so the report and the files never disagree.
  */
 function w4Section(): string {
-  const files: W4File[] = [];
+  const files: Array<W4File & { major: number }> = [];
   for (const major of [20, 24]) {
     try {
-      files.push(JSON.parse(readFileSync(join(benchDir, `results/w4-node${major}.json`), 'utf8')) as W4File);
+      const file = JSON.parse(readFileSync(join(benchDir, `results/w4-node${major}.json`), 'utf8')) as W4File;
+      files.push({ ...file, major });
     } catch {
       // not run on this Node version
     }
@@ -937,7 +939,7 @@ function w4Section(): string {
     const from =
       file.lunationFrom === 'dist' ? 'Lunation from its built `dist/`' : 'Lunation from TypeScript source';
     return [
-      `**Node ${file.machine.node.replace(/^v/, '')}** (${when}; load average ${load} on 2 cores; ${from}). Versions: ${versions}.`,
+      `**Node ${(file.node ?? file.machine.node ?? String(file.major)).replace(/^v/, '')}** (${when}; load average ${load} on 2 cores; ${from}). Versions: ${versions}.`,
       '',
       table(['framework', 'API', 'µs/step (wall, median)', 'µs/step CPU (more than the SDK alone)'], rows),
     ].join('\n');

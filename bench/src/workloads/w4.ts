@@ -172,6 +172,7 @@ async function main(): Promise<void> {
   const report = {
     workload: 'w4',
     date: new Date().toISOString(),
+    node: process.version,
     machine: machine(),
     loadAverage,
     versions,
