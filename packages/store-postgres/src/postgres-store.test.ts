@@ -298,6 +298,7 @@ describe('PostgresStore', () => {
       const expected = new Set(['store-conflict', 'stale-lease', 'thread-busy', 'not-found', 'lease-lost']);
       const unexpected: unknown[] = [];
       const succeeded = new Map<number, number>();
+      const latestToken = new Map<string, number>();
       const threads = ['t0', 't1'];
       try {
         for (const threadId of threads) await stores[0]!.createThread({ id: threadId });
@@ -341,17 +342,26 @@ describe('PostgresStore', () => {
                 result: makeToolResult(index),
                 leaseToken: token,
               });
-            case 4:
-              return store.acquireLease({ threadId, owner: `o${index}`, runId, ttlMs: 20 });
+            case 4: {
+              const lease = await store.acquireLease({ threadId, owner: `o${index}`, runId, ttlMs: 20 });
+              latestToken.set(threadId, lease.token);
+              return lease;
+            }
             case 5:
               return store.releaseLease({ threadId, token });
             case 6:
-              return store.renewLease({ threadId, token, ttlMs: 20 });
+              // Half the renewals name the latest token, so some land on a live lease.
+              return store.renewLease({
+                threadId,
+                token: index % 2 === 0 ? (latestToken.get(threadId) ?? token) : token,
+                ttlMs: 20,
+              });
             default:
               return (await store.deleteThread(threadId)) || store.createThread({ id: threadId });
           }
         };
-        for (let round = 0; round < 60; round += 1) {
+        // 60 rounds, then more (up to 400) until every kind of call has succeeded at least once.
+        for (let round = 0; round < 60 || (succeeded.size < 8 && round < 400); round += 1) {
           const outcomes = await Promise.allSettled(
             Array.from({ length: 12 }, (_, index) => operation(stores[index % 3]!, round * 12 + index)),
           );
