@@ -29,7 +29,7 @@ const settings = { workDir: scratch.dir, redisUrl, redisKeyPrefix: `${scratch.pr
 
 interface Call {
   method: keyof LunationStore;
-  /** JSON of the arguments, with the run's thread id and run id as placeholders. */
+  /** JSON of the arguments, with the run's thread id and run id marked for substitution. */
   args: string;
 }
 
