@@ -27,10 +27,9 @@ export class PhaseEngine {
 
   /** Whether `phase` has anything to do (hooks or queued actions). */
   isActive(phase: Phase): boolean {
-    return (
-      (this.plugins.hooks.get(phase)?.length ?? 0) > 0 ||
-      this.pending.some((item) => item.action.phase === phase)
-    );
+    if ((this.plugins.hooks.get(phase)?.length ?? 0) > 0) return true;
+    for (const item of this.pending) if (item.action.phase === phase) return true;
+    return false;
   }
 
   /** Runs one phase: its hooks, their commands, scheduled actions in rounds, then effects. */

@@ -110,7 +110,9 @@ export class StateSnapshot {
 
 /** The mutable holder of a run's state: registered keys and copy-on-write snapshots. */
 export class StateStore {
-  private keys = new Map<string, AnyStateKey>();
+  private keys: Map<string, AnyStateKey>;
+  /** The keys map belongs to someone else (the agent's plugins): copied before a key is added. */
+  private keysShared: boolean;
   private values = new Map<string, unknown>();
   private current: StateSnapshot | undefined;
   /** True once a snapshot holds `values`: the next commit must copy instead of mutating in place. */
@@ -118,9 +120,20 @@ export class StateStore {
   private revision = 0;
   /** Bumped whenever a thread-scoped value changes (so checkpoints can skip unchanged thread state). */
   threadRevision = 0;
+  /** A write of one key put off until the state is next read (see `writeBeforeRead`). */
+  private deferred: (() => void) | undefined;
+  private deferredKey: string | undefined;
 
-  constructor(keys: Iterable<AnyStateKey> = []) {
-    for (const key of keys) this.register(key);
+  /** `keys` as a map by name (the agent's plugin keys) is shared, not copied, until a key is added. */
+  constructor(keys: Iterable<AnyStateKey> | ReadonlyMap<string, AnyStateKey> = []) {
+    if (keys instanceof Map) {
+      this.keys = keys;
+      this.keysShared = true;
+    } else {
+      this.keys = new Map();
+      this.keysShared = false;
+      for (const key of keys as Iterable<AnyStateKey>) this.register(key);
+    }
   }
 
   /** Registers a key (once). */
@@ -128,6 +141,11 @@ export class StateStore {
     const existing = this.keys.get(key.name);
     if (existing && existing !== key) {
       throw new LunationError('duplicate-registration', `State key "${key.name}" is registered twice`);
+    }
+    if (existing === key) return;
+    if (this.keysShared) {
+      this.keys = new Map(this.keys);
+      this.keysShared = false;
     }
     this.keys.set(key.name, key);
     this.current = undefined;
@@ -139,11 +157,31 @@ export class StateStore {
   }
 
   get revisionNumber(): number {
+    this.flushDeferred();
     return this.revision;
+  }
+
+  /**
+   * Puts off a write of `key` until the state is next snapshotted or exported, or the key itself is read: for a
+   * value the owner keeps current elsewhere and changes often (the run's progress), so that it is written once
+   * per read instead of once per change. A later call replaces an earlier one not yet run.
+   */
+  writeBeforeRead(key: AnyStateKey, write: () => void): void {
+    this.deferred = write;
+    this.deferredKey = key.name;
+  }
+
+  private flushDeferred(): void {
+    const write = this.deferred;
+    if (write === undefined) return;
+    this.deferred = undefined;
+    this.deferredKey = undefined;
+    write();
   }
 
   /** A read-only view of the current revision. */
   snapshot(): StateSnapshot {
+    this.flushDeferred();
     if (this.current === undefined) {
       this.current = new StateSnapshot(this.revision, this.values, this.keys);
       this.shared = true;
@@ -154,11 +192,13 @@ export class StateStore {
   /** The key's current value, without making a snapshot (for the loop's own reads). */
   // biome-ignore lint/suspicious/noExplicitAny: any update type
   peek<Value>(key: StateKey<Value, any>): Value {
+    if (key.name === this.deferredKey) this.flushDeferred();
     return (this.values.has(key.name) ? this.values.get(key.name) : key.initial()) as Value;
   }
 
   /** Whether the key was ever written. */
   written(key: AnyStateKey): boolean {
+    if (key.name === this.deferredKey) this.flushDeferred();
     return this.values.has(key.name);
   }
 
@@ -167,6 +207,7 @@ export class StateStore {
    * plugins not active in this run is not lost).
    */
   restore(values: Record<string, unknown> | undefined): void {
+    this.flushDeferred();
     if (!values) return;
     const names = Object.keys(values);
     if (names.length === 0) return;
@@ -181,6 +222,7 @@ export class StateStore {
 
   /** Drops the values of every run-scoped key. */
   resetRunScope(): void {
+    this.flushDeferred();
     const next = new Map<string, unknown>();
     for (const [name, value] of this.values) {
       const key = this.keys.get(name);
@@ -206,6 +248,7 @@ export class StateStore {
    * instead of copying them.
    */
   write(updates: readonly StateUpdate[], baseRevision?: number): void {
+    if (baseRevision !== undefined) this.flushDeferred();
     if (baseRevision !== undefined && baseRevision !== this.revision) {
       throw new LunationError(
         'state-conflict',
@@ -238,6 +281,7 @@ export class StateStore {
 
   /** Raw persisted values by name (including ones of keys not registered in this run). */
   exportScope(scope: StateScope): Record<string, JsonValue> {
+    this.flushDeferred();
     const out: Record<string, JsonValue> = {};
     for (const [name, value] of this.values) {
       const key = this.keys.get(name);

@@ -1,19 +1,23 @@
 import {
   LunationError,
   type Message,
-  type ModelRequest,
   statusForTermination,
   type TerminationReason,
   toErrorInfo,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
-import { runProgressKey } from '../runtime-keys.js';
 import { Checkpointer } from './checkpointer.js';
 import { compactIfNeeded } from './compaction.js';
 import { type DeliveryMode, Inbox } from './inbox.js';
 import { type Inference, infer } from './inference.js';
 import { buildRequest } from './model-request.js';
-import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
+import {
+  abortReason,
+  RunAbortController,
+  type RunLoopOptions,
+  type RunResult,
+  RunScope,
+} from './run-scope.js';
 import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
 import { isLunationError } from './storable.js';
 import { checkOutput, type OutputSpec, resolveOutput } from './structured-output.js';
@@ -43,15 +47,16 @@ export class AgentLoop {
     let runOptions = options;
     if (limit !== undefined) {
       // The timeout stop condition also ends a run that is stuck in a model or tool call.
-      const controller = new AbortController();
+      const controller = new RunAbortController();
       const forward = () => controller.abort(options.signal.reason);
-      if (options.signal.aborted) forward();
+      if (options.controller) options.controller.onAbort(forward);
+      else if (options.signal.aborted) forward();
       else options.signal.addEventListener('abort', forward, { once: true });
       const reason = new LunationError('timeout', `The run reached its ${limit} ms timeout`);
       this.timeoutReason = reason;
       this.deadline = setTimeout(() => controller.abort(reason), limit);
       this.deadline.unref?.();
-      runOptions = { ...options, signal: controller.signal };
+      runOptions = { ...options, signal: controller.signal, controller };
     }
     const scope = new RunScope(runOptions);
     this.scope = scope;
@@ -59,16 +64,14 @@ export class AgentLoop {
     this.checkpointer = new Checkpointer(scope);
     this.toolCalls = new ToolCalls(scope, this.checkpointer);
     this.output = resolveOutput(scope);
-    // One listener for every part of the run that must hear of a cancel.
-    scope.signal.addEventListener(
-      'abort',
-      () => {
-        this.inferenceAbort.abort(scope.signal.reason);
-        this.toolCalls.cancel();
-        this.inbox.wakeUp();
-      },
-      { once: true },
-    );
+    // One callback for every part of the run that must hear of a cancel.
+    const onAbort = () => {
+      this.inferenceAbort.abort(scope.signal.reason);
+      this.toolCalls.cancel();
+      this.inbox.wakeUp();
+    };
+    if (runOptions.controller) runOptions.controller.onAbort(onAbort);
+    else scope.signal.addEventListener('abort', onAbort, { once: true });
   }
 
   /** Adds input to the live run: delivered at the next step boundary, before the next model call. */
@@ -104,7 +107,7 @@ export class AgentLoop {
     }
     let termination: TerminationReason | undefined;
     try {
-      scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
+      scope.progressChanged();
       if (scope.engine.isActive('RunStart')) {
         // Hooks see the run's input, though it joins the thread after the open step is settled.
         const base = scope.base();
@@ -144,7 +147,6 @@ export class AgentLoop {
     scope.switchAgentIfHandedOff();
     this.inbox.drain();
     scope.progress.step++;
-    scope.stepToolsCalled = [];
     const step = scope.progress.step;
     if (scope.listening) scope.emit({ type: 'step-start', step });
     if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
@@ -152,9 +154,12 @@ export class AgentLoop {
     if (signal.aborted) return this.cancelled();
     if (scope.agent.definition.context?.compaction) await compactIfNeeded(scope);
     let inference: Inference;
+    this.inferring = true;
     try {
-      inference = await this.infer(buildRequest(scope));
+      inference = await infer(scope, buildRequest(scope), this.inferenceAbort.signal);
+      this.inferring = false;
     } catch (error) {
+      this.inferring = false;
       if (!this.interrupted || signal.aborted) throw error;
       // New input interrupted the model call: drop the partial answer and continue with the input.
       this.interrupted = false;
@@ -190,9 +195,9 @@ export class AgentLoop {
       termination = { type: 'natural-end' };
     }
     if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
-    if (termination === undefined) termination = evaluateStopConditions(scope);
+    if (termination === undefined) termination = evaluateStopConditions(scope, response);
     if (termination?.type === 'natural-end') termination = await this.afterReply();
-    scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
+    scope.progressChanged();
     if (termination === undefined) {
       if (scope.durable) await this.checkpointer.commit('running', undefined, true);
       this.emitStepEnd();
@@ -200,21 +205,12 @@ export class AgentLoop {
     return termination;
   }
 
-  private async infer(request: ModelRequest): Promise<Inference> {
-    this.inferring = true;
-    try {
-      return await infer(this.scope, request, this.inferenceAbort.signal);
-    } finally {
-      this.inferring = false;
-    }
-  }
-
   /** The model answered without tool calls: continue with new input, wait for it, or end. */
   private async afterReply(): Promise<TerminationReason | undefined> {
     const { scope, inbox } = this;
     if (inbox.size > 0) return undefined;
     if (scope.options.keepAlive && !inbox.closed) {
-      scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
+      scope.progressChanged();
       if (scope.durable) await this.checkpointer.commit('running', undefined, true);
       this.emitStepEnd();
       scope.options.onTurnEnd?.({
@@ -284,7 +280,7 @@ export class AgentLoop {
     } catch (error) {
       scope.emitError(error);
     }
-    scope.state.write([{ key: runProgressKey, update: { ...scope.progress } }]);
+    scope.progressChanged();
     try {
       await this.checkpointer.commit(status, termination, true);
     } catch (error) {

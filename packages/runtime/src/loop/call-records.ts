@@ -111,16 +111,20 @@ export function upgradeThreadState(threadState: Record<string, unknown>): Record
 /** Tool calls of the last assistant message that no later tool message answers: the thread's open step. */
 export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
   let index = messages.length - 1;
-  const answered = new Set<string>();
-  while (index >= 0 && messages[index]?.role === 'tool') {
-    for (const part of (messages[index] as ToolMessage).content) answered.add(part.toolCallId);
-    index--;
-  }
+  while (index >= 0 && messages[index]?.role === 'tool') index--;
   const last = messages[index];
   if (last?.role !== 'assistant') return [];
   const calls: ToolCall[] = [];
+  let answered: Set<string> | undefined;
   for (const part of last.content as ContentPart[]) {
-    if (part.type === 'tool-call' && !answered.has(part.toolCallId)) {
+    if (part.type !== 'tool-call') continue;
+    if (answered === undefined) {
+      answered = new Set();
+      for (let later = index + 1; later < messages.length; later++) {
+        for (const result of (messages[later] as ToolMessage).content) answered.add(result.toolCallId);
+      }
+    }
+    if (!answered.has(part.toolCallId)) {
       calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, arguments: part.arguments });
     }
   }

@@ -8,7 +8,6 @@ import {
   type RefusalPart,
   type StopReason,
   type TextPart,
-  type ToolCall,
   type ToolCallPart,
   type Usage,
 } from '@lunation/contract';
@@ -35,9 +34,12 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
   let openRefusal: RefusalPart | undefined;
   let providerMetadata: ProviderMetadata | undefined;
   let text = '';
-  const started = new Map<string, string>();
-  const toolCalls: ToolCall[] = [];
-  const callParts: ToolCallPart[] = [];
+  // Calls started but not ended yet: usually one at a time, so one slot, and a map only for overlapping calls.
+  let startedId: string | undefined;
+  let startedName = '';
+  let startedMore: Map<string, string> | undefined;
+  /** The tool-call parts, which are also the response's calls. */
+  const toolCalls: ToolCallPart[] = [];
   let usage: Usage | undefined;
   let stopReason: StopReason | undefined;
   const { listening } = scope;
@@ -95,7 +97,13 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
         openRefusal = undefined;
         break;
       case 'tool-call-start':
-        started.set(part.toolCallId, part.toolName);
+        if (startedId === undefined && startedMore === undefined) {
+          startedId = part.toolCallId;
+          startedName = part.toolName;
+        } else {
+          startedMore ??= new Map();
+          startedMore.set(part.toolCallId, part.toolName);
+        }
         if (listening) {
           scope.emit({ type: 'tool-call-start', step, toolCallId: part.toolCallId, toolName: part.toolName });
         }
@@ -111,22 +119,17 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
         }
         break;
       case 'tool-call-end': {
-        started.delete(part.toolCallId);
-        const call: ToolCall = {
-          toolCallId: part.toolCallId,
-          toolName: part.toolName,
-          arguments: part.arguments,
-        };
-        const callPart: ToolCallPart = {
+        if (startedId === part.toolCallId) startedId = undefined;
+        else startedMore?.delete(part.toolCallId);
+        const call: ToolCallPart = {
           type: 'tool-call',
           toolCallId: part.toolCallId,
           toolName: part.toolName,
           arguments: part.arguments,
         };
-        if (part.providerMetadata) callPart.providerMetadata = part.providerMetadata;
+        if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
         toolCalls.push(call);
-        callParts.push(callPart);
-        content.push(callPart);
+        content.push(call);
         openText = undefined;
         openReasoning = undefined;
         openRefusal = undefined;
@@ -152,14 +155,9 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
   }
   // A call that started but never ended (a stream cut short) has no arguments to run with: it is kept, with
   // empty arguments, so the model is told it did not run.
-  for (const [toolCallId, toolName] of started) {
-    const call: ToolCall = { toolCallId, toolName, arguments: '' };
-    const callPart: ToolCallPart = { type: 'tool-call', ...call };
-    toolCalls.push(call);
-    callParts.push(callPart);
-    content.push(callPart);
-  }
-  const rejectedCalls = checkCallIds(toolCalls, callParts, scope.callIds);
+  if (startedId !== undefined) cutShort(toolCalls, content, startedId, startedName);
+  if (startedMore) for (const [id, name] of startedMore) cutShort(toolCalls, content, id, name);
+  const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
   if (usage === undefined) usage = emptyUsage();
   scope.progress.usage = addUsage(scope.progress.usage, usage);
   const message: AssistantMessage = {
@@ -167,9 +165,21 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
     role: 'assistant',
     content,
     metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step },
-    ...(providerMetadata ? { providerMetadata } : {}),
   };
+  if (providerMetadata) message.providerMetadata = providerMetadata;
   return { response: { message, text, toolCalls, stopReason, usage }, rejectedCalls };
+}
+
+/** A call that started but never ended (a stream cut short): kept with empty arguments. */
+function cutShort(
+  toolCalls: ToolCallPart[],
+  content: AssistantMessage['content'],
+  toolCallId: string,
+  toolName: string,
+): void {
+  const call: ToolCallPart = { type: 'tool-call', toolCallId, toolName, arguments: '' };
+  toolCalls.push(call);
+  content.push(call);
 }
 
 /**
@@ -177,14 +187,9 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
  * empty or repeats an earlier one of the run gets a fresh id (in the message too, so call and result stay paired) and
  * will not run; the model is told why.
  */
-function checkCallIds(
-  toolCalls: ToolCall[],
-  callParts: ToolCallPart[],
-  seen: Set<string>,
-): Map<string, string> | undefined {
+function checkCallIds(toolCalls: ToolCallPart[], seen: Set<string>): Map<string, string> | undefined {
   let rejected: Map<string, string> | undefined;
-  for (let index = 0; index < toolCalls.length; index++) {
-    const call = toolCalls[index] as ToolCall;
+  for (const call of toolCalls) {
     const id = call.toolCallId;
     const problem =
       typeof id !== 'string' || id === ''
@@ -197,8 +202,7 @@ function checkCallIds(
       continue;
     }
     const replacement = `call_${createId().replace(/-/g, '')}`;
-    toolCalls[index] = { ...call, toolCallId: replacement };
-    (callParts[index] as ToolCallPart).toolCallId = replacement;
+    call.toolCallId = replacement;
     rejected ??= new Map();
     rejected.set(replacement, problem);
   }

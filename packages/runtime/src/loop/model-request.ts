@@ -14,7 +14,8 @@ export function buildRequest(scope: RunScope): ModelRequest {
   const { agent, state } = scope;
   const adjustments = state.written(requestAdjustmentsKey) ? state.peek(requestAdjustmentsKey) : undefined;
   const policy = agent.definition.context;
-  let history: Message[] = policy?.compaction ? applyCompaction(scope.messages) : scope.messages.slice();
+  // The thread's own list, unless the policy shapes it: its messages are copied into the request below.
+  let history: readonly Message[] = policy?.compaction ? applyCompaction(scope.messages) : scope.messages;
   if (policy?.maxTokens !== undefined) history = truncateMessages(history, policy);
   const messages: Message[] = [];
   if (agent.definition.systemPrompt) {
@@ -27,7 +28,7 @@ export function buildRequest(scope: RunScope): ModelRequest {
   let tools: ToolDescriptor[] = agent.descriptors as ToolDescriptor[];
   const { frontendTools } = scope.options;
   if (frontendTools.length > 0) tools = [...tools, ...frontendTools];
-  let overrides = agent.definition.overrides ?? {};
+  let overrides: NonNullable<ModelRequest['overrides']> = agent.definition.overrides ?? NO_OVERRIDES;
   if (adjustments) {
     for (const context of adjustments.contextMessages) {
       if ((context.position ?? 'end') === 'system')
@@ -63,6 +64,8 @@ export function buildRequest(scope: RunScope): ModelRequest {
     ...(format ? { responseFormat: format } : {}),
   };
 }
+
+const NO_OVERRIDES: NonNullable<ModelRequest['overrides']> = Object.freeze({});
 
 function contextMessage(key: string, role: 'system' | 'user', text: string): Message {
   return {

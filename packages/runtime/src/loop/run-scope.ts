@@ -22,13 +22,35 @@ import type { TaskHost, TaskRecord } from '../background-tasks.js';
 import type { Persistence } from '../persistence.js';
 import { type PhaseContextBase, PhaseEngine } from '../phase-engine.js';
 import type { AgentView, ModelResponse, Plugin } from '../plugin.js';
-import { activeAgentKey, type RunProgress } from '../runtime-keys.js';
+import { activeAgentKey, type RunProgress, runProgressKey } from '../runtime-keys.js';
 import { StateStore } from '../state.js';
 
 /** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
 export interface FrontendTool extends ToolDescriptor {
   /** JSON Schema the client's result (the decision payload) must satisfy. */
   responseSchema?: JsonSchema;
+}
+
+/**
+ * The AbortController of a run: also calls one plain callback when aborted, which the loop uses instead of an
+ * `abort` event listener (on Node 20 adding a listener to an AbortSignal costs microseconds, paid per run).
+ */
+export class RunAbortController extends AbortController {
+  private listener: (() => void) | undefined;
+
+  /** Calls `listener` once, right after the abort (at once when already aborted). Replaces an earlier one. */
+  onAbort(listener: () => void): void {
+    if (this.signal.aborted) listener();
+    else this.listener = listener;
+  }
+
+  override abort(reason?: unknown): void {
+    if (this.signal.aborted) return;
+    super.abort(reason);
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
 }
 
 /** Everything one run needs; assembled by AgentRuntime. */
@@ -50,6 +72,8 @@ export interface RunLoopOptions {
   decisions: ResumeDecision[];
   frontendTools: FrontendTool[];
   signal: AbortSignal;
+  /** The controller of `signal`, when it is a RunAbortController: the loop hears of the abort through it. */
+  controller?: RunAbortController;
   /** Receives every event of the run. */
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
@@ -103,8 +127,6 @@ export class RunScope {
   readonly listening: boolean;
   finalText = '';
   lastStopReason: StopReason | undefined;
-  /** Names of the tools called in the current step (for stop conditions). */
-  stepToolsCalled: string[] = [];
   /** Set when a tool failed under the `stop` error policy. */
   toolErrorStop: string | undefined;
   /** The validated structured output, once the run has it. */
@@ -116,7 +138,7 @@ export class RunScope {
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
     this.agent = options.agent;
-    this.state = new StateStore(this.agent.plugins.keys.values());
+    this.state = new StateStore(this.agent.plugins.keys);
     this.state.restore(options.threadState);
     if (options.previous) this.state.restore(options.previous.state);
     this.engine = this.createEngine();
@@ -136,6 +158,15 @@ export class RunScope {
       startedAt: Date.now(),
     };
   }
+
+  /** The progress changed: it is written to state before the state is next read (once, however often it changes). */
+  progressChanged(): void {
+    this.state.writeBeforeRead(runProgressKey, this.writeProgress);
+  }
+
+  private readonly writeProgress = (): void => {
+    this.state.write([{ key: runProgressKey, update: { ...this.progress } }]);
+  };
 
   get identity(): RunIdentity {
     return this.options.identity;

@@ -1,9 +1,13 @@
 import type { TerminationReason } from '@lunation/contract';
 import type { StepStats, StopCondition } from '../agent.js';
+import type { ModelResponse } from '../plugin.js';
 import type { RunScope } from './run-scope.js';
 
-/** Whether a stop condition (or the round limit) ends the run after the step just kept. */
-export function evaluateStopConditions(scope: RunScope): TerminationReason | undefined {
+/** Whether a stop condition (or the round limit) ends the run after the step just kept (`response` its answer). */
+export function evaluateStopConditions(
+  scope: RunScope,
+  response: ModelResponse,
+): TerminationReason | undefined {
   const { agent, progress } = scope;
   if (agent.maxRounds > 0 && progress.step >= agent.maxRounds) {
     return { type: 'stopped', code: 'max-rounds', detail: `reached ${agent.maxRounds} rounds` };
@@ -15,7 +19,7 @@ export function evaluateStopConditions(scope: RunScope): TerminationReason | und
     usage: progress.usage,
     elapsedMs: Date.now() - progress.startedAt,
     consecutiveToolErrors: progress.consecutiveToolErrors,
-    toolsCalled: scope.stepToolsCalled,
+    toolsCalled: response.toolCalls.map((call) => call.toolName),
   };
   for (const condition of conditions) {
     switch (condition.type) {

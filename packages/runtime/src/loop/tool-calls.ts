@@ -19,7 +19,7 @@ import { type Checkpointer, idempotencyKey } from './checkpointer.js';
 import type { RunScope } from './run-scope.js';
 import { ToolClock } from './tool-clock.js';
 import { ToolGate } from './tool-gate.js';
-import { invokeTool } from './tool-invoker.js';
+import { invokeTool, ToolCallContext } from './tool-invoker.js';
 
 /** How the tool calls of a step ended. */
 export interface ToolStepOutcome {
@@ -60,17 +60,16 @@ export interface ToolStepOutcome {
  */
 export class ToolCalls {
   private readonly gate: ToolGate;
-  private readonly clock: ToolClock;
+  /** Made when the first call runs. */
+  private clock: ToolClock | undefined;
   /** The calls of the step in progress (until its tool message or records are written). */
-  private plans: CallPlan[] = [];
+  private plans: readonly CallPlan[] = NO_PLANS;
 
   constructor(
     private readonly scope: RunScope,
     private readonly checkpointer: Checkpointer,
   ) {
     this.gate = new ToolGate(scope);
-    const graceMs = scope.agent.definition.toolExecution?.cancelGraceMs ?? DEFAULT_TOOL_CANCEL_GRACE_MS;
-    this.clock = new ToolClock(scope.signal, graceMs);
   }
 
   /** The calls of a fresh step: gate, C1, run, then the results for C2. */
@@ -82,14 +81,14 @@ export class ToolCalls {
       const problem = rejectedCalls?.get(call.toolCallId);
       if (problem !== undefined) settle(plan, 'failed', errorResult(problem));
       plans.push(plan);
-      this.scope.stepToolsCalled.push(call.toolName);
     }
     this.plans = plans;
     const blocked = this.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
-    this.recordOutcomes(plans, []);
+    this.recordOutcomes(plans, undefined);
     if (this.scope.durable) await this.commitOutcomes(plans);
     this.announce(plans);
-    await this.run(plans, response);
+    const running = this.run(plans, response);
+    if (running) await running;
     return this.close(plans, blocked);
   }
 
@@ -109,7 +108,8 @@ export class ToolCalls {
     this.recordOutcomes(plans, applied);
     if (this.scope.durable) await this.commitOutcomes(plans);
     this.announce(plans);
-    await this.run(plans, undefined);
+    const running = this.run(plans, undefined);
+    if (running) await running;
     const outcome = this.close(plans, blocked);
     // A resumed call's completion must be durable before the next model call.
     if (this.scope.durable && !outcome.suspended && outcome.blocked === undefined) {
@@ -123,10 +123,11 @@ export class ToolCalls {
    * when it has one (in this process, in a record), otherwise as cancelled, so no later run executes it.
    */
   answerOpenCalls(why: string): void {
-    const current = new Map(this.plans.map((plan) => [plan.call.toolCallId, plan]));
     const parts = answerOpenStep(this.scope.messages, this.scope.state.peek(toolCallsKey), () =>
       cancelledResult(why),
     );
+    if (parts.length === 0) return;
+    const current = new Map(this.plans.map((plan) => [plan.call.toolCallId, plan]));
     for (const part of parts) {
       const known = current.get(part.toolCallId)?.result;
       if (known) part.result = known;
@@ -137,11 +138,20 @@ export class ToolCalls {
 
   /** The run was cancelled: running calls are told, and abandoned if they do not stop. */
   cancel(): void {
-    this.clock.cancelAll();
+    this.clock?.cancelAll();
   }
 
   dispose(): void {
-    this.clock.dispose();
+    this.clock?.dispose();
+  }
+
+  private get runningClock(): ToolClock {
+    if (this.clock === undefined) {
+      const { scope } = this;
+      const graceMs = scope.agent.definition.toolExecution?.cancelGraceMs ?? DEFAULT_TOOL_CANCEL_GRACE_MS;
+      this.clock = new ToolClock(scope.signal, graceMs);
+    }
+    return this.clock;
   }
 
   /** A call of the open step as the store left it (see the recovery table above). */
@@ -231,7 +241,7 @@ export class ToolCalls {
   }
 
   /** The gate outcomes and decisions as call records in thread state. */
-  private recordOutcomes(plans: CallPlan[], appliedDecisions: string[]): void {
+  private recordOutcomes(plans: CallPlan[], appliedDecisions: string[] | undefined): void {
     let records: ReturnType<typeof toRecord>[] | undefined;
     for (const plan of plans) {
       if (!plan.dirty) continue;
@@ -239,10 +249,12 @@ export class ToolCalls {
       records.push(toRecord(plan));
       plan.dirty = false;
     }
+    const applied = appliedDecisions !== undefined && appliedDecisions.length > 0;
+    if (records === undefined && !applied) return;
     const updates: StateUpdate[] = [];
     if (records) updates.push({ key: toolCallsKey, update: { type: 'set', records } });
-    if (appliedDecisions.length > 0) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
-    if (updates.length > 0) this.scope.state.write(updates);
+    if (applied) updates.push({ key: appliedDecisionsKey, update: appliedDecisions });
+    this.scope.state.write(updates);
   }
 
   /**
@@ -274,27 +286,41 @@ export class ToolCalls {
 
   /**
    * Runs the runnable calls, sequentially or in parallel, making each completion durable in time. Results are
-   * reported in call order (sequential mode) or as they come (parallel mode).
+   * reported in call order (sequential mode) or as they come (parallel mode). Undefined when nothing runs.
    */
-  private async run(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
-    const execution = this.scope.agent.definition.toolExecution;
-    if (execution?.mode !== 'parallel') {
-      let remaining = 0;
-      for (const plan of plans) if (isRunnable(plan)) remaining++;
-      for (const plan of plans) {
-        if (!isRunnable(plan)) {
-          if (!plan.fromRecord) this.report(plan);
-          continue;
-        }
-        await this.runOne(plan, response);
-        // The next call may not start before this one's completion is in the store.
-        if (--remaining > 0 && plan.execution?.status === 'completed') await this.flushCompletion(plan);
-      }
-      return;
+  private run(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> | undefined {
+    if (this.scope.agent.definition.toolExecution?.mode === 'parallel')
+      return this.runParallel(plans, response);
+    if (plans.length === 1) {
+      // The common step: one call, nothing to flush before another starts.
+      const plan = plans[0] as CallPlan;
+      if (isRunnable(plan)) return this.runOne(plan, response);
+      if (!plan.fromRecord) this.report(plan);
+      return undefined;
     }
+    return this.runSequential(plans, response);
+  }
+
+  /** `run` in sequential mode: one call after another, each completion durable before the next starts. */
+  private async runSequential(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
+    let remaining = 0;
+    for (const plan of plans) if (isRunnable(plan)) remaining++;
+    for (const plan of plans) {
+      if (!isRunnable(plan)) {
+        if (!plan.fromRecord) this.report(plan);
+        continue;
+      }
+      await this.runOne(plan, response);
+      // The next call may not start before this one's completion is in the store.
+      if (--remaining > 0 && plan.execution?.status === 'completed') await this.flushCompletion(plan);
+    }
+  }
+
+  /** `run` in parallel mode: up to `concurrency` calls at once, results reported as they come. */
+  private async runParallel(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
     const runnable = plans.filter(isRunnable);
     for (const plan of plans) if (!isRunnable(plan) && !plan.fromRecord) this.report(plan);
-    const limit = Math.max(1, execution.concurrency ?? 8);
+    const limit = Math.max(1, this.scope.agent.definition.toolExecution?.concurrency ?? 8);
     let next = 0;
     let unfinished = runnable.length;
     const worker = async () => {
@@ -355,18 +381,23 @@ export class ToolCalls {
         rerun,
       });
     }
-    const definition = scope.agent.definition;
-    const invocation = await invokeTool(scope, this.clock, {
-      tool,
-      input: plan.input,
-      toolCallId: call.toolCallId,
-      toolName: call.toolName,
-      idempotencyKey: key,
-      rerun,
-      decision: plan.decision,
-      timeoutMs: tool.timeoutMs ?? definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
-      policy: this.errorPolicy(call.toolName),
-    });
+    const timeoutMs =
+      tool.timeoutMs ?? scope.agent.definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    const invocation = await invokeTool(
+      new ToolCallContext(
+        scope,
+        this.runningClock,
+        tool,
+        plan.input,
+        call.toolCallId,
+        call.toolName,
+        key,
+        rerun,
+        plan.decision,
+        timeoutMs,
+        this.errorPolicy(call.toolName),
+      ),
+    );
     if (invocation.suspend) {
       // The tool asked for a decision: it runs again once decided (its ledger entry stays in flight).
       if (this.gate.suspend(plan, invocation.suspend)) {
@@ -413,9 +444,10 @@ export class ToolCalls {
   /** The step's results: a tool message in call order, or — while a call waits — call records. */
   private close(plans: CallPlan[], blocked: string | undefined): ToolStepOutcome {
     const { scope } = this;
-    this.plans = [];
-    const outcome: ToolStepOutcome = { suspended: false, ...(blocked === undefined ? {} : { blocked }) };
-    if (plans.some((plan) => plan.status === 'suspended')) {
+    this.plans = NO_PLANS;
+    const outcome: ToolStepOutcome = { suspended: false };
+    if (blocked !== undefined) outcome.blocked = blocked;
+    if (anySuspended(plans)) {
       const records = [];
       for (const plan of plans) {
         if (plan.dirty || (isSettled(plan) && !plan.fromRecord)) records.push(toRecord(plan));
@@ -478,9 +510,18 @@ export class ToolCalls {
 
   private errorPolicy(toolName: string): ToolErrorPolicy {
     const definition = this.scope.agent.definition;
-    return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? { policy: 'continue' };
+    return definition.toolErrorPolicies?.[toolName] ?? definition.toolErrorPolicy ?? CONTINUE;
   }
 }
+
+const NO_PLANS: readonly CallPlan[] = Object.freeze([]);
+
+function anySuspended(plans: readonly CallPlan[]): boolean {
+  for (const plan of plans) if (plan.status === 'suspended') return true;
+  return false;
+}
+
+const CONTINUE: ToolErrorPolicy = Object.freeze({ policy: 'continue' });
 
 /** A blocked call stops its step: every other call not settled yet gets an error result and does not run. */
 function interrupt(plans: CallPlan[]): void {

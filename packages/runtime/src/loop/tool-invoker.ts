@@ -26,18 +26,6 @@ export interface Invocation {
   suspend?: TicketInput;
 }
 
-export interface InvokeRequest {
-  tool: AnyTool;
-  input: unknown;
-  toolCallId: string;
-  toolName: string;
-  idempotencyKey: string;
-  rerun: boolean;
-  decision: ResumeDecision | undefined;
-  timeoutMs: number;
-  policy: ToolErrorPolicy;
-}
-
 /** How an execution ended when it did not return: it threw, or it was abandoned. */
 class Thrown {
   constructor(readonly error: unknown) {}
@@ -57,18 +45,15 @@ function isThrown(value: unknown): value is Thrown {
  * the grace period is abandoned), with the tool's error policy (retries), turning whatever the tool returns
  * or throws into a storable result. Never throws.
  */
-export async function invokeTool(
-  scope: RunScope,
-  clock: ToolClock,
-  request: InvokeRequest,
-): Promise<Invocation> {
+export async function invokeTool(request: ToolCallContext): Promise<Invocation> {
+  const { scope, clock } = request;
   const watch = clock.watch(request.timeoutMs);
-  const context = new ToolCallContext(scope, clock, watch, request);
+  request.watch = watch;
   try {
     for (let attempt = 0; ; attempt++) {
       let settled: unknown;
       try {
-        settled = await execute(request, context, watch);
+        settled = await execute(request, watch);
       } catch (error) {
         settled = new Thrown(error); // a resolved value whose `then` throws (a hostile Proxy)
       }
@@ -104,21 +89,21 @@ export async function invokeTool(
  * Runs the tool once: its value, a `Thrown`, or ABANDONED when the clock gave up on it. A synchronous result
  * is returned as it is; an asynchronous one is awaited through one promise the clock can also settle.
  */
-function execute(request: InvokeRequest, context: ToolCallContext, watch: Watch): unknown | Promise<unknown> {
+function execute(request: ToolCallContext, watch: Watch): unknown | Promise<unknown> {
   let value: unknown;
   try {
-    value = request.tool.execute(request.input, context);
+    value = request.tool.execute(request.input, request);
   } catch (error) {
     return new Thrown(error);
   }
   if (!isPromiseLike(value)) return value;
-  return new Promise<unknown>((resolve) => {
+  return new Promise<unknown>((resolve, reject) => {
     watch.abandon = () => resolve(ABANDONED);
-    value.then(resolve, (error: unknown) => resolve(new Thrown(error)));
+    value.then(resolve, reject); // a rejection is caught by the caller's await
   });
 }
 
-function fromValue(value: unknown, request: InvokeRequest): Invocation {
+function fromValue(value: unknown, request: ToolCallContext): Invocation {
   try {
     return shapeValue(value, request);
   } catch (error) {
@@ -131,7 +116,7 @@ function fromValue(value: unknown, request: InvokeRequest): Invocation {
   }
 }
 
-function shapeValue(value: unknown, request: InvokeRequest): Invocation {
+function shapeValue(value: unknown, request: ToolCallContext): Invocation {
   if (ToolOutput.isInstance(value)) {
     if (value.suspend && !request.decision) {
       return { status: 'succeeded', result: { status: 'pending' }, suspend: value.suspend };
@@ -166,7 +151,7 @@ function shapeValue(value: unknown, request: InvokeRequest): Invocation {
   };
 }
 
-function abandoned(request: InvokeRequest, watch: Watch): Invocation {
+function abandoned(request: ToolCallContext, watch: Watch): Invocation {
   const why = watch.timedOut ? `timed out after ${request.timeoutMs} ms` : 'was cancelled';
   return {
     status: 'abandoned',
@@ -227,28 +212,29 @@ function backoff(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-/** The context of one tool execution. */
-class ToolCallContext implements ToolContext {
-  readonly toolCallId: string;
-  readonly toolName: string;
-  readonly idempotencyKey: string;
-  readonly rerun: boolean;
-  readonly decision: ResumeDecision | undefined;
+/**
+ * One execution of a tool: what `invokeTool` runs (the tool, its input, its time limit and error policy) and the
+ * context the tool sees.
+ */
+export class ToolCallContext implements ToolContext {
+  /** @internal the clock's watch of this execution */
+  watch: Watch | undefined;
   private backgroundTasks: BackgroundTasks | undefined;
   private snapshot: StateSnapshot | undefined;
 
   constructor(
-    private readonly scope: RunScope,
-    private readonly clock: ToolClock,
-    private readonly watch: Watch,
-    request: InvokeRequest,
-  ) {
-    this.toolCallId = request.toolCallId;
-    this.toolName = request.toolName;
-    this.idempotencyKey = request.idempotencyKey;
-    this.rerun = request.rerun;
-    this.decision = request.decision;
-  }
+    /** @internal */ readonly scope: RunScope,
+    /** @internal */ readonly clock: ToolClock,
+    /** @internal */ readonly tool: AnyTool,
+    /** @internal the parsed and validated arguments */ readonly input: unknown,
+    readonly toolCallId: string,
+    readonly toolName: string,
+    readonly idempotencyKey: string,
+    readonly rerun: boolean,
+    readonly decision: ResumeDecision | undefined,
+    /** @internal */ readonly timeoutMs: number,
+    /** @internal */ readonly policy: ToolErrorPolicy,
+  ) {}
 
   get identity(): RunIdentity {
     return this.scope.identity;
@@ -256,7 +242,7 @@ class ToolCallContext implements ToolContext {
 
   /** Aborted when the call times out or the run is cancelled. */
   get signal(): AbortSignal {
-    return this.clock.signalFor(this.watch);
+    return this.clock.signalFor(this.watch as Watch);
   }
 
   /** The state as the call started (taken when first read). */
