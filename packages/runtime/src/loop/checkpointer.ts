@@ -1,4 +1,5 @@
 import type {
+  CheckpointCommit,
   RunRecord,
   RunStatus,
   TerminationReason,
@@ -112,20 +113,21 @@ export class Checkpointer {
   runRecord(status: RunStatus, termination: TerminationReason | undefined): RunRecord {
     const { scope } = this;
     const { options, progress } = scope;
-    return {
+    const record: RunRecord = {
       identity: options.identity,
       status,
-      ...(termination === undefined ? {} : { termination }),
       steps: progress.step,
       usage: progress.usage,
       openTickets: this.currentTickets(),
       state: scope.state.exportScope('run'),
       finalText: scope.finalText,
-      ...(scope.output === undefined ? {} : { output: scope.output }),
-      ...(options.registryVersion === undefined ? {} : { registryVersion: options.registryVersion }),
       createdAt: this.createdAt,
       updatedAt: Date.now(),
     };
+    if (termination !== undefined) record.termination = termination;
+    if (scope.output !== undefined) record.output = scope.output;
+    if (options.registryVersion !== undefined) record.registryVersion = options.registryVersion;
+    return record;
   }
 
   /**
@@ -147,16 +149,18 @@ export class Checkpointer {
     const record = run ? this.runRecord(status, termination) : undefined;
     const executions = this.riding;
     this.riding = [];
+    const commit: CheckpointCommit = {
+      threadId: identity.threadId,
+      expectedMessageCount: this.committedCount,
+      messages,
+    };
+    if (record) commit.run = record;
+    else commit.runId = identity.runId;
+    if (threadChanged) commit.threadState = scope.state.exportScope('thread');
+    if (executions.length > 0) commit.toolExecutions = executions;
+    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
     try {
-      this.committedCount = await persistence.commit({
-        threadId: identity.threadId,
-        expectedMessageCount: this.committedCount,
-        messages,
-        ...(record ? { run: record } : { runId: identity.runId }),
-        ...(threadChanged ? { threadState: scope.state.exportScope('thread') } : {}),
-        ...(executions.length > 0 ? { toolExecutions: executions } : {}),
-        ...(leaseToken === undefined ? {} : { leaseToken }),
-      });
+      this.committedCount = await persistence.commit(commit);
     } catch (error) {
       this.riding = executions.concat(this.riding);
       throw error;
