@@ -116,7 +116,7 @@ export class AgentLoop {
           input.length === 0 ? base : { ...base, messages: [...scope.messages, ...input] },
         );
       }
-      termination = await this.resume();
+      if (this.toolCalls.hasOpenStep()) termination = await this.resume();
       if (termination === undefined) {
         for (const message of input) scope.append(message);
         while (termination === undefined) termination = await this.step();
@@ -196,7 +196,10 @@ export class AgentLoop {
     }
     if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
     if (termination === undefined) termination = evaluateStopConditions(scope, response);
-    if (termination?.type === 'natural-end') termination = await this.afterReply();
+    if (termination?.type === 'natural-end') {
+      const next = this.afterReply();
+      termination = next instanceof Promise ? await next : next;
+    }
     scope.progressChanged();
     if (termination === undefined) {
       if (scope.durable) await this.checkpointer.commit('running', undefined, true);
@@ -205,25 +208,29 @@ export class AgentLoop {
     return termination;
   }
 
-  /** The model answered without tool calls: continue with new input, wait for it, or end. */
-  private async afterReply(): Promise<TerminationReason | undefined> {
+  /** The model answered without tool calls: continue with new input, wait for it (a session), or end. */
+  private afterReply(): TerminationReason | undefined | Promise<TerminationReason | undefined> {
     const { scope, inbox } = this;
     if (inbox.size > 0) return undefined;
-    if (scope.options.keepAlive && !inbox.closed) {
-      scope.progressChanged();
-      if (scope.durable) await this.checkpointer.commit('running', undefined, true);
-      this.emitStepEnd();
-      scope.options.onTurnEnd?.({
-        finalText: scope.finalText,
-        steps: scope.progress.step,
-        usage: scope.progress.usage,
-      });
-      await inbox.waitForInput();
-      if (scope.signal.aborted) return this.cancelled();
-      if (inbox.size > 0) return undefined;
-      return { type: 'natural-end' };
-    }
+    if (scope.options.keepAlive && !inbox.closed) return this.awaitInput();
     if (inbox.pendingTasks().length > 0) return { type: 'awaiting-tasks' };
+    return { type: 'natural-end' };
+  }
+
+  /** A kept-alive run answered: checkpoint, tell the session, and wait for its next input. */
+  private async awaitInput(): Promise<TerminationReason | undefined> {
+    const { scope, inbox } = this;
+    scope.progressChanged();
+    if (scope.durable) await this.checkpointer.commit('running', undefined, true);
+    this.emitStepEnd();
+    scope.options.onTurnEnd?.({
+      finalText: scope.finalText,
+      steps: scope.progress.step,
+      usage: scope.progress.usage,
+    });
+    await inbox.waitForInput();
+    if (scope.signal.aborted) return this.cancelled();
+    if (inbox.size > 0) return undefined;
     return { type: 'natural-end' };
   }
 

@@ -3,6 +3,7 @@ import {
   addUsage,
   emptyUsage,
   type ModelRequest,
+  type ModelStreamPart,
   type ProviderMetadata,
   type ReasoningPart,
   type RefusalPart,
@@ -27,82 +28,100 @@ export interface Inference {
  * redacted or annotated block its own part), emitting deltas as they arrive.
  */
 export async function infer(scope: RunScope, request: ModelRequest, signal: AbortSignal): Promise<Inference> {
-  const step = scope.progress.step;
-  const content: AssistantMessage['content'] = [];
-  let openText: TextPart | undefined;
-  let openReasoning: ReasoningPart | undefined;
-  let openRefusal: RefusalPart | undefined;
-  let providerMetadata: ProviderMetadata | undefined;
-  let text = '';
+  const answer = new Answer(scope);
+  for await (const part of scope.agent.model.stream(request, { signal })) answer.add(part);
+  return answer.finish();
+}
+
+/** The answer being streamed: its parts and text so far, the calls started and ended, usage and stop reason. */
+class Answer {
+  private readonly step: number;
+  private readonly listening: boolean;
+  private readonly content: AssistantMessage['content'] = [];
+  private openText: TextPart | undefined;
+  private openReasoning: ReasoningPart | undefined;
+  private openRefusal: RefusalPart | undefined;
+  private providerMetadata: ProviderMetadata | undefined;
+  private text = '';
   // Calls started but not ended yet: usually one at a time, so one slot, and a map only for overlapping calls.
-  let startedId: string | undefined;
-  let startedName = '';
-  let startedMore: Map<string, string> | undefined;
+  private startedId: string | undefined;
+  private startedName = '';
+  private startedMore: Map<string, string> | undefined;
   /** The tool-call parts, which are also the response's calls. */
-  const toolCalls: ToolCallPart[] = [];
-  let usage: Usage | undefined;
-  let stopReason: StopReason | undefined;
-  const { listening } = scope;
-  for await (const part of scope.agent.model.stream(request, { signal })) {
+  private readonly toolCalls: ToolCallPart[] = [];
+  private usage: Usage | undefined;
+  private stopReason: StopReason | undefined;
+
+  constructor(private readonly scope: RunScope) {
+    this.step = scope.progress.step;
+    this.listening = scope.listening;
+  }
+
+  add(part: ModelStreamPart): void {
+    const { scope, step, listening } = this;
     switch (part.type) {
-      case 'text-delta':
-        text += part.delta;
+      case 'text-delta': {
+        this.text += part.delta;
+        let openText = this.openText;
         if (openText) openText.text += part.delta;
         else {
           openText = { type: 'text', text: part.delta };
-          content.push(openText);
+          this.content.push(openText);
+          this.openText = openText;
         }
-        openReasoning = undefined;
-        openRefusal = undefined;
+        this.openReasoning = undefined;
+        this.openRefusal = undefined;
         if (part.providerMetadata) {
           openText.providerMetadata = part.providerMetadata;
-          openText = undefined; // metadata closes the block
+          this.openText = undefined; // metadata closes the block
         }
         if (listening && part.delta) scope.emit({ type: 'text-delta', step, delta: part.delta });
         break;
-      case 'reasoning-delta':
+      }
+      case 'reasoning-delta': {
+        let openReasoning = this.openReasoning;
         if (!openReasoning) {
           openReasoning = { type: 'reasoning', text: '' };
-          content.push(openReasoning);
+          this.content.push(openReasoning);
+          this.openReasoning = openReasoning;
         }
-        openText = undefined;
-        openRefusal = undefined;
+        this.openText = undefined;
+        this.openRefusal = undefined;
         openReasoning.text += part.delta;
         if (part.redacted) openReasoning.redacted = true;
         if (part.providerMetadata) openReasoning.providerMetadata = part.providerMetadata;
         if (part.signature !== undefined || part.redacted || part.providerMetadata) {
           if (part.signature !== undefined) openReasoning.signature = part.signature;
-          openReasoning = undefined; // a signature, redaction or metadata closes the block
+          this.openReasoning = undefined; // a signature, redaction or metadata closes the block
         }
         if (part.delta && listening) scope.emit({ type: 'reasoning-delta', step, delta: part.delta });
         break;
+      }
       case 'refusal-delta':
-        if (openRefusal) openRefusal.text += part.delta;
+        if (this.openRefusal) this.openRefusal.text += part.delta;
         else {
-          openRefusal = { type: 'refusal', text: part.delta };
-          content.push(openRefusal);
+          this.openRefusal = { type: 'refusal', text: part.delta };
+          this.content.push(this.openRefusal);
         }
-        openText = undefined;
-        openReasoning = undefined;
+        this.openText = undefined;
+        this.openReasoning = undefined;
         break;
       case 'provider-content':
-        content.push({
+        this.content.push({
           type: 'provider-content',
           provider: part.provider,
           kind: part.kind,
           value: part.value,
         });
-        openText = undefined;
-        openReasoning = undefined;
-        openRefusal = undefined;
+        this.closeBlocks();
         break;
       case 'tool-call-start':
-        if (startedId === undefined && startedMore === undefined) {
-          startedId = part.toolCallId;
-          startedName = part.toolName;
+        if (this.startedId === undefined && this.startedMore === undefined) {
+          this.startedId = part.toolCallId;
+          this.startedName = part.toolName;
         } else {
-          startedMore ??= new Map();
-          startedMore.set(part.toolCallId, part.toolName);
+          this.startedMore ??= new Map();
+          this.startedMore.set(part.toolCallId, part.toolName);
         }
         if (listening) {
           scope.emit({ type: 'tool-call-start', step, toolCallId: part.toolCallId, toolName: part.toolName });
@@ -119,8 +138,8 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
         }
         break;
       case 'tool-call-end': {
-        if (startedId === part.toolCallId) startedId = undefined;
-        else startedMore?.delete(part.toolCallId);
+        if (this.startedId === part.toolCallId) this.startedId = undefined;
+        else this.startedMore?.delete(part.toolCallId);
         const call: ToolCallPart = {
           type: 'tool-call',
           toolCallId: part.toolCallId,
@@ -128,11 +147,9 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
           arguments: part.arguments,
         };
         if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
-        toolCalls.push(call);
-        content.push(call);
-        openText = undefined;
-        openReasoning = undefined;
-        openRefusal = undefined;
+        this.toolCalls.push(call);
+        this.content.push(call);
+        this.closeBlocks();
         if (listening) {
           scope.emit({
             type: 'tool-call-end',
@@ -145,29 +162,41 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
         break;
       }
       case 'usage':
-        usage = usage === undefined ? part.usage : addUsage(usage, part.usage);
+        this.usage = this.usage === undefined ? part.usage : addUsage(this.usage, part.usage);
         break;
       case 'finish':
-        stopReason = part.stopReason;
-        if (part.providerMetadata) providerMetadata = part.providerMetadata;
+        this.stopReason = part.stopReason;
+        if (part.providerMetadata) this.providerMetadata = part.providerMetadata;
         break;
     }
   }
-  // A call that started but never ended (a stream cut short) has no arguments to run with: it is kept, with
-  // empty arguments, so the model is told it did not run.
-  if (startedId !== undefined) cutShort(toolCalls, content, startedId, startedName);
-  if (startedMore) for (const [id, name] of startedMore) cutShort(toolCalls, content, id, name);
-  const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
-  if (usage === undefined) usage = emptyUsage();
-  scope.progress.usage = addUsage(scope.progress.usage, usage);
-  const message: AssistantMessage = {
-    id: createId(),
-    role: 'assistant',
-    content,
-    metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step },
-  };
-  if (providerMetadata) message.providerMetadata = providerMetadata;
-  return { response: { message, text, toolCalls, stopReason, usage }, rejectedCalls };
+
+  /** The stream ended: the assistant message and the response. */
+  finish(): Inference {
+    const { scope, toolCalls, content } = this;
+    // A call that started but never ended (a stream cut short) has no arguments to run with: it is kept, with
+    // empty arguments, so the model is told it did not run.
+    if (this.startedId !== undefined) cutShort(toolCalls, content, this.startedId, this.startedName);
+    if (this.startedMore) for (const [id, name] of this.startedMore) cutShort(toolCalls, content, id, name);
+    const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
+    const usage = this.usage ?? emptyUsage();
+    scope.progress.usage = addUsage(scope.progress.usage, usage);
+    const message: AssistantMessage = {
+      id: createId(),
+      role: 'assistant',
+      content,
+      metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step: this.step },
+    };
+    if (this.providerMetadata) message.providerMetadata = this.providerMetadata;
+    const response = { message, text: this.text, toolCalls, stopReason: this.stopReason, usage };
+    return { response, rejectedCalls };
+  }
+
+  private closeBlocks(): void {
+    this.openText = undefined;
+    this.openReasoning = undefined;
+    this.openRefusal = undefined;
+  }
 }
 
 /** A call that started but never ended (a stream cut short): kept with empty arguments. */

@@ -92,6 +92,11 @@ export class ToolCalls {
     return this.close(plans, blocked);
   }
 
+  /** Whether the thread has an open step: calls of its last assistant message that no tool message answers. */
+  hasOpenStep(): boolean {
+    return unansweredCalls(this.scope.messages).length > 0;
+  }
+
   /**
    * The unanswered calls of the thread's open step, continued from what the store says: decisions applied
    * (C0), recovered calls settled, re-run or gated again, then the results committed before the next model
