@@ -18,35 +18,30 @@ import {
   type UserMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
-import type { AgentDefinition } from './agent.js';
+import type { AgentDefinition, ResolvedAgent } from './agent.js';
 import type { TaskHost, TaskRecord } from './background-tasks.js';
 import {
   checkDecisions,
   commitPartialDecisions,
   commitSupersede,
-  type OpenThread,
   validateDecisionShapes,
 } from './decisions.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
 import { AgentLoop } from './loop/agent-loop.js';
-import {
-  openTickets,
-  type ToolCallRecord,
-  toolCallRecords,
-  upgradeThreadState,
-} from './loop/call-records.js';
+import { openTickets, type ToolCallRecord, toolCallsKey, upgradeThreadState } from './loop/call-records.js';
 import type { DeliveryMode } from './loop/inbox.js';
 import type { FrontendTool, RunResult } from './loop/run-scope.js';
 import {
   InProcessPersistence,
   type InProcessRetention,
+  type LoadedThread,
   type Persistence,
   StorePersistence,
 } from './persistence.js';
-import { AgentRegistry, type RegistrySet } from './registry.js';
+import { AgentRegistry, type RegistrySet, type RegistrySnapshot } from './registry.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
-import { busyHere, ThreadLease } from './thread-lease.js';
+import { busyHere, ThreadLeases } from './thread-lease.js';
 import { type AnyTool, defineTool } from './tool.js';
 
 export interface AgentRuntimeOptions extends RegistrySet {
@@ -134,25 +129,22 @@ export interface DecisionOutcome {
   run?: RunHandle;
 }
 
-interface ActiveRun {
-  identity: RunIdentity;
-  controller: AbortController;
-  loop?: AgentLoop;
-  emit(event: AgentEvent): void;
-  done: Promise<RunResult>;
-}
-
 /** Runs agents on threads: one active run per thread, cancellation, decisions, durable when given a store. */
 export class AgentRuntime {
   readonly registry: AgentRegistry;
   readonly store: LunationStore | undefined;
   private readonly persistence: Persistence;
-  private readonly activeByThread = new Map<string, ActiveRun>();
-  private readonly activeByRun = new Map<string, ActiveRun>();
+  /** The same persistence when it is this process's memory: runs then open threads without a promise. */
+  private readonly local: InProcessPersistence | undefined;
+  /** Leases of this runtime's runs; none without a store (the thread maps below suffice in one process). */
+  private readonly leases: ThreadLeases | undefined;
+  private readonly activeByThread = new Map<string, LiveRun>();
+  private readonly activeByRun = new Map<string, LiveRun>();
   private readonly sinks: EventSink[];
-  private readonly leaseTtlMs: number;
   private readonly owner: string;
   private readonly emitStateSnapshots: boolean;
+  /** The agent resolver handed to runs of the current registry version. */
+  private resolver: { snapshot: RegistrySnapshot; resolve(agentId: string): ResolvedAgent } | undefined;
   private readonly liveTasks = new Map<
     string,
     { threadId: string; controller: AbortController; record: TaskRecord }
@@ -170,12 +162,17 @@ export class AgentRuntime {
         '`retention` applies to runtimes without a store; a store keeps threads until deleteThread()',
       );
     }
-    this.persistence = options.store
-      ? new StorePersistence(options.store)
-      : new InProcessPersistence(options.retention, (threadId) => this.activeByThread.has(threadId));
-    this.sinks = options.sinks ?? [];
-    this.leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    if (options.store) {
+      this.persistence = new StorePersistence(options.store);
+      this.leases = new ThreadLeases(this.persistence, this.owner, options.leaseTtlMs ?? 30_000);
+    } else {
+      this.local = new InProcessPersistence(options.retention, (threadId) =>
+        this.activeByThread.has(threadId),
+      );
+      this.persistence = this.local;
+    }
+    this.sinks = options.sinks ?? [];
     this.emitStateSnapshots = options.emitStateSnapshots ?? false;
     this.tasks = this.createTaskHost();
     this.registry = new AgentRegistry(
@@ -200,12 +197,19 @@ export class AgentRuntime {
    * here or in another process sharing the store.
    */
   async run(options: RunOptions): Promise<RunHandle> {
-    return (await this.start(options)).handle;
+    return observed(await this.begin(options, options.stream !== false));
   }
 
-  private async start(
+  /**
+   * Checks the request and reserves the thread, then starts the run: at once, without a promise, in the common
+   * case (no store, no decisions, nothing open on the thread); through {@link start} otherwise. `outcome`,
+   * when given, receives what became of the decisions. Throws (synchronously) on a bad request.
+   */
+  private begin(
     options: RunOptions,
-  ): Promise<{ handle: RunHandle; outcome: Omit<DecisionOutcome, 'run'> }> {
+    buffer: boolean,
+    outcome?: DecisionOutcome,
+  ): LiveRun | Promise<RunHandle> {
     const { threadId } = options;
     if (typeof threadId !== 'string' || threadId.length === 0) {
       throw new LunationError('invalid-argument', 'run() needs a non-empty threadId');
@@ -213,39 +217,74 @@ export class AgentRuntime {
     const busy = this.activeByThread.get(threadId);
     if (busy) throw busyHere(threadId, busy.identity.runId);
     const input = normaliseInput(options.input);
-    const decisions = validateDecisionShapes(options.decisions ?? []);
+    const decisions =
+      options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions);
     const snapshot = this.registry.current;
     if (options.agentId !== undefined) snapshot.agent(options.agentId);
 
-    const controller = new AbortController();
-    const reservation: ActiveRun = {
-      identity: {
+    const run = new LiveRun(
+      {
         threadId,
         runId: createId(),
         agentId: options.agentId ?? '',
         origin: options.parent?.origin ?? 'user',
       },
-      controller,
-      emit: () => {},
-      done: Promise.resolve(undefined as never),
-    };
-    this.activeByThread.set(threadId, reservation);
-    const lease = new ThreadLease(this.persistence, threadId, this.owner, this.leaseTtlMs);
-    const release = async () => {
-      if (this.activeByThread.get(threadId) === reservation) this.activeByThread.delete(threadId);
-      this.activeByRun.delete(reservation.identity.runId);
-      await lease.release();
-    };
+      this.sinks,
+      buffer,
+      options.onEvent,
+    );
+    this.activeByThread.set(threadId, run);
+    if (this.local === undefined || decisions.length > 0 || outcome !== undefined) {
+      return this.start(run, options, input, decisions, snapshot, outcome);
+    }
     try {
-      await lease.acquire(reservation.identity.runId);
-      const thread = await this.openThread(threadId, options.resourceId);
-      const commitContext = { persistence: this.persistence, threadId, leaseToken: lease.token };
-      const records = toolCallRecords(thread.threadState);
-      const tickets = openTickets(records);
+      const thread = this.opened(
+        threadId,
+        this.local.openNow(threadId, options.resourceId),
+        options.resourceId,
+      );
+      if (thread.threadState[toolCallsKey.name] !== undefined || continuedRun(thread.latestRun)) {
+        // Something to settle first (open tickets, a run to continue).
+        return this.start(run, options, input, decisions, snapshot, outcome, thread);
+      }
+      return this.launch(run, options, thread, input, undefined, NO_DECISIONS, snapshot);
+    } catch (error) {
+      this.release(run);
+      throw error;
+    }
+  }
+
+  /**
+   * Starts a run on its reserved thread in the general case: takes the thread's lease, opens the thread (unless
+   * `opened`), settles what it waits on (decisions, supersede, recovery), then launches the loop.
+   */
+  private async start(
+    run: LiveRun,
+    options: RunOptions,
+    input: Message[],
+    decisions: ResumeDecision[],
+    snapshot: RegistrySnapshot,
+    outcome: DecisionOutcome | undefined,
+    opened?: LoadedThread,
+  ): Promise<RunHandle> {
+    const { threadId } = run.identity;
+    try {
+      if (this.leases) run.leaseToken = await this.leases.acquire(threadId, run.identity.runId);
+      const thread =
+        opened ??
+        this.opened(
+          threadId,
+          this.local
+            ? this.local.openNow(threadId, options.resourceId)
+            : await this.persistence.open(threadId, options.resourceId),
+          options.resourceId,
+        );
+      const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
+      const records = stored ?? NO_RECORDS;
+      const tickets = stored ? openTickets(stored) : NO_TICKETS;
       const latest = thread.latestRun;
       let previous: RunRecord | undefined;
-      let freshDecisions: ResumeDecision[] = [];
-      let outcome: Omit<DecisionOutcome, 'run'> = { applied: [], ignored: [], openTickets: tickets };
+      let freshDecisions = NO_DECISIONS;
 
       if (decisions.length > 0) {
         const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
@@ -258,37 +297,25 @@ export class AgentRuntime {
           // Nothing new, or some tickets still open: record what was decided and stay waiting.
           const partial =
             freshDecisions.length > 0
-              ? await commitPartialDecisions(commitContext, thread, freshDecisions)
+              ? await commitPartialDecisions(this.commitContext(run), thread, freshDecisions)
               : { openTickets: tickets, run: latest };
-          await release();
-          outcome = {
-            applied: freshDecisions.map((decision) => decision.decisionId),
-            ignored: checked.ignored,
-            openTickets: partial.openTickets,
-          };
-          const handle = settledHandle(
-            threadId,
-            partial.run ?? latest,
-            partial.openTickets,
-            freshDecisions,
-            records,
-          );
-          handle.cancel = (reason) => controller.abort(reason);
-          return { handle, outcome };
+          await this.release(run);
+          if (outcome) {
+            outcome.applied = freshDecisions.map((decision) => decision.decisionId);
+            outcome.ignored = checked.ignored;
+            outcome.openTickets = partial.openTickets;
+          }
+          return settledHandle(threadId, partial.run ?? latest, partial.openTickets, freshDecisions, records);
         }
         if (latest && latest.status !== 'done') previous = latest;
-        outcome = {
-          applied: freshDecisions.map((decision) => decision.decisionId),
-          ignored: checked.ignored,
-          openTickets: [],
-        };
-      } else if (latest?.status === 'running') {
-        previous = latest; // the process running it died: recover it
-      } else if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') {
-        previous = latest; // continue the run that waited for its background tasks
+        if (outcome) {
+          outcome.applied = freshDecisions.map((decision) => decision.decisionId);
+          outcome.ignored = checked.ignored;
+        }
+      } else {
+        previous = continuedRun(latest);
+        if (outcome) outcome.openTickets = tickets === NO_TICKETS ? [] : tickets;
       }
-      const taskResults = [...(options.taskResults ?? []), ...(this.finishedTasks.get(threadId) ?? [])];
-      this.finishedTasks.delete(threadId);
       if (tickets.length > 0 && decisions.length === 0 && previous === undefined) {
         if (input.length === 0) {
           throw new LunationError(
@@ -297,133 +324,165 @@ export class AgentRuntime {
             { details: { openTickets: tickets.map((ticket) => ticket.id) } },
           );
         }
-        await commitSupersede(commitContext, thread);
+        await commitSupersede(this.commitContext(run), thread);
       }
-      if (!previous && input.length === 0 && decisions.length === 0 && taskResults.length === 0) {
-        throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
+      const token = run.leaseToken;
+      if (previous && previous.identity.runId !== run.identity.runId && this.leases && token !== undefined) {
+        // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it.
+        run.leaseToken = undefined;
+        run.leaseToken = await this.leases.retake(threadId, token, previous.identity.runId);
       }
-
-      const activeAgent = thread.threadState['runtime.activeAgent'];
-      const agentId =
-        options.agentId ??
-        previous?.identity.agentId ??
-        (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
-        snapshot.agentIds[0];
-      if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
-      const agent = snapshot.agent(
-        previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,
-      );
-      const identity: RunIdentity = previous
-        ? previous.identity
-        : {
-            threadId,
-            runId: reservation.identity.runId,
-            agentId: agent.id,
-            ...(options.parent
-              ? { parentRunId: options.parent.runId, parentToolCallId: options.parent.toolCallId }
-              : {}),
-            origin: options.parent?.origin ?? 'user',
-          };
-      // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it.
-      if (identity.runId !== reservation.identity.runId) await lease.retake(identity.runId);
-      reservation.identity = identity;
-      const stream = new EventStream();
-      const buffer = options.stream !== false;
-      const sinks = this.sinks;
-      const onEvent = options.onEvent;
-      const emit = (event: AgentEvent) => {
-        if (buffer) stream.push(event);
-        if (onEvent) onEvent(event);
-        for (const sink of sinks) {
-          try {
-            const pendingEmit = sink.emit(event);
-            if (pendingEmit) pendingEmit.catch(() => {});
-          } catch {
-            // A failing sink must not break the run.
-          }
-        }
-      };
-      reservation.emit = emit;
-      this.activeByRun.set(identity.runId, reservation);
-      if (options.signal) {
-        if (options.signal.aborted) controller.abort(options.signal.reason);
-        else
-          options.signal.addEventListener('abort', () => controller.abort(options.signal?.reason), {
-            once: true,
-          });
-      }
-      lease.keepAlive((error) => controller.abort(error));
-      const loop = new AgentLoop({
-        identity,
-        agent,
-        resolveAgent: (id) => snapshot.agent(id),
-        persistence: this.persistence,
-        leaseToken: lease.token,
-        history: thread.messages,
-        input,
-        threadState: thread.threadState,
-        previous,
-        decisions: freshDecisions,
-        frontendTools: options.frontendTools ?? [],
-        signal: controller.signal,
-        emit,
-        registryVersion: snapshot.version,
-        emitStateSnapshots: this.emitStateSnapshots,
-        tasks: this.tasks,
-        taskResults,
-        listening: buffer || sinks.length > 0 || onEvent !== undefined,
-        ...(options.keepAlive ? { keepAlive: true } : {}),
-        ...(options.onTurnEnd ? { onTurnEnd: options.onTurnEnd } : {}),
-        ...(options.output ? { output: options.output } : {}),
-      });
-      reservation.loop = loop;
-      const result = loop.execute().finally(async () => {
-        stream.close();
-        await release();
-      });
-      reservation.done = result;
-      result.catch(() => {});
-      const handle: RunHandle = {
-        runId: identity.runId,
-        threadId,
-        identity,
-        events: stream,
-        result,
-        cancel: (reason) => controller.abort(reason ?? 'cancelled'),
-      };
-      return { handle, outcome };
+      return this.launch(run, options, thread, input, previous, freshDecisions, snapshot);
     } catch (error) {
-      await release();
+      await this.release(run);
       throw error;
     }
   }
 
-  /** Loads a thread (creating it when new), upgraded to the current layout of its state. */
-  private async openThread(threadId: string, resourceId: string | undefined): Promise<OpenThread> {
-    const loaded = await this.persistence.load(threadId);
-    if (!loaded) {
-      await this.persistence.createThread(threadId, resourceId);
-      return { messages: [], threadState: {}, latestRun: undefined };
+  /** Runs the loop on an opened thread with nothing left to settle: the run becomes active. */
+  private launch(
+    run: LiveRun,
+    options: RunOptions,
+    thread: LoadedThread,
+    input: Message[],
+    previous: RunRecord | undefined,
+    decisions: ResumeDecision[],
+    snapshot: RegistrySnapshot,
+  ): LiveRun {
+    const { threadId, runId } = run.identity;
+    const finishedTasks = this.finishedTasks.get(threadId);
+    if (
+      !previous &&
+      input.length === 0 &&
+      decisions.length === 0 &&
+      !finishedTasks &&
+      !options.taskResults?.length
+    ) {
+      throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
     }
-    if (resourceId !== undefined && loaded.resourceId !== undefined && loaded.resourceId !== resourceId) {
+    const activeAgent = thread.threadState['runtime.activeAgent'];
+    const agentId =
+      options.agentId ??
+      previous?.identity.agentId ??
+      (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
+      snapshot.agentIds[0];
+    if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
+    const agent = snapshot.agent(
+      previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,
+    );
+    const { parent } = options;
+    if (previous) run.identity = previous.identity;
+    else if (parent) {
+      run.identity = {
+        threadId,
+        runId,
+        agentId: agent.id,
+        parentRunId: parent.runId,
+        parentToolCallId: parent.toolCallId,
+        origin: parent.origin,
+      };
+    } else run.identity.agentId = agent.id; // the reservation's identity, complete now
+    const { identity } = run;
+    this.activeByRun.set(identity.runId, run);
+    if (options.signal) run.follow(options.signal);
+    if (this.leases && run.leaseToken !== undefined) {
+      this.leases.keep(threadId, run.leaseToken, run.controller);
+    }
+    const listening = run.listening;
+    const loop = new AgentLoop({
+      identity,
+      agent,
+      resolveAgent: this.resolverOf(snapshot),
+      persistence: this.persistence,
+      leaseToken: run.leaseToken,
+      history: thread.messages,
+      input,
+      threadState: thread.threadState,
+      previous,
+      decisions,
+      frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
+      signal: run.controller.signal,
+      emit: listening ? (event) => run.emit(event) : ignoreEvent,
+      registryVersion: snapshot.version,
+      emitStateSnapshots: this.emitStateSnapshots,
+      tasks: this.tasks,
+      taskResults: finishedTasks
+        ? options.taskResults
+          ? [...options.taskResults, ...finishedTasks]
+          : finishedTasks
+        : options.taskResults,
+      listening,
+      keepAlive: options.keepAlive,
+      onTurnEnd: options.onTurnEnd,
+      output: options.output,
+    });
+    // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
+    if (finishedTasks) this.finishedTasks.delete(threadId);
+    run.loop = loop;
+    run.result = loop.execute().then(
+      (result) => {
+        const releasing = this.release(run);
+        return releasing ? releasing.then(() => result) : result;
+      },
+      (error: unknown) => {
+        const releasing = this.release(run);
+        if (!releasing) throw error;
+        return releasing.then(() => Promise.reject(error));
+      },
+    );
+    return run;
+  }
+
+  /** `snapshot.agent` as a function, made once per registry version. */
+  private resolverOf(snapshot: RegistrySnapshot): (agentId: string) => ResolvedAgent {
+    if (this.resolver?.snapshot !== snapshot) {
+      this.resolver = { snapshot, resolve: (agentId) => snapshot.agent(agentId) };
+    }
+    return this.resolver.resolve;
+  }
+
+  /** The run's thread with its owner checked and its state upgraded to the current layout. */
+  private opened(threadId: string, thread: LoadedThread, resourceId: string | undefined): LoadedThread {
+    if (resourceId !== undefined && thread.resourceId !== undefined && thread.resourceId !== resourceId) {
       throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
     }
-    return {
-      messages: loaded.messages,
-      threadState: upgradeThreadState(loaded.threadState),
-      latestRun: loaded.latestRun,
-    };
+    thread.threadState = upgradeThreadState(thread.threadState);
+    return thread;
+  }
+
+  /**
+   * Ends the run's hold on its thread: closes its events, frees the thread here and releases its lease; the
+   * promise of that release, if it has a lease (nothing to wait for otherwise).
+   */
+  private release(run: LiveRun): Promise<void> | undefined {
+    run.end();
+    const { threadId, runId } = run.identity;
+    if (this.activeByThread.get(threadId) === run) this.activeByThread.delete(threadId);
+    this.activeByRun.delete(runId);
+    const token = run.leaseToken;
+    run.leaseToken = undefined;
+    return this.leases && token !== undefined ? this.leases.release(threadId, token) : undefined;
+  }
+
+  private commitContext(run: LiveRun) {
+    return { persistence: this.persistence, threadId: run.identity.threadId, leaseToken: run.leaseToken };
   }
 
   /**
    * Runs and waits for the result. With an `output` schema the result's `output` is typed by it (validated
    * JSON, present when the run ended with one).
    */
-  async generate<Schema extends z.ZodType = z.ZodType<unknown>>(
+  generate<Schema extends z.ZodType = z.ZodType<unknown>>(
     options: RunOptions & { output?: Schema },
   ): Promise<RunResult<z.infer<Schema>>> {
-    const handle = await this.run({ stream: false, ...options });
-    return handle.result as Promise<RunResult<z.infer<Schema>>>;
+    // Not async: a run started at once hands back its own result promise, with no promise around it.
+    try {
+      const started = this.begin(options, options.stream ?? false);
+      const result = started instanceof LiveRun ? started.result : started.then(resultOfRun);
+      return result as Promise<RunResult<z.infer<Schema>>>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -531,14 +590,15 @@ export class AgentRuntime {
    */
   async sendDecisions(id: string, decisions: ResumeDecision[]): Promise<DecisionOutcome> {
     const threadId = await this.threadOf(id);
-    const { handle, outcome } = await this.start({ threadId, decisions });
+    const outcome: DecisionOutcome = { applied: [], ignored: [], openTickets: [] };
+    const handle = observed(await this.begin({ threadId, decisions }, true, outcome));
     if (outcome.openTickets.length > 0 || outcome.applied.length === 0) return outcome;
     return { ...outcome, run: handle };
   }
 
   /** Waits for every active run to end. */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.activeByRun.values()].map((run) => run.done));
+    await Promise.allSettled([...this.activeByRun.values()].map((run) => run.result));
   }
 
   private async threadOf(id: string): Promise<string> {
@@ -679,6 +739,126 @@ export class AgentRuntime {
       },
     });
   }
+}
+
+/**
+ * A run of this runtime from the moment it reserves its thread to its end, and the handle its caller gets.
+ * Thousands may wait in model calls at once, so it holds only what the run needs: no closures of its own.
+ */
+class LiveRun implements RunHandle {
+  /** Aborted by `cancel()`, the caller's signal, a lost lease or `cancelAll()`. */
+  readonly controller = new AbortController();
+  /** @internal set once the loop runs; until then the thread is only reserved. */
+  loop: AgentLoop | undefined;
+  /** Set once the loop runs. */
+  result!: Promise<RunResult>;
+  /** @internal the fencing token of the thread's lease (with a store). */
+  leaseToken: number | undefined;
+  private stream: EventStream | undefined;
+  private signal: AbortSignal | undefined;
+  private ended = false;
+
+  constructor(
+    /** The run's identity; a run that continues an earlier one takes that run's identity. */
+    public identity: RunIdentity,
+    private readonly sinks: readonly EventSink[],
+    /** Whether `events` buffers the run's events. */
+    private readonly buffer: boolean,
+    private readonly onEvent: ((event: AgentEvent) => void) | undefined,
+  ) {
+    if (buffer) this.stream = new EventStream();
+  }
+
+  /** @internal whether anyone receives the run's events (its buffer, `onEvent` or a sink). */
+  get listening(): boolean {
+    return this.buffer || this.onEvent !== undefined || this.sinks.length > 0;
+  }
+
+  get runId(): string {
+    return this.identity.runId;
+  }
+
+  get threadId(): string {
+    return this.identity.threadId;
+  }
+
+  /** The buffered events; for a run started with `stream: false`, a stream that only ends with the run. */
+  get events(): EventStream {
+    if (this.stream === undefined) {
+      this.stream = new EventStream();
+      if (this.ended) this.stream.close();
+    }
+    return this.stream;
+  }
+
+  cancel(reason?: string): void {
+    this.controller.abort(reason ?? 'cancelled');
+  }
+
+  /** @internal hands an event of the run to its stream, its `onEvent` and the runtime's sinks. */
+  emit(event: AgentEvent): void {
+    if (this.buffer) this.stream?.push(event);
+    if (this.onEvent) this.onEvent(event);
+    for (const sink of this.sinks) {
+      try {
+        const pendingEmit = sink.emit(event);
+        if (pendingEmit) pendingEmit.catch(ignoreError);
+      } catch {
+        // A failing sink must not break the run.
+      }
+    }
+  }
+
+  /** @internal cancels the run when the caller's signal aborts, until the run ends. */
+  follow(signal: AbortSignal): void {
+    if (signal.aborted) {
+      this.controller.abort(signal.reason);
+      return;
+    }
+    this.signal = signal;
+    signal.addEventListener('abort', this, { once: true });
+  }
+
+  /** @internal the caller's signal aborted (this object is its listener: no closure per run). */
+  handleEvent(): void {
+    this.controller.abort(this.signal?.reason);
+  }
+
+  /** @internal the run ended: its events end, and the caller's signal no longer holds on to it. */
+  end(): void {
+    this.ended = true;
+    this.stream?.close();
+    this.signal?.removeEventListener('abort', this);
+    this.signal = undefined;
+  }
+}
+
+/** Shared empty lists for the common run: nothing reads them to change them. */
+const NO_DECISIONS: ResumeDecision[] = [];
+const NO_FRONTEND_TOOLS: FrontendTool[] = [];
+const NO_TICKETS: SuspensionTicket[] = [];
+const NO_RECORDS: Readonly<Record<string, ToolCallRecord>> = Object.freeze({});
+
+/** The `emit` of a run nobody listens to: the loop builds no events then. */
+function ignoreEvent(): void {}
+
+function ignoreError(): void {}
+
+/** A handle given to a caller, who may never look at its result: a failed run must not be an unhandled rejection. */
+function observed(handle: RunHandle): RunHandle {
+  handle.result.catch(ignoreError);
+  return handle;
+}
+
+function resultOfRun(handle: RunHandle): Promise<RunResult> {
+  return handle.result;
+}
+
+/** The run a new run on the thread continues without decisions: one whose process died, or one that waited for its background tasks. */
+function continuedRun(latest: RunRecord | undefined): RunRecord | undefined {
+  if (latest?.status === 'running') return latest;
+  if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') return latest;
+  return undefined;
 }
 
 function normaliseInput(input: RunInput | undefined): Message[] {

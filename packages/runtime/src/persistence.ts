@@ -6,6 +6,7 @@ import {
   type LunationStore,
   type Message,
   type RunRecord,
+  type ThreadCheckpoint,
   type ToolExecution,
   type ToolResult,
 } from '@lunation/contract';
@@ -22,6 +23,8 @@ export interface LoadedThread {
 export interface Persistence {
   readonly durable: boolean;
   load(threadId: string): Promise<LoadedThread | undefined>;
+  /** The thread as a run starts from it, created (empty, owned by `resourceId`) when it does not exist. */
+  open(threadId: string, resourceId: string | undefined): Promise<LoadedThread>;
   createThread(
     threadId: string,
     resourceId: string | undefined,
@@ -52,13 +55,21 @@ export class StorePersistence implements Persistence {
 
   async load(threadId: string): Promise<LoadedThread | undefined> {
     const checkpoint = await this.store.loadCheckpoint(threadId);
-    if (!checkpoint) return undefined;
-    return {
-      messages: checkpoint.messages.map((record) => record.message),
-      threadState: checkpoint.threadState,
-      latestRun: checkpoint.latestRun,
-      resourceId: checkpoint.thread.resourceId,
-    };
+    return checkpoint && loadedFromCheckpoint(checkpoint);
+  }
+
+  async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {
+    const checkpoint = await this.store.loadCheckpoint(threadId);
+    if (checkpoint) return loadedFromCheckpoint(checkpoint);
+    try {
+      await this.store.createThread(
+        resourceId === undefined ? { id: threadId } : { id: threadId, resourceId },
+      );
+    } catch (error) {
+      // Another process created it first: fine.
+      if (!LunationError.hasCode(error, 'store-conflict')) throw error;
+    }
+    return { messages: [], threadState: {}, latestRun: undefined, resourceId };
   }
 
   async createThread(threadId: string, resourceId: string | undefined, metadata?: Record<string, unknown>) {
@@ -74,16 +85,23 @@ export class StorePersistence implements Persistence {
     }
   }
 
-  async commit(commit: CheckpointCommit): Promise<number> {
-    return (await this.store.commit(commit)).messageCount;
+  // The calls below run on every step: plain promise chains, no async function around the store's promise.
+
+  commit(commit: CheckpointCommit): Promise<number> {
+    return this.store.commit(commit).then(messageCountOf);
   }
 
   beginTool(input: BeginToolExecutionInput): Promise<ToolExecution> {
     return this.store.beginToolExecution(input);
   }
 
-  async completeTool(input: { runId: string; toolCallId: string; result: ToolResult; leaseToken?: number }) {
-    await this.store.completeToolExecution(input);
+  completeTool(input: {
+    runId: string;
+    toolCallId: string;
+    result: ToolResult;
+    leaseToken?: number;
+  }): Promise<void> {
+    return this.store.completeToolExecution(input).then(nothing);
   }
 
   getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
@@ -98,8 +116,8 @@ export class StorePersistence implements Persistence {
     return this.store.acquireLease({ threadId, runId, owner, ttlMs });
   }
 
-  async renewLease(threadId: string, token: number, ttlMs: number): Promise<void> {
-    await this.store.renewLease({ threadId, token, ttlMs });
+  renewLease(threadId: string, token: number, ttlMs: number): Promise<void> {
+    return this.store.renewLease({ threadId, token, ttlMs }).then(nothing);
   }
 
   releaseLease(threadId: string, token: number): Promise<boolean> {
@@ -115,10 +133,26 @@ export class StorePersistence implements Persistence {
   }
 }
 
+function loadedFromCheckpoint(checkpoint: ThreadCheckpoint): LoadedThread {
+  return {
+    messages: checkpoint.messages.map((record) => record.message),
+    threadState: checkpoint.threadState,
+    latestRun: checkpoint.latestRun,
+    resourceId: checkpoint.thread.resourceId,
+  };
+}
+
+function messageCountOf(result: { messageCount: number }): number {
+  return result.messageCount;
+}
+
+function nothing(): void {}
+
 interface LocalThread {
   messages: Message[];
   threadState: Record<string, unknown>;
-  runs: Map<string, RunRecord>;
+  /** Ids of the thread's runs (kept in `InProcessPersistence.runs`); undefined before the first. */
+  runIds: string[] | undefined;
   latestRun: RunRecord | undefined;
   resourceId: string | undefined;
   lastUsedAt: number;
@@ -156,26 +190,41 @@ export class InProcessPersistence implements Persistence {
 
   async load(threadId: string): Promise<LoadedThread | undefined> {
     const thread = this.use(threadId);
-    if (!thread) return undefined;
-    return {
-      messages: thread.messages.slice(),
-      threadState: thread.threadState,
-      latestRun: thread.latestRun,
-      resourceId: thread.resourceId,
-    };
+    return thread && loadedFrom(thread);
+  }
+
+  async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {
+    return this.openNow(threadId, resourceId);
+  }
+
+  /**
+   * {@link open} without a promise: the runtime's common path (a run on a thread of this process) stays
+   * synchronous up to the run's first model call.
+   */
+  openNow(threadId: string, resourceId: string | undefined): LoadedThread {
+    const existing = this.use(threadId);
+    if (existing) return loadedFrom(existing);
+    const thread = this.add(threadId, resourceId);
+    // The loop appends to its history as the run goes: never the thread's own array.
+    return { messages: [], threadState: thread.threadState, latestRun: undefined, resourceId };
   }
 
   async createThread(threadId: string, resourceId: string | undefined): Promise<void> {
-    if (this.use(threadId)) return;
-    this.threads.set(threadId, {
+    if (!this.use(threadId)) this.add(threadId, resourceId);
+  }
+
+  private add(threadId: string, resourceId: string | undefined): LocalThread {
+    const thread: LocalThread = {
       messages: [],
       threadState: {},
-      runs: new Map(),
+      runIds: undefined,
       latestRun: undefined,
       resourceId,
       lastUsedAt: Date.now(),
-    });
+    };
+    this.threads.set(threadId, thread);
     this.prune();
+    return thread;
   }
 
   async commit(commit: CheckpointCommit): Promise<number> {
@@ -187,13 +236,17 @@ export class InProcessPersistence implements Persistence {
         `Thread "${commit.threadId}" has ${thread.messages.length} messages, expected ${commit.expectedMessageCount}`,
       );
     }
-    for (const message of commit.messages) thread.messages.push(message);
+    if (thread.messages.length === 0) thread.messages = commit.messages.slice();
+    else for (const message of commit.messages) thread.messages.push(message);
     if (commit.threadState) thread.threadState = commit.threadState;
     if (commit.run) {
       const runId = commit.run.identity.runId;
-      if (!thread.runs.has(runId)) thread.latestRun = commit.run;
-      else if (thread.latestRun?.identity.runId === runId) thread.latestRun = commit.run;
-      thread.runs.set(runId, commit.run);
+      // A run id names one run of one thread: known here means known in this thread.
+      if (!this.runs.has(runId)) {
+        thread.latestRun = commit.run;
+        if (thread.runIds === undefined) thread.runIds = [runId];
+        else thread.runIds.push(runId);
+      } else if (thread.latestRun?.identity.runId === runId) thread.latestRun = commit.run;
       this.runs.set(runId, commit.run);
     }
     this.prune();
@@ -203,8 +256,7 @@ export class InProcessPersistence implements Persistence {
   async deleteThread(threadId: string): Promise<boolean> {
     const thread = this.threads.get(threadId);
     if (!thread) return false;
-    this.threads.delete(threadId);
-    for (const runId of thread.runs.keys()) this.runs.delete(runId);
+    this.drop(threadId, thread);
     return true;
   }
 
@@ -246,6 +298,11 @@ export class InProcessPersistence implements Persistence {
     return thread;
   }
 
+  private drop(threadId: string, thread: LocalThread): void {
+    this.threads.delete(threadId);
+    for (const runId of thread.runIds ?? []) this.runs.delete(runId);
+  }
+
   private get retains(): boolean {
     return this.retention.maxThreads !== undefined || this.retention.maxIdleMs !== undefined;
   }
@@ -259,9 +316,18 @@ export class InProcessPersistence implements Persistence {
     for (const [threadId, thread] of this.threads) {
       if (excess <= 0 && thread.lastUsedAt >= idleBefore) break;
       if (this.isActive(threadId)) continue;
-      this.threads.delete(threadId);
-      for (const runId of thread.runs.keys()) this.runs.delete(runId);
+      this.drop(threadId, thread);
       excess--;
     }
   }
+}
+
+/** A kept thread as a run starts from it: the messages are copied, since the loop appends to its history. */
+function loadedFrom(thread: LocalThread): LoadedThread {
+  return {
+    messages: thread.messages.slice(),
+    threadState: thread.threadState,
+    latestRun: thread.latestRun,
+    resourceId: thread.resourceId,
+  };
 }
