@@ -31,7 +31,7 @@ import { createId } from './id.js';
 import { AgentLoop } from './loop/agent-loop.js';
 import { openTickets, type ToolCallRecord, toolCallsKey, upgradeThreadState } from './loop/call-records.js';
 import type { DeliveryMode } from './loop/inbox.js';
-import type { FrontendTool, RunResult } from './loop/run-scope.js';
+import { type FrontendTool, RunAbortController, type RunResult } from './loop/run-scope.js';
 import {
   InProcessPersistence,
   type InProcessRetention,
@@ -402,6 +402,7 @@ export class AgentRuntime {
       decisions,
       frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
       signal: run.controller.signal,
+      controller: run.controller,
       emit: listening ? (event) => run.emit(event) : ignoreEvent,
       registryVersion: snapshot.version,
       emitStateSnapshots: this.emitStateSnapshots,
@@ -747,7 +748,7 @@ export class AgentRuntime {
  */
 class LiveRun implements RunHandle {
   /** Aborted by `cancel()`, the caller's signal, a lost lease or `cancelAll()`. */
-  readonly controller = new AbortController();
+  readonly controller = new RunAbortController();
   /** @internal set once the loop runs; until then the thread is only reserved. */
   loop: AgentLoop | undefined;
   /** Set once the loop runs. */
