@@ -43,81 +43,64 @@ function isThrown(value: unknown): value is Thrown {
 /**
  * Executes one tool call: under its timeout and the run's cancellation (a call that does not settle within
  * the grace period is abandoned), with the tool's error policy (retries), turning whatever the tool returns
- * or throws into a storable result. Never rejects.
+ * or throws into a storable result. Never throws.
  */
-export function invokeTool(request: ToolCallContext): Promise<Invocation> {
-  const watch = request.clock.watch(request.timeoutMs);
+export async function invokeTool(request: ToolCallContext): Promise<Invocation> {
+  const { scope, clock } = request;
+  const watch = clock.watch(request.timeoutMs);
   request.watch = watch;
-  const outcome = attempt(request, watch, 0);
-  return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      let settled: unknown;
+      try {
+        settled = await execute(request, watch);
+      } catch (error) {
+        settled = new Thrown(error); // a resolved value whose `then` throws (a hostile Proxy)
+      }
+      if (settled === ABANDONED) return abandoned(request, watch);
+      if (!isThrown(settled)) return fromValue(settled, request);
+      const { error } = settled;
+      if (watch.cancelled) {
+        return {
+          status: 'cancelled',
+          result: errorResult('Cancelled: the run was cancelled while this call ran.', { cancelled: true }),
+        };
+      }
+      if (watch.timedOut) {
+        return {
+          status: 'failed',
+          result: errorResult(`Tool "${request.toolName}" timed out after ${request.timeoutMs} ms.`, {
+            timedOut: true,
+          }),
+        };
+      }
+      const { policy } = request;
+      if (policy.policy === 'retry' && isRetryable(error) && attempt < (policy.maxRetries ?? 2)) {
+        if (await backoff((policy.backoffMs ?? 100) * 2 ** attempt, scope.signal)) continue;
+      }
+      return { status: 'failed', result: thrownResult(request.toolName, error, attempt) };
+    }
+  } finally {
+    clock.release(watch);
+  }
 }
 
 /**
- * Runs the tool once and concludes: a synchronous result at once; an asynchronous one through one promise
- * that the tool's settling or the clock's giving up (ABANDONED) resolves, whichever comes first.
+ * Runs the tool once: its value, a `Thrown`, or ABANDONED when the clock gave up on it. A synchronous result
+ * is returned as it is; an asynchronous one is awaited through one promise the clock can also settle.
  */
-function attempt(request: ToolCallContext, watch: Watch, n: number): Invocation | Promise<Invocation> {
+function execute(request: ToolCallContext, watch: Watch): unknown | Promise<unknown> {
   let value: unknown;
   try {
     value = request.tool.execute(request.input, request);
   } catch (error) {
-    return conclude(request, watch, new Thrown(error), n);
+    return new Thrown(error);
   }
-  if (!isPromiseLike(value)) return conclude(request, watch, value, n);
-  return new Promise<Invocation>((resolve) => {
-    let settled = false;
-    const settle = (outcome: unknown) => {
-      if (settled) return;
-      settled = true;
-      resolve(conclude(request, watch, outcome, n));
-    };
-    watch.abandon = () => settle(ABANDONED);
-    try {
-      value.then(settle, (error: unknown) => settle(new Thrown(error)));
-    } catch (error) {
-      settle(new Thrown(error)); // a hostile thenable whose `then` throws
-    }
+  if (!isPromiseLike(value)) return value;
+  return new Promise<unknown>((resolve, reject) => {
+    watch.abandon = () => resolve(ABANDONED);
+    value.then(resolve, reject); // a rejection is caught by the caller's await
   });
-}
-
-/** How an attempt ended, as an invocation; a retry (after its backoff) when the error policy asks for one. */
-function conclude(
-  request: ToolCallContext,
-  watch: Watch,
-  outcome: unknown,
-  n: number,
-): Invocation | Promise<Invocation> {
-  if (outcome === ABANDONED) return done(request, watch, abandoned(request, watch));
-  if (!isThrown(outcome)) return done(request, watch, fromValue(outcome, request));
-  const { error } = outcome;
-  if (watch.cancelled) {
-    return done(request, watch, {
-      status: 'cancelled',
-      result: errorResult('Cancelled: the run was cancelled while this call ran.', { cancelled: true }),
-    });
-  }
-  if (watch.timedOut) {
-    return done(request, watch, {
-      status: 'failed',
-      result: errorResult(`Tool "${request.toolName}" timed out after ${request.timeoutMs} ms.`, {
-        timedOut: true,
-      }),
-    });
-  }
-  const failed: Invocation = { status: 'failed', result: thrownResult(request.toolName, error, n) };
-  const { policy } = request;
-  if (policy.policy !== 'retry' || !isRetryable(error) || n >= (policy.maxRetries ?? 2)) {
-    return done(request, watch, failed);
-  }
-  return backoff((policy.backoffMs ?? 100) * 2 ** n, request.scope.signal).then((again) =>
-    again ? attempt(request, watch, n + 1) : done(request, watch, failed),
-  );
-}
-
-/** The call is over: the clock stops watching it. */
-function done(request: ToolCallContext, watch: Watch, invocation: Invocation): Invocation {
-  request.clock.release(watch);
-  return invocation;
 }
 
 function fromValue(value: unknown, request: ToolCallContext): Invocation {
