@@ -19,9 +19,13 @@ export interface RunProgress {
   startedAt: number;
 }
 
-/** The loop's per-run bookkeeping: step, usage, consecutive tool errors, start time. */
+/**
+ * The loop's per-run bookkeeping: step, usage, consecutive tool errors, start time. Not persisted: the run record
+ * keeps the steps and usage, and a resumed run starts its counters and clock again from those.
+ */
 export const runProgressKey = defineStateKey<RunProgress>({
   name: 'runtime.progress',
+  persistent: false,
   schema: z.object({
     step: z.number(),
     usage: usageSchema,

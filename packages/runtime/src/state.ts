@@ -281,7 +281,9 @@ export class StateStore {
 
   /** Raw persisted values by name (including ones of keys not registered in this run). */
   exportScope(scope: StateScope): Record<string, JsonValue> {
-    this.flushDeferred();
+    if (this.deferredKey !== undefined && this.keys.get(this.deferredKey)?.persistent !== false) {
+      this.flushDeferred();
+    }
     const out: Record<string, JsonValue> = {};
     for (const [name, value] of this.values) {
       const key = this.keys.get(name);
