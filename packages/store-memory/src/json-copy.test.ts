@@ -20,6 +20,24 @@ describe('copyJson', () => {
     for (const value of values) expect(copyJson(value)).toEqual(roundTrip(value));
   });
 
+  it('calls toJSON as JSON does: on arrays too, and with the key the value is found under', () => {
+    const replaced = (key: string) => `key ${JSON.stringify(key)}`;
+    class Tagged extends Array<number> {
+      toJSON() {
+        return 'tagged';
+      }
+    }
+    const values: unknown[] = [
+      Object.assign([1, 2], { toJSON: () => 'replaced' }),
+      { list: Object.assign([1, 2], { toJSON: () => ({ was: 'a list' }) }) },
+      Tagged.from([1]),
+      { member: { toJSON: replaced }, list: [1, { toJSON: replaced }], date: new Date(5) },
+      { toJSON: replaced },
+      { member: { toJSON: () => undefined }, list: [{ toJSON: () => undefined }] },
+    ];
+    for (const value of values) expect(copyJson(value)).toEqual(roundTrip(value));
+  });
+
   it('copies: changing the copy or the original leaves the other alone', () => {
     const original = { list: [{ a: 1 }], inner: { b: 2 } };
     const copied = copyJson(original);
