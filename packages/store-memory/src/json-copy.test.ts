@@ -56,4 +56,25 @@ describe('copyJson', () => {
     expect(() => copyJson(cyclic)).toThrow(TypeError);
     expect(() => copyJson({ list: [1n] })).toThrow(TypeError);
   });
+
+  it('tells deep data from cycles at any depth', () => {
+    const nest = (depth: number, leaf: unknown): Record<string, unknown> => {
+      let value: Record<string, unknown> = { leaf };
+      for (let level = 0; level < depth; level++) value = { level, next: value, list: [value.leaf] };
+      return value;
+    };
+    const shared = { x: [1] };
+    const deep = nest(100, shared);
+    (deep as { also?: unknown }).also = nest(60, shared);
+    expect(copyJson(deep)).toEqual(roundTrip(deep));
+    for (const depth of [0, 1, 31, 32, 33, 100]) {
+      const loop: Record<string, unknown> = { start: true };
+      const cyclic = nest(depth, { inner: [loop] });
+      loop.back = [cyclic];
+      expect(() => copyJson(cyclic), `cycle at depth ${depth}`).toThrow(TypeError);
+      const late: Record<string, unknown> = {};
+      late.self = late;
+      expect(() => copyJson(nest(depth, late)), `self-reference at depth ${depth}`).toThrow(TypeError);
+    }
+  });
 });
