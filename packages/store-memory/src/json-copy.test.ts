@@ -20,6 +20,24 @@ describe('copyJson', () => {
     for (const value of values) expect(copyJson(value)).toEqual(roundTrip(value));
   });
 
+  it('calls toJSON as JSON does: on arrays too, and with the key the value is found under', () => {
+    const replaced = (key: string) => `key ${JSON.stringify(key)}`;
+    class Tagged extends Array<number> {
+      toJSON() {
+        return 'tagged';
+      }
+    }
+    const values: unknown[] = [
+      Object.assign([1, 2], { toJSON: () => 'replaced' }),
+      { list: Object.assign([1, 2], { toJSON: () => ({ was: 'a list' }) }) },
+      Tagged.from([1]),
+      { member: { toJSON: replaced }, list: [1, { toJSON: replaced }], date: new Date(5) },
+      { toJSON: replaced },
+      { member: { toJSON: () => undefined }, list: [{ toJSON: () => undefined }] },
+    ];
+    for (const value of values) expect(copyJson(value)).toEqual(roundTrip(value));
+  });
+
   it('copies: changing the copy or the original leaves the other alone', () => {
     const original = { list: [{ a: 1 }], inner: { b: 2 } };
     const copied = copyJson(original);
@@ -37,5 +55,26 @@ describe('copyJson', () => {
     cyclic.self = { back: cyclic };
     expect(() => copyJson(cyclic)).toThrow(TypeError);
     expect(() => copyJson({ list: [1n] })).toThrow(TypeError);
+  });
+
+  it('tells deep data from cycles at any depth', () => {
+    const nest = (depth: number, leaf: unknown): Record<string, unknown> => {
+      let value: Record<string, unknown> = { leaf };
+      for (let level = 0; level < depth; level++) value = { level, next: value, list: [value.leaf] };
+      return value;
+    };
+    const shared = { x: [1] };
+    const deep = nest(100, shared);
+    (deep as { also?: unknown }).also = nest(60, shared);
+    expect(copyJson(deep)).toEqual(roundTrip(deep));
+    for (const depth of [0, 1, 31, 32, 33, 100]) {
+      const loop: Record<string, unknown> = { start: true };
+      const cyclic = nest(depth, { inner: [loop] });
+      loop.back = [cyclic];
+      expect(() => copyJson(cyclic), `cycle at depth ${depth}`).toThrow(TypeError);
+      const late: Record<string, unknown> = {};
+      late.self = late;
+      expect(() => copyJson(nest(depth, late)), `self-reference at depth ${depth}`).toThrow(TypeError);
+    }
   });
 });

@@ -253,7 +253,8 @@ export class MemoryStore implements LunationStore {
       );
     }
 
-    const runId = commit.run?.identity.runId;
+    const { run, toolExecutions } = commit;
+    const runId = run?.identity.runId;
     const owner = runId === undefined ? undefined : this.backend.runs.get(runId)?.threadId;
     if (owner !== undefined && owner !== threadId) {
       throw new LunationError(
@@ -261,37 +262,29 @@ export class MemoryStore implements LunationStore {
         `Invalid commit: run "${runId}" already belongs to thread "${owner}", not "${threadId}"`,
       );
     }
-
-    const ledger = this.backend.ledger;
-    for (const entry of commit.toolExecutions ?? []) {
-      const existing = ledger.get(entry.runId)?.get(entry.toolCallId);
-      if (existing !== undefined && existing.threadId !== threadId) {
-        throw ledgerEntryElsewhere(entry.runId, entry.toolCallId, existing.threadId);
-      }
-    }
+    if (toolExecutions !== undefined) this.assertLedgerThread(toolExecutions, threadId);
 
     // Copy everything before touching the backend, so a value that cannot be stored writes nothing.
     const now = this.now();
-    const messageRunId = commit.runId ?? runId;
-    const messages = commit.messages.map(
-      (message, index): MessageRecord => ({
-        threadId,
-        seq: slot.messageCount + index + 1,
-        message: toJson(message),
-        ...(messageRunId === undefined ? {} : { runId: messageRunId }),
-        createdAt: now,
-      }),
+    const messages = toMessageRecords(
+      commit.messages,
+      slot.messageCount,
+      commit.runId ?? runId,
+      threadId,
+      now,
     );
-    const run = commit.run === undefined ? undefined : toJson(commit.run);
+    const storedRun = run === undefined ? undefined : toJson(run);
     const state = commit.threadState === undefined ? undefined : toJson(commit.threadState);
-    const entries = (commit.toolExecutions ?? []).map((entry) => toJson(entry));
+    const entries = toolExecutions === undefined ? undefined : toJson(toolExecutions);
 
-    for (const message of messages) slot.messages.push(message);
+    for (let index = 0; index < messages.length; index++) slot.messages.push(messages[index]!);
     slot.messageCount += messages.length;
     slot.updatedAt = now;
     if (state !== undefined) slot.state = state;
-    if (run !== undefined) this.upsertRun(slot, run);
-    for (const entry of entries) this.upsertLedgerEntry(entry);
+    if (storedRun !== undefined) this.upsertRun(slot, storedRun);
+    if (entries !== undefined) {
+      for (let index = 0; index < entries.length; index++) this.upsertLedgerEntry(entries[index]!);
+    }
     return { messageCount: slot.messageCount };
   }
 
@@ -498,6 +491,18 @@ export class MemoryStore implements LunationStore {
     }
   }
 
+  /** Throws unless every entry is new to the ledger or already belongs to `threadId`. */
+  private assertLedgerThread(entries: readonly ToolExecution[], threadId: string): void {
+    const ledger = this.backend.ledger;
+    for (let index = 0; index < entries.length; index++) {
+      const { runId, toolCallId } = entries[index]!;
+      const existing = ledger.get(runId)?.get(toolCallId);
+      if (existing !== undefined && existing.threadId !== threadId) {
+        throw ledgerEntryElsewhere(runId, toolCallId, existing.threadId);
+      }
+    }
+  }
+
   private upsertRun(thread: ThreadSlot, run: RunRecord): void {
     const { runs, threads } = this.backend;
     const runId = run.identity.runId;
@@ -529,11 +534,17 @@ export class MemoryStore implements LunationStore {
       ledger.set(entry.runId, entries);
     }
     const existing = entries.get(entry.toolCallId);
-    if (existing?.entry.status === 'completed') return; // a completed entry is final
+    if (existing !== undefined) {
+      // Callers checked that the entry stays in its thread, so the thread's index of runs already has it.
+      if (existing.entry.status === 'completed') return; // a completed entry is final
+      existing.startedAt = entry.startedAt;
+      existing.entry = entry;
+      return;
+    }
     entries.set(entry.toolCallId, {
       threadId: entry.threadId,
       startedAt: entry.startedAt,
-      order: existing?.order ?? ++this.backend.sequence,
+      order: ++this.backend.sequence,
       entry,
     });
     let runIds = ledgerRunsByThread.get(entry.threadId);
@@ -564,6 +575,26 @@ function toThreadRecord(slot: ThreadSlot): ThreadRecord {
     createdAt: slot.createdAt,
     updatedAt: slot.updatedAt,
   };
+}
+
+/** The store's records of messages committed together: copies of the messages, numbered from `count + 1`. */
+function toMessageRecords(
+  messages: readonly unknown[],
+  count: number,
+  runId: string | undefined,
+  threadId: string,
+  createdAt: number,
+): MessageRecord[] {
+  const records = new Array<MessageRecord>(messages.length);
+  for (let index = 0; index < messages.length; index++) {
+    const message = toJson(messages[index]) as MessageRecord['message'];
+    const seq = count + index + 1;
+    records[index] =
+      runId === undefined
+        ? { threadId, seq, message, createdAt }
+        : { threadId, seq, message, runId, createdAt };
+  }
+  return records;
 }
 
 /** The store's own copy of a value, as JSON would round-trip it; `invalid-argument` for values JSON cannot hold. */
