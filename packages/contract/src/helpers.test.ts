@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   addUsage,
+  assertCheckpointCommit,
   assertId,
   assertInteger,
   assertObject,
@@ -65,5 +66,20 @@ describe('store input checks', () => {
     expect(() => assertInteger(null, 'leaseToken', 1)).toThrow(
       'leaseToken must be an integer >= 1, got null',
     );
+  });
+
+  it('a commit whose toolExecutions has a hole or a null entry is invalid-argument, not a TypeError', () => {
+    const base = { threadId: 't', expectedMessageCount: 0, messages: [] };
+    const entry = { runId: 'r', toolCallId: 'c', threadId: 't' };
+    const sparse = [entry];
+    sparse[2] = entry;
+    for (const toolExecutions of [sparse, [entry, null]]) {
+      expect(() => assertCheckpointCommit({ ...base, toolExecutions } as never)).toThrow(
+        expect.objectContaining({
+          code: 'invalid-argument',
+          message: expect.stringContaining('toolExecutions[1]'),
+        }),
+      );
+    }
   });
 });

@@ -82,13 +82,20 @@ export function assertCheckpointCommit(commit: CheckpointCommit): void {
   }
   if (commit.runId !== undefined) assertId(commit.runId, 'runId');
   if (commit.threadState !== undefined) assertObject(commit.threadState, 'threadState');
-  (commit.toolExecutions ?? []).forEach((execution, index) => {
+  const executions = commit.toolExecutions;
+  if (executions === undefined) return;
+  if (!Array.isArray(executions)) throw invalidCommit('toolExecutions must be an array');
+  for (let index = 0; index < executions.length; index++) {
+    const execution = executions[index];
+    if (typeof execution !== 'object' || execution === null) {
+      throw invalidCommit(`toolExecutions[${index}] must be a ledger entry, got ${describe(execution)}`);
+    }
     assertId(execution.runId, `toolExecutions[${index}].runId`);
     assertId(execution.toolCallId, `toolExecutions[${index}].toolCallId`);
     if (execution.threadId !== threadId) {
       throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
     }
-  });
+  }
 }
 
 /** `invalid-argument` for a ledger entry that already belongs to another thread. */
