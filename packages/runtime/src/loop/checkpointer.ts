@@ -28,7 +28,8 @@ export class Checkpointer {
   /** The status the stored run record has. */
   private writtenStatus: RunStatus | undefined;
   private readonly createdAt: number;
-  private riding: ToolExecution[] = [];
+  /** Ledger entries to write with the next commit (undefined: none). */
+  private riding: ToolExecution[] | undefined;
 
   constructor(private readonly scope: RunScope) {
     const { previous, history } = scope.options;
@@ -52,7 +53,7 @@ export class Checkpointer {
       attempts: 1,
       startedAt: Date.now(),
     };
-    this.riding.push(entry);
+    this.addRiding(entry);
     return entry;
   }
 
@@ -81,7 +82,12 @@ export class Checkpointer {
 
   /** Lets a completion ride in the next checkpoint (the last call of a step: the step's end is next). */
   ride(entry: ToolExecution): void {
-    this.riding.push(entry);
+    this.addRiding(entry);
+  }
+
+  private addRiding(entry: ToolExecution): void {
+    if (this.riding === undefined) this.riding = [entry];
+    else this.riding.push(entry);
   }
 
   /** Writes a completion at once: a finished side effect is durable before the next one starts. */
@@ -148,7 +154,7 @@ export class Checkpointer {
       (threadChanged && this.ticketsChanged());
     const record = run ? this.runRecord(status, termination) : undefined;
     const executions = this.riding;
-    this.riding = [];
+    this.riding = undefined;
     const commit: CheckpointCommit = {
       threadId: identity.threadId,
       expectedMessageCount: this.committedCount,
@@ -157,12 +163,12 @@ export class Checkpointer {
     if (record) commit.run = record;
     else commit.runId = identity.runId;
     if (threadChanged) commit.threadState = scope.state.exportScope('thread');
-    if (executions.length > 0) commit.toolExecutions = executions;
+    if (executions !== undefined) commit.toolExecutions = executions;
     if (leaseToken !== undefined) commit.leaseToken = leaseToken;
     try {
       this.committedCount = await persistence.commit(commit);
     } catch (error) {
-      this.riding = executions.concat(this.riding);
+      if (executions !== undefined) this.riding = this.riding ? executions.concat(this.riding) : executions;
       throw error;
     }
     this.lastThreadRevision = threadRevision;
