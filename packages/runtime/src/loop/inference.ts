@@ -37,7 +37,8 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
 class Answer {
   private readonly step: number;
   private readonly listening: boolean;
-  private readonly content: AssistantMessage['content'] = [];
+  /** The message's parts (made with its first part: an empty array grows by sixteen slots on its first push). */
+  private content: AssistantMessage['content'] | undefined;
   private openText: TextPart | undefined;
   private openReasoning: ReasoningPart | undefined;
   private openRefusal: RefusalPart | undefined;
@@ -48,7 +49,7 @@ class Answer {
   private startedName = '';
   private startedMore: Map<string, string> | undefined;
   /** The tool-call parts, which are also the response's calls. */
-  private readonly toolCalls: ToolCallPart[] = [];
+  private toolCalls: ToolCallPart[] | undefined;
   private usage: Usage | undefined;
   private stopReason: StopReason | undefined;
 
@@ -66,7 +67,7 @@ class Answer {
         if (openText) openText.text += part.delta;
         else {
           openText = { type: 'text', text: part.delta };
-          this.content.push(openText);
+          this.addPart(openText);
           this.openText = openText;
         }
         this.openReasoning = undefined;
@@ -82,7 +83,7 @@ class Answer {
         let openReasoning = this.openReasoning;
         if (!openReasoning) {
           openReasoning = { type: 'reasoning', text: '' };
-          this.content.push(openReasoning);
+          this.addPart(openReasoning);
           this.openReasoning = openReasoning;
         }
         this.openText = undefined;
@@ -101,13 +102,13 @@ class Answer {
         if (this.openRefusal) this.openRefusal.text += part.delta;
         else {
           this.openRefusal = { type: 'refusal', text: part.delta };
-          this.content.push(this.openRefusal);
+          this.addPart(this.openRefusal);
         }
         this.openText = undefined;
         this.openReasoning = undefined;
         break;
       case 'provider-content':
-        this.content.push({
+        this.addPart({
           type: 'provider-content',
           provider: part.provider,
           kind: part.kind,
@@ -147,8 +148,7 @@ class Answer {
           arguments: part.arguments,
         };
         if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
-        this.toolCalls.push(call);
-        this.content.push(call);
+        this.addCall(call);
         this.closeBlocks();
         if (listening) {
           scope.emit({
@@ -173,18 +173,19 @@ class Answer {
 
   /** The stream ended: the assistant message and the response. */
   finish(): Inference {
-    const { scope, toolCalls, content } = this;
+    const { scope } = this;
     // A call that started but never ended (a stream cut short) has no arguments to run with: it is kept, with
     // empty arguments, so the model is told it did not run.
-    if (this.startedId !== undefined) cutShort(toolCalls, content, this.startedId, this.startedName);
-    if (this.startedMore) for (const [id, name] of this.startedMore) cutShort(toolCalls, content, id, name);
+    if (this.startedId !== undefined) this.cutShort(this.startedId, this.startedName);
+    if (this.startedMore) for (const [id, name] of this.startedMore) this.cutShort(id, name);
+    const toolCalls = this.toolCalls ?? [];
     const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
     const usage = this.usage ?? emptyUsage();
     scope.progress.usage = addUsage(scope.progress.usage, usage);
     const message: AssistantMessage = {
       id: createId(),
       role: 'assistant',
-      content,
+      content: this.content ?? [],
       metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step: this.step },
     };
     if (this.providerMetadata) message.providerMetadata = this.providerMetadata;
@@ -192,23 +193,27 @@ class Answer {
     return { response, rejectedCalls };
   }
 
+  private addPart(part: AssistantMessage['content'][number]): void {
+    if (this.content === undefined) this.content = [part];
+    else this.content.push(part);
+  }
+
+  private addCall(call: ToolCallPart): void {
+    if (this.toolCalls === undefined) this.toolCalls = [call];
+    else this.toolCalls.push(call);
+    this.addPart(call);
+  }
+
+  /** A call that started but never ended: kept with empty arguments. */
+  private cutShort(toolCallId: string, toolName: string): void {
+    this.addCall({ type: 'tool-call', toolCallId, toolName, arguments: '' });
+  }
+
   private closeBlocks(): void {
     this.openText = undefined;
     this.openReasoning = undefined;
     this.openRefusal = undefined;
   }
-}
-
-/** A call that started but never ended (a stream cut short): kept with empty arguments. */
-function cutShort(
-  toolCalls: ToolCallPart[],
-  content: AssistantMessage['content'],
-  toolCallId: string,
-  toolName: string,
-): void {
-  const call: ToolCallPart = { type: 'tool-call', toolCallId, toolName, arguments: '' };
-  toolCalls.push(call);
-  content.push(call);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Message, ModelRequest, ToolDescriptor } from '@lunation/contract';
+import type { ResolvedAgent } from '../agent.js';
 import { applyCompaction, truncateMessages } from '../context-policy.js';
 import type { RequestDraft } from '../plugin.js';
 import { requestAdjustmentsKey } from '../runtime-keys.js';
@@ -17,19 +18,14 @@ export function buildRequest(scope: RunScope): ModelRequest {
   // The thread's own list, unless the policy shapes it: its messages are copied into the request below.
   let history: readonly Message[] = policy?.compaction ? applyCompaction(scope.messages) : scope.messages;
   if (policy?.maxTokens !== undefined) history = truncateMessages(history, policy);
-  const messages: Message[] = [];
-  if (agent.definition.systemPrompt) {
-    messages.push({
-      id: `system:${agent.id}`,
-      role: 'system',
-      content: [{ type: 'text', text: agent.definition.systemPrompt }],
-    });
-  }
+  const system = systemMessage(agent);
+  let messages: Message[];
   let tools: ToolDescriptor[] = agent.descriptors as ToolDescriptor[];
   const { frontendTools } = scope.options;
   if (frontendTools.length > 0) tools = [...tools, ...frontendTools];
   let overrides: NonNullable<ModelRequest['overrides']> = agent.definition.overrides ?? NO_OVERRIDES;
   if (adjustments) {
+    messages = system ? [system] : [];
     for (const context of adjustments.contextMessages) {
       if ((context.position ?? 'end') === 'system')
         messages.push(contextMessage(context.key, context.role, context.text));
@@ -46,7 +42,8 @@ export function buildRequest(scope: RunScope): ModelRequest {
     overrides = { ...overrides, ...adjustments.overrides };
     state.write([{ key: requestAdjustmentsKey, update: { type: 'reset' } }]);
   } else {
-    for (const message of history) messages.push(message);
+    // One copy of exactly the right size (pushing into an empty array would grow it step by step).
+    messages = system ? [system].concat(history) : history.slice();
   }
   const format = responseFormat(scope);
   const transforms = agent.plugins.transforms;
@@ -63,6 +60,20 @@ export function buildRequest(scope: RunScope): ModelRequest {
     overrides: draft.overrides,
     ...(format ? { responseFormat: format } : {}),
   };
+}
+
+/** The agent's system prompt as a message, made once per agent (the request's messages are not changed by anyone). */
+const systemMessages = new WeakMap<ResolvedAgent, Message>();
+
+function systemMessage(agent: ResolvedAgent): Message | undefined {
+  const prompt = agent.definition.systemPrompt;
+  if (!prompt) return undefined;
+  let message = systemMessages.get(agent);
+  if (message === undefined) {
+    message = { id: `system:${agent.id}`, role: 'system', content: [{ type: 'text', text: prompt }] };
+    systemMessages.set(agent, message);
+  }
+  return message;
 }
 
 const NO_OVERRIDES: NonNullable<ModelRequest['overrides']> = Object.freeze({});

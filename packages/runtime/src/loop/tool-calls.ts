@@ -75,12 +75,14 @@ export class ToolCalls {
   /** The calls of a fresh step: gate, C1, run, then the results for C2. */
   async step(response: ModelResponse, rejectedCalls?: ReadonlyMap<string, string>): Promise<ToolStepOutcome> {
     const { runId } = this.scope.identity;
-    const plans: CallPlan[] = [];
-    for (const call of response.toolCalls) {
+    const calls = response.toolCalls;
+    const plans = new Array<CallPlan>(calls.length);
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index] as ToolCall;
       const plan = newPlan(call, runId);
       const problem = rejectedCalls?.get(call.toolCallId);
       if (problem !== undefined) settle(plan, 'failed', errorResult(problem));
-      plans.push(plan);
+      plans[index] = plan;
     }
     this.plans = plans;
     const blocked = this.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
@@ -462,14 +464,15 @@ export class ToolCalls {
       outcome.suspended = true;
       return outcome;
     }
-    const parts: ToolResultPart[] = [];
-    for (const plan of plans) {
-      parts.push({
+    const parts = new Array<ToolResultPart>(plans.length);
+    for (let index = 0; index < plans.length; index++) {
+      const plan = plans[index] as CallPlan;
+      parts[index] = {
         type: 'tool-result',
         toolCallId: plan.call.toolCallId,
         toolName: plan.call.toolName,
         result: plan.result ?? cancelledResult('the call did not finish'),
-      });
+      };
     }
     this.appendToolMessage(parts);
     this.clearRecords();

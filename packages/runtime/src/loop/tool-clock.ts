@@ -1,9 +1,9 @@
 import { LunationError } from '@lunation/contract';
 
-/** One running call as the clock sees it. */
+/** One running call as the clock sees it (its fields are set by `ToolClock.watch`). */
 export interface Watch {
   readonly timeoutMs: number;
-  readonly deadline: number;
+  deadline: number;
   timedOut: boolean;
   cancelled: boolean;
   /** When a timed-out or cancelled call that has not settled is abandoned (0: not yet due). */
@@ -20,7 +20,8 @@ export interface Watch {
  * its signal aborted; if it still has not settled after the grace period it is abandoned.
  */
 export class ToolClock {
-  private readonly watches = new Set<Watch>();
+  /** The running calls (few at a time: a list, which unlike a Set allocates nothing as calls come and go). */
+  private readonly watches: Watch[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
   private disposed = false;
@@ -31,26 +32,27 @@ export class ToolClock {
     private readonly graceMs: number,
   ) {}
 
-  /** Starts watching a call. `timeoutMs` 0 means no timeout. */
-  watch(timeoutMs: number): Watch {
-    const watch: Watch = {
-      timeoutMs,
-      deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY,
-      timedOut: false,
-      cancelled: false,
-      abandonAt: 0,
-      controller: undefined,
-      abandon: undefined,
-    };
-    this.watches.add(watch);
+  /** Starts watching a call (its `timeoutMs`: 0 means no timeout). */
+  watch(watch: Watch): void {
+    const { timeoutMs } = watch;
+    watch.deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
+    watch.timedOut = false;
+    watch.cancelled = false;
+    watch.abandonAt = 0;
+    watch.controller = undefined;
+    watch.abandon = undefined;
+    this.watches.push(watch);
     if (this.runSignal.aborted) this.cancel(watch, Date.now());
     this.arm(dueAt(watch));
-    return watch;
   }
 
   release(watch: Watch): void {
-    this.watches.delete(watch);
-    if (this.watches.size === 0) this.timer?.unref();
+    const { watches } = this;
+    const index = watches.indexOf(watch);
+    if (index < 0) return;
+    const last = watches.pop() as Watch;
+    if (index < watches.length) watches[index] = last;
+    if (watches.length === 0) this.timer?.unref();
   }
 
   /** The signal a tool sees: aborted when its call times out or the run is cancelled. */
@@ -88,7 +90,7 @@ export class ToolClock {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.armedFor = at;
     this.timer = setTimeout(() => this.tick(), Math.max(0, at - Date.now()));
-    if (this.watches.size === 0) this.timer.unref();
+    if (this.watches.length === 0) this.timer.unref();
   }
 
   private tick(): void {

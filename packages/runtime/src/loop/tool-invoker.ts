@@ -47,8 +47,8 @@ function isThrown(value: unknown): value is Thrown {
  */
 export async function invokeTool(request: ToolCallContext): Promise<Invocation> {
   const { scope, clock } = request;
-  const watch = clock.watch(request.timeoutMs);
-  request.watch = watch;
+  const watch: Watch = request;
+  clock.watch(watch);
   try {
     for (let attempt = 0; ; attempt++) {
       let settled: unknown;
@@ -213,12 +213,22 @@ function backoff(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 /**
- * One execution of a tool: what `invokeTool` runs (the tool, its input, its time limit and error policy) and the
- * context the tool sees.
+ * One execution of a tool: what `invokeTool` runs (the tool, its input, its time limit and error policy), the
+ * context the tool sees, and the clock's watch of it.
  */
-export class ToolCallContext implements ToolContext {
-  /** @internal the clock's watch of this execution */
-  watch: Watch | undefined;
+export class ToolCallContext implements ToolContext, Watch {
+  /** @internal (the fields below, to `abandon`, are the clock's) */
+  deadline = Number.POSITIVE_INFINITY;
+  /** @internal */
+  timedOut = false;
+  /** @internal */
+  cancelled = false;
+  /** @internal */
+  abandonAt = 0;
+  /** @internal */
+  controller: AbortController | undefined = undefined;
+  /** @internal */
+  abandon: (() => void) | undefined = undefined;
   private backgroundTasks: BackgroundTasks | undefined;
   private snapshot: StateSnapshot | undefined;
 
@@ -242,7 +252,7 @@ export class ToolCallContext implements ToolContext {
 
   /** Aborted when the call times out or the run is cancelled. */
   get signal(): AbortSignal {
-    return this.clock.signalFor(this.watch as Watch);
+    return this.clock.signalFor(this);
   }
 
   /** The state as the call started (taken when first read). */
