@@ -365,7 +365,7 @@ export class AgentRuntime {
       options.agentId ??
       previous?.identity.agentId ??
       (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
-      snapshot.agentIds[0];
+      snapshot.firstAgentId;
     if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
     const agent = snapshot.agent(
       previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,

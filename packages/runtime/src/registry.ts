@@ -32,8 +32,15 @@ export class RegistrySnapshot {
     this.resolved = agents;
   }
 
+  /** The agents' ids, in registration order. */
   get agentIds(): string[] {
     return [...this.resolved.keys()];
+  }
+
+  /** The first agent's id (the default of a run that names none), without listing them all. */
+  get firstAgentId(): string | undefined {
+    for (const agentId of this.resolved.keys()) return agentId;
+    return undefined;
   }
 
   /** True when the agent exists in this version. */

@@ -234,14 +234,25 @@ export class RunScope {
   }
 
   private createAgentView(): AgentView {
-    const agent = this.agent;
-    return {
+    return agentViewOf(this.agent);
+  }
+}
+
+/** What hooks see of an agent: made once per resolved agent, shared by its runs. */
+const agentViews = new WeakMap<ResolvedAgent, AgentView>();
+
+function agentViewOf(agent: ResolvedAgent): AgentView {
+  let view = agentViews.get(agent);
+  if (view === undefined) {
+    view = Object.freeze({
       id: agent.id,
       systemPrompt: agent.definition.systemPrompt,
       config: <Config>(plugin: Plugin<Config> | string) =>
         agent.plugins.configs.get(typeof plugin === 'string' ? plugin : plugin.name) as Config,
-    };
+    });
+    agentViews.set(agent, view);
   }
+  return view;
 }
 
 /** The reason an aborted signal carries, as text. */

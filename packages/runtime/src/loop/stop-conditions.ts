@@ -65,8 +65,9 @@ export function timedOut(elapsedMs: number): TerminationReason {
 
 /** The run's `timeout` stop condition, if any, in milliseconds. */
 export function runTimeoutMs(conditions: readonly StopCondition[] | undefined): number | undefined {
+  if (conditions === undefined) return undefined;
   let limit: number | undefined;
-  for (const condition of conditions ?? []) {
+  for (const condition of conditions) {
     if (condition.type === 'timeout') limit = Math.min(limit ?? condition.ms, condition.ms);
   }
   return limit;

@@ -130,6 +130,7 @@ export class ToolCalls {
    * when it has one (in this process, in a record), otherwise as cancelled, so no later run executes it.
    */
   answerOpenCalls(why: string): void {
+    if (!this.hasOpenStep()) return;
     const parts = answerOpenStep(this.scope.messages, this.scope.state.peek(toolCallsKey), () =>
       cancelledResult(why),
     );
