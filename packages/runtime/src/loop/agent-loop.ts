@@ -6,6 +6,7 @@ import {
   toErrorInfo,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
+import type { ModelResponse } from '../plugin.js';
 import { Checkpointer } from './checkpointer.js';
 import { compactIfNeeded } from './compaction.js';
 import { type DeliveryMode, Inbox } from './inbox.js';
@@ -21,7 +22,7 @@ import {
 import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
 import { isLunationError } from './storable.js';
 import { checkOutput, type OutputSpec, resolveOutput } from './structured-output.js';
-import { ToolCalls } from './tool-calls.js';
+import { ToolCalls, type ToolStepOutcome } from './tool-calls.js';
 
 /**
  * One run of the agent loop: RunStart → resume the open step (decisions, recovery) → [StepStart → inference →
@@ -176,24 +177,10 @@ export class AgentLoop {
       await scope.engine.run('AfterInference', scope.base(response));
     if (signal.aborted) return this.cancelled();
 
-    let termination: TerminationReason | undefined;
-    if (response.toolCalls.length > 0) {
-      const outcome = await this.toolCalls.step(response, inference.rejectedCalls);
-      if (signal.aborted) termination = this.cancelled();
-      else if (outcome.blocked !== undefined) termination = { type: 'blocked', reason: outcome.blocked };
-      else if (outcome.suspended) termination = { type: 'suspended' };
-      else if (scope.toolErrorStop !== undefined) {
-        termination = { type: 'stopped', code: 'tool-error', detail: scope.toolErrorStop };
-      }
-    } else if (this.output) {
-      const output = checkOutput(scope, this.output, response.text, response.stopReason === 'refusal');
-      if (output) {
-        scope.output = output.value;
-        termination = { type: 'natural-end' };
-      }
-    } else {
-      termination = { type: 'natural-end' };
-    }
+    let termination =
+      response.toolCalls.length > 0
+        ? this.afterTools(await this.toolCalls.step(response, inference.rejectedCalls))
+        : this.afterAnswer(response);
     if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
     if (termination === undefined) termination = evaluateStopConditions(scope, response);
     if (termination?.type === 'natural-end') {
@@ -206,6 +193,27 @@ export class AgentLoop {
       this.emitStepEnd();
     }
     return termination;
+  }
+
+  /** How the step's tool calls end the run, if they do. */
+  private afterTools(outcome: ToolStepOutcome): TerminationReason | undefined {
+    const { scope } = this;
+    if (scope.signal.aborted) return this.cancelled();
+    if (outcome.blocked !== undefined) return { type: 'blocked', reason: outcome.blocked };
+    if (outcome.suspended) return { type: 'suspended' };
+    if (scope.toolErrorStop !== undefined)
+      return { type: 'stopped', code: 'tool-error', detail: scope.toolErrorStop };
+    return undefined;
+  }
+
+  /** An answer without tool calls ends the run, unless its structured output needs a repair round. */
+  private afterAnswer(response: ModelResponse): TerminationReason | undefined {
+    const { scope } = this;
+    if (!this.output) return { type: 'natural-end' };
+    const output = checkOutput(scope, this.output, response.text, response.stopReason === 'refusal');
+    if (!output) return undefined;
+    scope.output = output.value;
+    return { type: 'natural-end' };
   }
 
   /** The model answered without tool calls: continue with new input, wait for it (a session), or end. */
