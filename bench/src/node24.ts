@@ -58,9 +58,42 @@ export function prepareNode24(log: (line: string) => void): Node24Install {
     join(node24Dir, 'tsconfig.json'),
     `${JSON.stringify({ extends: '../../tsconfig.base.json', compilerOptions: { noEmit: true, types: ['node'], customConditions: [] }, include: ['src'] }, null, 2)}\n`,
   );
+  // The tarballs keep their names (version 0.0.0) from build to build: without this, npm keeps the Lunation it
+  // installed last time and the run would measure stale code.
+  forgetInstalledLunation();
   log(`  npm install in ${node24Dir} (Node ${run(node, ['--version'], repoDir).trim()})`);
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], node24Dir, env);
+  checkInstalledLunation();
   log('  type-checking the harnesses against the Node 24 install');
   run(node, [join(node24Dir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], node24Dir, env);
   return { node, dir: node24Dir };
+}
+
+/** Drops the installed Lunation packages and their lockfile entries, so npm installs the fresh tarballs. */
+function forgetInstalledLunation(): void {
+  rmSync(join(node24Dir, 'node_modules/@lunation'), { recursive: true, force: true });
+  const lockFile = join(node24Dir, 'package-lock.json');
+  if (!existsSync(lockFile)) return;
+  const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as { packages?: Record<string, unknown> };
+  for (const key of Object.keys(lock.packages ?? {})) {
+    if (key.startsWith('node_modules/@lunation/') || key.startsWith('packs/')) delete lock.packages?.[key];
+  }
+  writeFileSync(lockFile, `${JSON.stringify(lock, null, 2)}\n`);
+}
+
+/** Every file of each package's built dist/ must be installed exactly: the run measures the code of this commit. */
+function checkInstalledLunation(): void {
+  for (const name of LUNATION_PACKAGES) {
+    const built = join(repoDir, 'packages', name.replace('@lunation/', ''), 'dist');
+    const installed = join(node24Dir, 'node_modules', name, 'dist');
+    for (const file of readdirSync(built, { recursive: true }) as string[]) {
+      if (!file.endsWith('.js')) continue;
+      const there = join(installed, file);
+      if (!existsSync(there) || !readFileSync(there).equals(readFileSync(join(built, file)))) {
+        throw new Error(
+          `The Node 24 install of ${name} has a stale or missing dist/${file}; delete ${node24Dir}`,
+        );
+      }
+    }
+  }
 }
