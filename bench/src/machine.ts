@@ -26,10 +26,21 @@ function commit(): string {
       cwd: repoDir,
       encoding: 'utf8',
     }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
-      cwd: repoDir,
-      encoding: 'utf8',
-    }).trim();
+    // The bench's own outputs (results, the generated report) are not code: a run after a run is still clean.
+    const dirty = execFileSync(
+      'git',
+      [
+        'status',
+        '--porcelain',
+        '--untracked-files=no',
+        '--',
+        '.',
+        ':!bench/results',
+        ':!docs/benchmarks.md',
+        ':!docs/benchmarks-w1.svg',
+      ],
+      { cwd: repoDir, encoding: 'utf8' },
+    ).trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
