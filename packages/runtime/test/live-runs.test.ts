@@ -206,6 +206,36 @@ describe('background tasks', () => {
     expect(texts(model.requests[2]).at(-1)).toMatch(/background task "report" .* completed/);
   });
 
+  it('keeps a task result that finishes while the thread waits for a decision, for the resumed run', async () => {
+    const deploy = defineTool({
+      name: 'deploy',
+      description: 'deploys, after approval',
+      input: z.object({}),
+      execute: (_, context) => (context.decision ? 'deployed' : context.suspend({ message: 'Deploy?' })),
+    });
+    const model = new ScriptedModel([
+      callTool('start_job', {}),
+      callTool('deploy', {}),
+      reply('Deployed; the report has 12 pages.'),
+    ]);
+    const { runtime } = taskRuntime(model, 30, [deploy]);
+    const first = await runtime.generate({ threadId: 't', input: 'report, then deploy' });
+    expect(first.status).toBe('waiting');
+    const ticket = first.openTickets[0];
+    expect(ticket).toBeDefined();
+    // The job finishes while the thread waits: the continuation it starts is refused (a ticket is open), and the
+    // result must wait for the run that the decision resumes.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const outcome = await runtime.sendDecisions('t', [
+      { decisionId: 'd1', ticketId: ticket?.id ?? '', action: 'resume' },
+    ]);
+    const resumed = await outcome.run?.result;
+    expect(resumed?.finalText).toBe('Deployed; the report has 12 pages.');
+    expect(texts(model.requests[2]).some((line) => /background task "report" .* completed/.test(line))).toBe(
+      true,
+    );
+  });
+
   it('lets the model list and cancel tasks', async () => {
     const model = new ScriptedModel((request, index) => {
       if (index === 0) return callTool('start_job', {});
