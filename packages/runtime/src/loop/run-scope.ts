@@ -72,8 +72,14 @@ export interface RunLoopOptions {
   decisions: ResumeDecision[];
   frontendTools: FrontendTool[];
   signal: AbortSignal;
-  /** The controller of `signal`, when it is a RunAbortController: the loop hears of the abort through it. */
-  controller?: RunAbortController;
+  /**
+   * The controller of `signal`, when it can call the loop directly on abort (a run's `RunAbortController`):
+   * cheaper than an abort listener, which the loop adds otherwise.
+   */
+  controller?: {
+    /** Calls `listener` once, right after the abort (at once when already aborted). */
+    onAbort(listener: () => void): void;
+  };
   /** Receives every event of the run. */
   emit(event: AgentEvent): void;
   registryVersion: number | undefined;
