@@ -148,7 +148,7 @@ export class RunScope {
     this.state.restore(options.threadState);
     if (options.previous) this.state.restore(options.previous.state);
     this.engine = this.createEngine();
-    this.agentView = this.createAgentView();
+    this.agentView = agentViewOf(this.agent);
     this.messages = options.history;
     if (options.previous) {
       const { runId } = options.identity;
@@ -232,15 +232,11 @@ export class RunScope {
       if (!this.state.isRegistered(key)) this.state.register(key);
     }
     this.engine = this.createEngine();
-    this.agentView = this.createAgentView();
+    this.agentView = agentViewOf(this.agent);
   }
 
   private createEngine(): PhaseEngine {
     return new PhaseEngine(this.agent.plugins, this.state, (error) => this.emitError(error));
-  }
-
-  private createAgentView(): AgentView {
-    return agentViewOf(this.agent);
   }
 }
 

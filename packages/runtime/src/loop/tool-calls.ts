@@ -134,7 +134,6 @@ export class ToolCalls {
     const parts = answerOpenStep(this.scope.messages, this.scope.state.peek(toolCallsKey), () =>
       cancelledResult(why),
     );
-    if (parts.length === 0) return;
     const current = new Map(this.plans.map((plan) => [plan.call.toolCallId, plan]));
     for (const part of parts) {
       const known = current.get(part.toolCallId)?.result;
