@@ -43,7 +43,11 @@ export class ToolClock {
     watch.abandon = undefined;
     this.watches.push(watch);
     if (this.runSignal.aborted) this.cancel(watch, Date.now());
-    this.arm(dueAt(watch));
+    const due = dueAt(watch);
+    this.arm(due);
+    // A call that is due some time keeps the process alive until then (the timer may be one armed earlier and
+    // unreferenced when the run's calls last ran out).
+    if (due !== Number.POSITIVE_INFINITY) this.timer?.ref();
   }
 
   release(watch: Watch): void {
