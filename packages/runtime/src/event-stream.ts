@@ -5,10 +5,8 @@ import type { AgentEvent } from '@lunation/contract';
  * every iterator replays the run's events from the start.
  */
 export class EventStream implements AsyncIterable<AgentEvent> {
-  /** @internal every event so far, in order */
-  readonly events: AgentEvent[] = [];
-  /** @internal whether the run ended (no more events) */
-  closed = false;
+  private readonly events: AgentEvent[] = [];
+  private closed = false;
   /** The iterator waiting for the next event (a run usually has one consumer: a field, no list). */
   private waiting: EventCursor | undefined;
   /** Further iterators waiting at the same time. */
@@ -29,6 +27,12 @@ export class EventStream implements AsyncIterable<AgentEvent> {
   /** Events emitted so far. */
   get buffered(): readonly AgentEvent[] {
     return this.events;
+  }
+
+  /** @internal the result an iterator at `index` gets now: an event or the end; undefined while more may come */
+  read(index: number): IteratorResult<AgentEvent> | undefined {
+    if (index < this.events.length) return { value: this.events[index] as AgentEvent, done: false };
+    return this.closed ? ended() : undefined;
   }
 
   /** @internal an iterator waits for the next event (or the end) */
@@ -61,16 +65,21 @@ class EventCursor implements AsyncIterator<AgentEvent> {
   private index = 0;
   private stopped = false;
   private resolve: ((result: IteratorResult<AgentEvent>) => void) | undefined;
+  /** The `next()` that waits now, if any. */
+  private pending: Promise<IteratorResult<AgentEvent>> | undefined;
 
   constructor(private readonly stream: EventStream) {}
 
   next(): Promise<IteratorResult<AgentEvent>> {
+    // A next() called while another still waits answers after it, in order.
+    if (this.pending !== undefined) return this.pending.then(() => this.next());
     const ready = this.take();
     if (ready !== undefined) return Promise.resolve(ready);
-    return new Promise<IteratorResult<AgentEvent>>((resolve) => {
+    this.pending = new Promise<IteratorResult<AgentEvent>>((resolve) => {
       this.resolve = resolve;
       this.stream.wait(this);
     });
+    return this.pending;
   }
 
   return(): Promise<IteratorResult<AgentEvent>> {
@@ -84,15 +93,16 @@ class EventCursor implements AsyncIterator<AgentEvent> {
     const resolve = this.resolve;
     if (resolve === undefined) return;
     this.resolve = undefined;
+    this.pending = undefined;
     resolve(this.take() ?? ended());
   }
 
   /** The next result at once: an event, or the end; undefined while the run may still emit. */
   private take(): IteratorResult<AgentEvent> | undefined {
     if (this.stopped) return ended();
-    const { events } = this.stream;
-    if (this.index < events.length) return { value: events[this.index++] as AgentEvent, done: false };
-    return this.stream.closed ? ended() : undefined;
+    const result = this.stream.read(this.index);
+    if (result !== undefined && result.done !== true) this.index++;
+    return result;
   }
 }
 

@@ -82,6 +82,19 @@ describe('EventStream', () => {
     expect(steps([...stream.buffered])).toEqual([1, 2, 3, 4]);
   });
 
+  it('answers next() calls made without waiting in order, one event each', async () => {
+    const stream = new EventStream();
+    const iterator = stream[Symbol.asyncIterator]();
+    const results = Promise.all([iterator.next(), iterator.next(), iterator.next()]);
+    stream.push(stepStart(1));
+    await settle();
+    stream.push(stepStart(2));
+    stream.close();
+    const [first, second, third] = await results;
+    expect([first.value, second.value].map((event) => (event as { step: number }).step)).toEqual([1, 2]);
+    expect(third).toEqual({ value: undefined, done: true });
+  });
+
   it('answers done to every next() after the stream closed', async () => {
     const stream = new EventStream();
     const iterator = stream[Symbol.asyncIterator]();
