@@ -13,10 +13,17 @@ export interface AssistantRuntimeOptions {
   slowTask?: SlowTaskToolOptions;
   /**
    * The runtime's lease owner. Stable across restarts (one per data folder and command), so a restarted server
-   * takes back at once the threads whose runs died with it instead of waiting for their leases to expire.
+   * takes over the threads whose runs died with it once their leases go half `leaseTtlMs` unrenewed, instead of
+   * waiting for them to expire. Each live process still holds leases under an incarnation of its own, so two
+   * servers started with one owner never run one thread at once.
    */
   owner?: string;
+  /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 10000 */
+  leaseTtlMs?: number;
 }
+
+/** The sample app's lease time-to-live: a restarted process continues its threads within 5 s of a crash. */
+export const ASSISTANT_LEASE_TTL_MS = 10_000;
 
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
 Use the calculator for any arithmetic, current_time for dates and times, read_file to read files the user
@@ -54,6 +61,9 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
       ],
       maxRounds: 12,
     })
-    .options(options.owner === undefined ? {} : { owner: options.owner })
+    .options({
+      leaseTtlMs: options.leaseTtlMs ?? ASSISTANT_LEASE_TTL_MS,
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+    })
     .build();
 }

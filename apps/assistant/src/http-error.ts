@@ -26,8 +26,29 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
 /** The HttpError for anything thrown; LunationErrors keep their code, anything else is a 500. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  if (LunationError.hasCode(error, 'thread-busy')) return threadBusy(error);
   if (LunationError.isInstance(error)) {
     return new HttpError(STATUS_BY_CODE[error.code] ?? 500, error.code, error.message);
   }
   return new HttpError(500, 'internal', 'Internal server error');
+}
+
+/**
+ * A busy thread, said without the runtime's own words: those name the process holding the thread (its host
+ * and data folder, for the server's logs). The client learns which run holds it and when to retry.
+ */
+function threadBusy(error: LunationError): HttpError {
+  const { threadId, runId, retryAfterMs } = error.details ?? {};
+  const thread = typeof threadId === 'string' ? `Thread "${threadId}"` : 'The thread';
+  const run = typeof runId === 'string' ? ` (run ${runId})` : '';
+  if (typeof retryAfterMs !== 'number') {
+    return new HttpError(409, 'thread-busy', `${thread} has an active run${run}; wait for it or cancel it`);
+  }
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1_000));
+  return new HttpError(
+    409,
+    'thread-busy',
+    `${thread} has an active run${run} in another server process; retry in ${seconds} s`,
+    { 'retry-after': String(seconds) },
+  );
 }

@@ -26,7 +26,8 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     postgresSchema: settings.postgresSchema,
   });
   try {
-    // One owner per data folder and command: a restart takes its own threads back at once (see README).
+    // One owner per data folder and command: a restart takes its threads over within 5 s of a crash, while two
+    // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
     const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox, owner });
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());

@@ -376,8 +376,13 @@ describe('store record schemas', () => {
     const record = { threadId: 't1', seq: 1, message: assistant, runId: 'r1', createdAt: 1 };
     expect(messageRecordSchema.parse(record)).toEqual(record);
     expect(runRecordSchema.parse(run)).toEqual(run);
-    const lease = { threadId: 't1', owner: 'pid-1', runId: 'r1', token: 3, expiresAt: 10 };
+    const lease = { threadId: 't1', owner: 'pid-1', runId: 'r1', token: 3, renewedAt: 4, expiresAt: 10 };
     expect(leaseSchema.parse(lease)).toEqual(lease);
+    expect(leaseSchema.parse({ ...lease, incarnation: 'life-1' })).toEqual({
+      ...lease,
+      incarnation: 'life-1',
+    });
+    expect(leaseSchema.safeParse({ ...lease, renewedAt: undefined }).success).toBe(false);
     const execution = {
       runId: 'r1',
       toolCallId: 'c1',

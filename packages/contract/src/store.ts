@@ -123,15 +123,25 @@ export interface ThreadCheckpoint {
   latestRun: RunRecord | undefined;
 }
 
-/** A thread's lease: who holds it, for which run, its fencing token and when it expires. */
+/**
+ * A thread's lease: who holds it (a configured owner name and the live instance behind it), for which run, its
+ * fencing token, when it was last taken or renewed and when it expires.
+ */
 export const leaseSchema = z.object({
   threadId: z.string().min(1),
-  /** Who holds it, e.g. a process id. */
+  /** Who holds it: a name that may be configured, and so shared by several replicas or kept across restarts. */
   owner: z.string().min(1),
+  /**
+   * The live instance that holds it: a fresh random id per process start (per runtime instance), so two live
+   * processes never share one even when they share an `owner`. Absent when the holder gave none.
+   */
+  incarnation: z.string().min(1).optional(),
   /** The run it was taken for. */
   runId: z.string().min(1),
   /** Fencing token: strictly increasing per thread across every acquisition. */
   token: z.number().int().positive(),
+  /** When it was taken or last renewed (the store's clock): a holder that stopped renewing shows here. */
+  renewedAt: timestamp,
   expiresAt: timestamp,
 });
 /** A thread's lease; see {@link leaseSchema}. */
@@ -231,10 +241,13 @@ export interface CompleteToolExecutionInput {
 /** What {@link LeaseManager.acquireLease} takes. */
 export interface AcquireLeaseInput {
   threadId: string;
-  /** Who takes it, e.g. a process id. */
+  /** Who takes it, e.g. a process id or a configured name. */
   owner: string;
+  /** The live instance taking it (see {@link Lease.incarnation}); needed for any takeover of a held lease. */
+  incarnation?: string;
   /** The run it is taken for. */
   runId: string;
+  /** How long the lease lasts without a renewal; its holder renews it at least every third of this. */
   ttlMs: number;
 }
 
@@ -280,11 +293,19 @@ export interface ToolExecutionLedger {
 /** Thread leases: one active run per thread across processes. */
 export interface LeaseManager {
   /**
-   * Takes the thread's lease for `ttlMs`. Fails with `thread-busy` (details: `runId`, `owner`) while another
-   * unexpired lease exists. The token is larger than any token issued for the thread before.
+   * Takes the thread's lease for `ttlMs`; the token is larger than any token issued for the thread before. While
+   * an unexpired lease exists it fails with `thread-busy` (details: `runId`, `owner`, `incarnation`,
+   * `renewedAt`, `expiresAt` of the held lease) unless one of the takeovers below applies, decided atomically
+   * on the store's clock:
+   * - the held lease has the caller's `owner` and `incarnation` (a lease this very instance left behind);
+   * - the held lease has the caller's `owner`, another `incarnation`, and went unrenewed for half its time to
+   *   live (`now - renewedAt >= (expiresAt - renewedAt) / 2`): its holder, which renews every third of it,
+   *   stopped, so it is gone (a restart with a stable owner name).
+   * A takeover issues a new token, so the previous holder's renewals fail (`lease-lost`) and its writes are
+   * fenced (`stale-lease`).
    */
   acquireLease(input: AcquireLeaseInput): Promise<Lease>;
-  /** Extends a held lease; `lease-lost` if it expired and was taken, or the token is not current. */
+  /** Extends a held lease and sets `renewedAt`; `lease-lost` if it expired and was taken, or the token is not current. */
   renewLease(input: RenewLeaseInput): Promise<Lease>;
   /** Gives the lease up; false if the token no longer holds it (an expired lease nobody took still counts as held). */
   releaseLease(input: ReleaseLeaseInput): Promise<boolean>;

@@ -51,9 +51,11 @@ export interface AgentRuntimeOptions extends RegistrySet {
   /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
   leaseTtlMs?: number;
   /**
-   * Identifies this runtime in leases; unique among live runtimes sharing the store. A runtime started again
-   * with the same owner (a restarted server with a stable id) takes its own leases back at once instead of
-   * waiting for them to expire. @default `${hostname}:${pid}:<random>`
+   * Names this runtime in leases (and in `thread-busy` messages, for logs). Several live runtimes may share one
+   * (replicas started from one configuration): each instance also holds its leases under an incarnation id of
+   * its own, so two live processes never run one thread at once. A runtime started again with the same owner
+   * (a restarted server with a stable name) takes its previous life's leases over once they have gone unrenewed
+   * for half `leaseTtlMs`, instead of waiting for them to expire. @default `${hostname}:${pid}:<random>`
    */
   owner?: string;
   /** Emit a `state-snapshot` event before every `step-end`. @default false */
@@ -326,11 +328,10 @@ export class AgentRuntime {
         }
         await commitSupersede(this.commitContext(run), thread);
       }
-      const token = run.leaseToken;
-      if (previous && previous.identity.runId !== run.identity.runId && this.leases && token !== undefined) {
-        // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it.
-        run.leaseToken = undefined;
-        run.leaseToken = await this.leases.retake(threadId, token, previous.identity.runId);
+      if (previous && previous.identity.runId !== run.identity.runId && this.leases && run.leaseToken) {
+        // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it (acquiring
+        // over this instance's own lease issues a new token).
+        run.leaseToken = await this.leases.acquire(threadId, previous.identity.runId);
       }
       return this.launch(run, options, thread, input, previous, freshDecisions, snapshot);
     } catch (error) {

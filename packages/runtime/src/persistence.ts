@@ -1,4 +1,5 @@
 import {
+  type AcquireLeaseInput,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type Lease,
@@ -40,7 +41,7 @@ export interface Persistence {
   }): Promise<void>;
   getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
   getRun(runId: string): Promise<RunRecord | undefined>;
-  acquireLease(threadId: string, runId: string, owner: string, ttlMs: number): Promise<Lease | undefined>;
+  acquireLease(input: AcquireLeaseInput): Promise<Lease | undefined>;
   renewLease(threadId: string, token: number, ttlMs: number): Promise<void>;
   releaseLease(threadId: string, token: number): Promise<boolean>;
   getLease(threadId: string): Promise<Lease | undefined>;
@@ -112,8 +113,8 @@ export class StorePersistence implements Persistence {
     return this.store.getRun(runId);
   }
 
-  acquireLease(threadId: string, runId: string, owner: string, ttlMs: number): Promise<Lease> {
-    return this.store.acquireLease({ threadId, runId, owner, ttlMs });
+  acquireLease(input: AcquireLeaseInput): Promise<Lease> {
+    return this.store.acquireLease(input);
   }
 
   renewLease(threadId: string, token: number, ttlMs: number): Promise<void> {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Lease, LunationError } from '@lunation/contract';
 import type { Persistence } from './persistence.js';
 
@@ -9,14 +10,20 @@ interface HeldLease {
 
 /**
  * The leases of one runtime's runs on their threads, across processes: the store's lease with its fencing token,
- * renewed while the run lives, released when it ends. A lease left behind by an earlier life of this same owner
- * (a restart with a stable `owner`) is taken over at once instead of waited out.
+ * renewed while the run lives, released when it ends.
+ *
+ * Every lease carries this runtime instance's `incarnation`, a random id no other live process has, beside its
+ * `owner` name (which replicas may share, and a restart keeps). The store lets a lease of the same owner and
+ * another incarnation be taken over only once it went unrenewed for half its time to live, so its holder is
+ * gone (a restart): never while a live process with the same owner renews it every third of that time.
  *
  * One ticker renews every held lease each third of the time to live (rather than a timer per run), so no lease
  * goes longer than that without a renewal; a failed renewal aborts its run with `lease-lost`. The ticker stops
  * on the first tick that finds no lease held.
  */
 export class ThreadLeases {
+  /** This runtime instance in leases: unique among live processes whatever owner they were given. */
+  readonly incarnation = randomUUID();
   private readonly held = new Map<string, HeldLease>();
   private ticker: ReturnType<typeof setInterval> | undefined;
 
@@ -26,34 +33,24 @@ export class ThreadLeases {
     private readonly ttlMs: number,
   ) {}
 
-  /** Takes the thread for `runId`; `thread-busy` (saying when it frees up) while another owner holds it. */
-  acquire(threadId: string, runId: string): Promise<number | undefined> {
-    return this.persistence
-      .acquireLease(threadId, runId, this.owner, this.ttlMs)
-      .then(tokenOf, (error: unknown) => this.takeOver(threadId, runId, error));
-  }
-
-  /** The thread is busy: if with a lease of this owner's earlier life, takes it over; else rethrows. */
-  private async takeOver(threadId: string, runId: string, error: unknown): Promise<number | undefined> {
-    const { persistence, owner, ttlMs } = this;
-    if (!LunationError.hasCode(error, 'thread-busy')) throw error;
-    const lease = await persistence.getLease(threadId);
-    if (lease === undefined) throw error; // freed a moment ago: still busy as far as this caller knows
-    if (lease.owner !== owner) throw busyElsewhere(threadId, lease.runId, lease.owner, lease.expiresAt);
-    // Our own lease from before a restart: no run of ours holds it now (the caller checked), so take it over.
-    // Releasing and acquiring again issues a new fencing token, which fences out any write of the old life.
-    await persistence.releaseLease(threadId, lease.token);
-    return tokenOf(await persistence.acquireLease(threadId, runId, owner, ttlMs));
-  }
-
   /**
-   * Holds the thread in another run's name (an earlier run being continued), so `thread-busy` names that run:
-   * releases `token` and acquires again. Resolves with the new token (undefined if the old one is released and
-   * the new one could not be had).
+   * Takes the thread for `runId` (a lease this instance left behind is taken at once, one of its owner's
+   * previous life once it stopped renewing); `thread-busy` saying when to retry while a live process holds it.
    */
-  async retake(threadId: string, token: number, runId: string): Promise<number | undefined> {
-    await this.persistence.releaseLease(threadId, token);
-    return (await this.persistence.acquireLease(threadId, runId, this.owner, this.ttlMs))?.token;
+  acquire(threadId: string, runId: string): Promise<number | undefined> {
+    const { persistence, owner, incarnation, ttlMs } = this;
+    return persistence
+      .acquireLease({ threadId, runId, owner, incarnation, ttlMs })
+      .then(tokenOf, (error: unknown) => this.busy(threadId, error));
+  }
+
+  /** Rethrows `error`; a `thread-busy` one says who holds the thread and when to retry, without a takeover. */
+  private async busy(threadId: string, error: unknown): Promise<never> {
+    if (!LunationError.hasCode(error, 'thread-busy')) throw error;
+    const held = heldLease(error.details) ?? (await this.persistence.getLease(threadId));
+    if (held === undefined) throw error; // freed a moment ago: still busy as far as this caller knows
+    if (held.owner === this.owner) throw busyWithOwnOwner(threadId, held);
+    throw busyElsewhere(threadId, held);
   }
 
   /** Renews the lease while the run lives; a failed renewal aborts `run` with `lease-lost`. */
@@ -104,14 +101,48 @@ export function busyHere(threadId: string, runId: string): LunationError {
   );
 }
 
+/** What a `thread-busy` error of the store says of the lease held: its holder and times. */
+type LeaseHolder = Pick<Lease, 'runId' | 'owner' | 'renewedAt' | 'expiresAt'>;
+
+function heldLease(details: Record<string, unknown> | undefined): LeaseHolder | undefined {
+  const { runId, owner, renewedAt, expiresAt } = details ?? {};
+  if (typeof runId !== 'string' || typeof owner !== 'string') return undefined;
+  if (typeof renewedAt !== 'number' || typeof expiresAt !== 'number') return undefined;
+  return { runId, owner, renewedAt, expiresAt };
+}
+
 /** The thread is held by another process: say whose it is and when it frees up if that process is gone. */
-function busyElsewhere(threadId: string, runId: string, owner: string, expiresAt: number): LunationError {
-  const seconds = Math.max(0, Math.ceil((expiresAt - Date.now()) / 1_000));
+function busyElsewhere(threadId: string, held: LeaseHolder): LunationError {
+  const { runId, owner, expiresAt } = held;
+  const retryAfterMs = Math.max(0, expiresAt - Date.now());
   return new LunationError(
     'thread-busy',
     `Thread "${threadId}" has an active run (run ${runId}) in another process (${owner}). If that process stopped, ` +
-      `the thread is free when its lease expires in ${seconds} s; retry then. A process restarted with the same ` +
-      '`owner` takes its own threads back at once.',
-    { details: { threadId, runId, owner, expiresAt } },
+      `the thread is free when its lease expires in ${seconds(retryAfterMs)} s; retry then.`,
+    { details: { threadId, runId, owner, expiresAt, retryAfterMs } },
   );
+}
+
+/**
+ * The thread is held under this runtime's own owner name by another instance that still renews it: a live
+ * duplicate (two replicas given one owner), or a previous life that stopped only moments ago.
+ */
+function busyWithOwnOwner(threadId: string, held: LeaseHolder): LunationError {
+  const { runId, owner, renewedAt, expiresAt } = held;
+  const now = Date.now();
+  const takeOverAfterMs = Math.ceil((expiresAt - renewedAt) / 2);
+  const retryAfterMs = Math.max(0, renewedAt + takeOverAfterMs - now);
+  return new LunationError(
+    'thread-busy',
+    `Thread "${threadId}" has an active run (run ${runId}) in another live process with this runtime's own ` +
+      `owner "${owner}" (two replicas given one owner, or this one's previous life), which renewed its lease ` +
+      `${Math.round(Math.max(0, now - renewedAt) / 1_000)} s ago. If that process stopped, this owner takes the ` +
+      `thread over once the lease has gone ${seconds(takeOverAfterMs)} s without renewal, in ` +
+      `${seconds(retryAfterMs)} s at most; retry then.`,
+    { details: { threadId, runId, owner, expiresAt, retryAfterMs } },
+  );
+}
+
+function seconds(ms: number): number {
+  return Math.ceil(ms / 1_000);
 }

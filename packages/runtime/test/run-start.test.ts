@@ -131,21 +131,36 @@ describe('thread leases (with a store)', () => {
     expect(await store.getLease('kept')).toBeUndefined();
   });
 
-  it('takes over its own lease left by an earlier life of the same owner', async () => {
-    const store = new MemoryStore();
+  it('takes over a lease of its own owner only once the earlier life stopped renewing it', async () => {
+    const clock = { now: Date.now() };
+    const store = new MemoryStore({ now: () => clock.now });
     await store.createThread({ id: 't' });
-    await store.acquireLease({ threadId: 't', runId: 'old', owner: 'server-1', ttlMs: 60_000 });
+    const earlier = { threadId: 't', runId: 'old', owner: 'server-1', incarnation: 'earlier-life' };
+    await store.acquireLease({ ...earlier, ttlMs: 60_000 });
     const model = new ScriptedModel([reply('back')]);
     const build = (owner: string) =>
       createRuntime()
         .model('m', model)
         .agent({ id: 'a', model: 'm' })
         .store(store)
-        .options({ owner })
+        .options({ owner, leaseTtlMs: 60_000 })
         .build();
     await expect(build('server-2').generate({ threadId: 't', input: 'x' })).rejects.toMatchObject({
       code: 'thread-busy',
     });
+    // 29 s without a renewal: the holder may still be alive (it renews every 20 s), so no takeover.
+    clock.now += 29_000;
+    const busy = await build('server-1')
+      .generate({ threadId: 't', input: 'x' })
+      .catch((error: unknown) => error);
+    expect(LunationError.hasCode(busy, 'thread-busy')).toBe(true);
+    expect((busy as LunationError).message).toContain("another live process with this runtime's own owner");
+    expect((busy as LunationError).details).toMatchObject({
+      runId: 'old',
+      owner: 'server-1',
+      retryAfterMs: expect.any(Number),
+    });
+    clock.now += 1_000;
     expect((await build('server-1').generate({ threadId: 't', input: 'x' })).finalText).toBe('back');
     expect(await store.getLease('t')).toBeUndefined();
   });

@@ -48,7 +48,7 @@ describe('MemoryStore', () => {
     expect(done.completedAt).toBe(3_500);
   });
 
-  it('expires leases by the injected clock: expiresAt = now + ttl, gone at expiresAt', async () => {
+  it('expires leases by the injected clock: renewedAt = now, expiresAt = now + ttl, gone at expiresAt', async () => {
     const { clock, store } = clockedStore();
     const lease = await store.acquireLease({ threadId: 't1', owner: 'a', runId: 'r1', ttlMs: 100 });
     expect(lease.expiresAt).toBe(1_100);
@@ -66,7 +66,29 @@ describe('MemoryStore', () => {
       owner: 'b',
       runId: 'r2',
       token: lease.token + 1,
+      renewedAt: 1_100,
       expiresAt: 1_200,
+    });
+  });
+
+  it('takes a lease of the same owner over by the injected clock once it went half its ttl unrenewed', async () => {
+    const { clock, store } = clockedStore();
+    const held = { threadId: 't1', owner: 'a', incarnation: 'old', runId: 'r1', ttlMs: 1_000 };
+    const lease = await store.acquireLease(held);
+    const takeOver = { ...held, incarnation: 'new', runId: 'r2' };
+    clock.now = 1_400;
+    await store.renewLease({ threadId: 't1', token: lease.token, ttlMs: 1_000 });
+    clock.now = 1_899;
+    await expectLunationError(store.acquireLease(takeOver), 'thread-busy');
+    clock.now = 1_900;
+    expect(await store.acquireLease(takeOver)).toEqual({
+      threadId: 't1',
+      owner: 'a',
+      incarnation: 'new',
+      runId: 'r2',
+      token: lease.token + 1,
+      renewedAt: 1_900,
+      expiresAt: 2_900,
     });
   });
 

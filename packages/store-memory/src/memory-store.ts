@@ -1,4 +1,5 @@
 import {
+  type AcquireLeaseInput,
   assertBeginToolExecution,
   assertCheckpointCommit,
   assertId,
@@ -370,18 +371,14 @@ export class MemoryStore implements LunationStore {
     return slots.map((slot) => copyJson(slot.entry));
   }
 
-  async acquireLease(input: {
-    threadId: string;
-    owner: string;
-    runId: string;
-    ttlMs: number;
-  }): Promise<Lease> {
+  async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
     this.assertOpen();
     const ttlMs = positiveNumber(input.ttlMs, 'ttlMs');
+    if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
     const now = this.now();
     const slot = this.leaseSlot(input.threadId);
     const active = slot.lease;
-    if (active !== undefined && active.expiresAt > now) {
+    if (active !== undefined && active.expiresAt > now && !mayTakeOver(active, input, now)) {
       throw new LunationError(
         'thread-busy',
         `Thread "${input.threadId}" already has an active run (run ${active.runId}); wait for it or cancel it`,
@@ -390,6 +387,8 @@ export class MemoryStore implements LunationStore {
             threadId: input.threadId,
             runId: active.runId,
             owner: active.owner,
+            incarnation: active.incarnation,
+            renewedAt: active.renewedAt,
             expiresAt: active.expiresAt,
           },
         },
@@ -399,8 +398,10 @@ export class MemoryStore implements LunationStore {
     const lease: Lease = {
       threadId: input.threadId,
       owner: input.owner,
+      ...(input.incarnation === undefined ? {} : { incarnation: input.incarnation }),
       runId: input.runId,
       token: slot.highestToken,
+      renewedAt: now,
       expiresAt: now + ttlMs,
     };
     slot.lease = lease;
@@ -429,7 +430,8 @@ export class MemoryStore implements LunationStore {
         { details: { threadId: input.threadId, token: input.token, currentToken: current } },
       );
     }
-    const lease: Lease = { ...held, expiresAt: this.now() + ttlMs };
+    const now = this.now();
+    const lease: Lease = { ...held, renewedAt: now, expiresAt: now + ttlMs };
     slot.lease = lease;
     return { ...lease };
   }
@@ -632,6 +634,16 @@ function nonNegativeInteger(value: number, name: string): number {
     });
   }
   return value;
+}
+
+/** Whether `input` may take over the unexpired lease `held` (the contract's two takeovers). */
+function mayTakeOver(held: Lease, input: AcquireLeaseInput, now: number): boolean {
+  if (held.owner !== input.owner || held.incarnation === undefined || input.incarnation === undefined) {
+    return false;
+  }
+  return (
+    held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt
+  );
 }
 
 function positiveNumber(value: number, name: string): number {

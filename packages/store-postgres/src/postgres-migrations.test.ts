@@ -46,8 +46,12 @@ async function functionNames(): Promise<string[]> {
 
 describe('PostgreSQL migrations', () => {
   it('has every version, the latest last', () => {
-    expect(Object.keys(postgresMigrations(schema))).toEqual(['001_initial', '002_store_functions']);
-    expect(latestSchemaVersion).toBe('002_store_functions');
+    expect(Object.keys(postgresMigrations(schema))).toEqual([
+      '001_initial',
+      '002_store_functions',
+      '003_lease_incarnation',
+    ]);
+    expect(latestSchemaVersion).toBe('003_lease_incarnation');
   });
 
   it('creates the schema, its tables, indexes and functions, and records the version', async () => {
@@ -70,7 +74,7 @@ describe('PostgreSQL migrations', () => {
       'threads',
       'tool_executions',
     ]);
-    expect(await appliedMigrations()).toEqual(['001_initial', '002_store_functions']);
+    expect(await appliedMigrations()).toEqual(Object.keys(postgresMigrations(schema)));
     expect(await functionNames()).toEqual([
       'acquire_lease',
       'begin_tool_execution',
@@ -104,7 +108,7 @@ describe('PostgreSQL migrations', () => {
 
     const store = await PostgresStore.open({ connectionString: postgresUrl, schema });
     try {
-      expect(await store.schemaVersion()).toBe('002_store_functions');
+      expect(await store.schemaVersion()).toBe(latestSchemaVersion);
       expect(await store.loadCheckpoint('t1')).toEqual({
         thread: {
           id: 't1',
@@ -131,7 +135,40 @@ describe('PostgreSQL migrations', () => {
     } finally {
       await store.close();
     }
-    expect(await appliedMigrations()).toEqual(['001_initial', '002_store_functions']);
+    expect(await appliedMigrations()).toEqual(Object.keys(postgresMigrations(schema)));
+  });
+
+  it('upgrades a version-2 schema in place: a held lease counts as renewed when it expires, with no incarnation', async () => {
+    await schemaAtVersion('002_store_functions');
+    const expiresAt = Date.now() + 60_000;
+    await admin.query(
+      `INSERT INTO "${schema}".leases (thread_id, token, owner, run_id, expires_at) VALUES ('t3', 4, 'server', 'r1', $1)`,
+      [expiresAt],
+    );
+    const store = await PostgresStore.open({ connectionString: postgresUrl, schema });
+    try {
+      expect(await store.getLease('t3')).toEqual({
+        threadId: 't3',
+        owner: 'server',
+        runId: 'r1',
+        token: 4,
+        renewedAt: expiresAt,
+        expiresAt,
+      });
+      // A lease from before incarnations is waited out, never taken over by the owner's next life.
+      await expect(
+        store.acquireLease({
+          threadId: 't3',
+          owner: 'server',
+          incarnation: 'next',
+          runId: 'r2',
+          ttlMs: 1_000,
+        }),
+      ).rejects.toMatchObject({ code: 'thread-busy' });
+    } finally {
+      await store.close();
+    }
+    expect(await functionNames()).toContain('acquire_lease');
   });
 
   it('fails with migration-failed and leaves the schema untouched when a newer version migrated it', async () => {
@@ -165,7 +202,7 @@ describe('PostgreSQL migrations', () => {
     } finally {
       for (const store of stores) await store.close();
     }
-    expect(await appliedMigrations()).toEqual(['001_initial', '002_store_functions']);
+    expect(await appliedMigrations()).toEqual(Object.keys(postgresMigrations(schema)));
   });
 
   it('rolls back every pending migration when one fails', async () => {

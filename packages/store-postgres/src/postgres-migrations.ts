@@ -275,6 +275,45 @@ $lunation$;
 }
 
 /**
+ * 003: which live instance holds a lease and when it last renewed it, and `acquire_lease` with the contract's
+ * takeovers (a lease this instance left behind; one of the same owner unrenewed for half its time to live).
+ */
+function leaseIncarnation(s: string): string {
+  return `
+ALTER TABLE ${s}.leases ADD COLUMN incarnation text, ADD COLUMN renewed_at bigint NOT NULL DEFAULT 0;
+UPDATE ${s}.leases SET renewed_at = coalesce(expires_at, 0);
+DROP FUNCTION ${s}.acquire_lease(text, text, text, bigint);
+
+CREATE FUNCTION ${s}.acquire_lease(
+  p_thread_id text, p_owner text, p_incarnation text, p_run_id text, p_ttl_ms bigint
+) RETURNS json LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_now bigint := ${serverNowMs};
+  v_lease ${s}.leases;
+BEGIN
+  -- The row outlives release, expiry and deleteThread: its token only grows.
+  INSERT INTO ${s}.leases AS l (thread_id, token, owner, incarnation, run_id, renewed_at, expires_at)
+  VALUES (p_thread_id, 1, p_owner, p_incarnation, p_run_id, v_now, v_now + p_ttl_ms)
+  ON CONFLICT (thread_id) DO UPDATE SET token = l.token + 1, owner = excluded.owner,
+    incarnation = excluded.incarnation, run_id = excluded.run_id, renewed_at = excluded.renewed_at,
+    expires_at = excluded.expires_at
+  WHERE l.expires_at IS NULL OR l.expires_at <= v_now
+    OR (l.owner = p_owner AND l.incarnation IS NOT NULL AND p_incarnation IS NOT NULL
+      AND (l.incarnation = p_incarnation OR 2 * (v_now - l.renewed_at) >= l.expires_at - l.renewed_at))
+  RETURNING * INTO v_lease;
+  IF NOT FOUND THEN
+    SELECT * INTO v_lease FROM ${s}.leases WHERE thread_id = p_thread_id;
+    RAISE EXCEPTION USING ERRCODE = 'LN423', MESSAGE = 'thread busy',
+      DETAIL = json_build_object('owner', v_lease.owner, 'incarnation', v_lease.incarnation,
+        'runId', v_lease.run_id, 'renewedAt', v_lease.renewed_at, 'expiresAt', v_lease.expires_at)::text;
+  END IF;
+  RETURN row_to_json(v_lease);
+END
+$lunation$;
+`;
+}
+
+/**
  * Every schema version for the schema `schema`, oldest first. Migrations are forward-only: once released, a
  * migration never changes; a new version gets a new entry (a changed function: `CREATE OR REPLACE` in a new one).
  */
@@ -289,6 +328,11 @@ export function postgresMigrations(schema: string): Record<string, Migration> {
     '002_store_functions': {
       async up(db) {
         await sql.raw(storeFunctions(s)).execute(db);
+      },
+    },
+    '003_lease_incarnation': {
+      async up(db) {
+        await sql.raw(leaseIncarnation(s)).execute(db);
       },
     },
   };

@@ -86,12 +86,13 @@ export function createStatements(schema: string) {
       `SELECT row_to_json(e)::text AS j FROM ${s}.tool_executions e WHERE e.run_id = $1 ORDER BY e.seq`,
     ),
 
-    acquireLease: statement(`SELECT ${s}.acquire_lease($1, $2, $3, $4)::text AS j`),
+    acquireLease: statement(`SELECT ${s}.acquire_lease($1, $2, $3, $4, $5)::text AS j`),
     // Succeeds while the token is the latest issued and not released, also after the lease expired.
     renewLease: statement(
       `WITH renewed AS (
-         UPDATE ${s}.leases SET expires_at = ${serverNowMs} + $3::bigint
-         WHERE thread_id = $1 AND token = $2::bigint AND expires_at IS NOT NULL RETURNING *
+         UPDATE ${s}.leases l SET renewed_at = n.now, expires_at = n.now + $3::bigint
+         FROM (SELECT ${serverNowMs} AS now) n
+         WHERE l.thread_id = $1 AND l.token = $2::bigint AND l.expires_at IS NOT NULL RETURNING l.*
        )
        SELECT json_build_object('lease', (SELECT row_to_json(r) FROM renewed r),
          'currentToken', (SELECT token FROM ${s}.leases WHERE thread_id = $1))::text AS j`,

@@ -142,7 +142,9 @@ interface LeaseRow {
   thread_id: string;
   token: number;
   owner: string;
+  incarnation: string | null;
   run_id: string;
+  renewed_at: number;
   expires_at: number;
 }
 
@@ -507,16 +509,33 @@ export class PostgresStore implements LunationStore {
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
     assertInteger(input.ttlMs, 'ttlMs', 1);
+    if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
     const [row] = await this.#query(
       this.#statements.acquireLease,
-      [input.threadId, input.owner, input.runId, input.ttlMs],
+      [input.threadId, input.owner, input.incarnation ?? null, input.runId, input.ttlMs],
       (state, detail) => {
         if (state !== 'LN423') return undefined;
-        const { owner, runId } = JSON.parse(detail) as { owner: string; runId: string };
+        const held = JSON.parse(detail) as {
+          owner: string;
+          incarnation: string | null;
+          runId: string;
+          renewedAt: number;
+          expiresAt: number;
+        };
+        const { runId } = held;
         return new LunationError(
           'thread-busy',
           `Thread "${input.threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
-          { details: { threadId: input.threadId, runId, owner } },
+          {
+            details: {
+              threadId: input.threadId,
+              runId,
+              owner: held.owner,
+              incarnation: held.incarnation ?? undefined,
+              renewedAt: held.renewedAt,
+              expiresAt: held.expiresAt,
+            },
+          },
         );
       },
     );
@@ -712,13 +731,16 @@ function toToolExecution(row: ToolExecutionRow): ToolExecution {
 }
 
 function toLease(row: LeaseRow): Lease {
-  return {
+  const lease: Lease = {
     threadId: row.thread_id,
     owner: row.owner,
     runId: row.run_id,
     token: row.token,
+    renewedAt: row.renewed_at,
     expiresAt: row.expires_at,
   };
+  if (row.incarnation !== null) lease.incarnation = row.incarnation;
+  return lease;
 }
 
 function toPage<T>(rows: T[], limit: number, cursorOf: (last: T) => string): Page<T> {

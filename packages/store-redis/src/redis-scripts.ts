@@ -284,20 +284,29 @@ return entries
 `,
   ),
 
-  // ARGV: prefix, threadId, owner, runId, ttlMs
+  // ARGV: prefix, threadId, owner, runId, ttlMs, incarnation or ''
   acquireLease: script(
     'acquireLease',
     `
 local key = threadKey(ARGV[2])
-local held = redis.call('HMGET', key .. ':lease', 'owner', 'runId')
-if held[1] then return {'thread-busy', held[1], held[2]} end
+local now = nowMs()
+local held = redis.call('HMGET', key .. ':lease', 'owner', 'runId', 'incarnation', 'renewedAt', 'expiresAt')
+if held[1] then
+  -- The contract's takeovers: a lease this instance left behind, or one of its owner unrenewed for half its ttl.
+  local sameOwner = held[1] == ARGV[3] and held[3] and held[3] ~= '' and ARGV[6] ~= ''
+  local renewedAt = tonumber(held[4] or held[5])
+  local takeOver = sameOwner and (held[3] == ARGV[6] or 2 * (now - renewedAt) >= tonumber(held[5]) - renewedAt)
+  if not takeOver then return {'thread-busy', held[1], held[2], held[3] or '', held[4] or '0', held[5] or '0'} end
+end
 local token = redis.call('HINCRBY', key .. ':lease-token', 'token', 1)
-redis.call('HSET', key .. ':lease-token', 'owner', ARGV[3], 'runId', ARGV[4], 'released', 0)
-local expiresAt = nowMs() + tonumber(ARGV[5])
-redis.call('HSET', key .. ':lease', 'owner', ARGV[3], 'runId', ARGV[4], 'token', token,
-  'expiresAt', string.format('%d', expiresAt))
+redis.call('HSET', key .. ':lease-token', 'owner', ARGV[3], 'runId', ARGV[4], 'incarnation', ARGV[6],
+  'released', 0)
+local expiresAt = now + tonumber(ARGV[5])
+redis.call('DEL', key .. ':lease')
+redis.call('HSET', key .. ':lease', 'owner', ARGV[3], 'runId', ARGV[4], 'incarnation', ARGV[6], 'token', token,
+  'renewedAt', string.format('%d', now), 'expiresAt', string.format('%d', expiresAt))
 redis.call('PEXPIRE', key .. ':lease', ARGV[5])
-return {'ok', token, string.format('%d', expiresAt)}
+return {'ok', token, string.format('%d', now), string.format('%d', expiresAt)}
 `,
   ),
 
@@ -306,13 +315,14 @@ return {'ok', token, string.format('%d', expiresAt)}
     'renewLease',
     `
 local key = threadKey(ARGV[2])
-local issued = redis.call('HMGET', key .. ':lease-token', 'token', 'owner', 'runId', 'released')
+local issued = redis.call('HMGET', key .. ':lease-token', 'token', 'owner', 'runId', 'released', 'incarnation')
 if not issued[1] or issued[1] ~= ARGV[3] or issued[4] == '1' then return {'lease-lost', issued[1]} end
-local expiresAt = nowMs() + tonumber(ARGV[4])
-redis.call('HSET', key .. ':lease', 'owner', issued[2], 'runId', issued[3], 'token', issued[1],
-  'expiresAt', string.format('%d', expiresAt))
+local now = nowMs()
+local expiresAt = now + tonumber(ARGV[4])
+redis.call('HSET', key .. ':lease', 'owner', issued[2], 'runId', issued[3], 'incarnation', issued[5] or '',
+  'token', issued[1], 'renewedAt', string.format('%d', now), 'expiresAt', string.format('%d', expiresAt))
 redis.call('PEXPIRE', key .. ':lease', ARGV[4])
-return {'ok', issued[2], issued[3], string.format('%d', expiresAt)}
+return {'ok', issued[2], issued[3], string.format('%d', expiresAt), issued[5] or '', string.format('%d', now)}
 `,
   ),
 

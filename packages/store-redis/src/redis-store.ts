@@ -373,37 +373,50 @@ export class RedisStore implements LunationStore {
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    const [outcome, first, second] = (await this.#run(redisScripts.acquireLease, [
+    if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
+    const reply = (await this.#run(redisScripts.acquireLease, [
       input.threadId,
       input.owner,
       input.runId,
       input.ttlMs,
-    ])) as [string, string | number, string];
-    if (outcome === 'thread-busy') {
+      input.incarnation ?? '',
+    ])) as string[];
+    if (reply[0] === 'thread-busy') {
+      const [, owner, runId, incarnation, renewedAt, expiresAt] = reply;
       throw new LunationError(
         'thread-busy',
-        `Thread "${input.threadId}" already has an active run (run ${second}); wait for it or cancel it`,
-        { details: { threadId: input.threadId, runId: second, owner: first } },
+        `Thread "${input.threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
+        {
+          details: {
+            threadId: input.threadId,
+            runId,
+            owner,
+            incarnation: incarnation || undefined,
+            renewedAt: Number(renewedAt),
+            expiresAt: Number(expiresAt),
+          },
+        },
       );
     }
-    return {
+    return toLease({
       threadId: input.threadId,
       owner: input.owner,
       runId: input.runId,
-      token: Number(first),
-      expiresAt: Number(second),
-    };
+      incarnation: input.incarnation,
+      token: reply[1]!,
+      renewedAt: reply[2]!,
+      expiresAt: reply[3]!,
+    });
   }
 
   async renewLease(input: RenewLeaseInput): Promise<Lease> {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     assertInteger(input.ttlMs, 'ttlMs', 1);
-    const [outcome, owner, runId, expiresAt] = (await this.#run(redisScripts.renewLease, [
-      input.threadId,
-      input.token,
-      input.ttlMs,
-    ])) as [string, string | null, string, string];
+    const [outcome, owner, runId, expiresAt, incarnation, renewedAt] = (await this.#run(
+      redisScripts.renewLease,
+      [input.threadId, input.token, input.ttlMs],
+    )) as [string, string | null, string, string, string, string];
     if (outcome === 'lease-lost') {
       const current = owner === null ? undefined : Number(owner);
       throw new LunationError(
@@ -412,13 +425,15 @@ export class RedisStore implements LunationStore {
         { details: { threadId: input.threadId, token: input.token, currentToken: current } },
       );
     }
-    return {
+    return toLease({
       threadId: input.threadId,
       owner: owner!,
       runId,
+      incarnation,
       token: input.token,
-      expiresAt: Number(expiresAt),
-    };
+      renewedAt,
+      expiresAt,
+    });
   }
 
   async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
@@ -431,13 +446,16 @@ export class RedisStore implements LunationStore {
     assertId(threadId, 'threadId');
     const hash = fromFlatHash((await this.#run(redisScripts.getLease, [threadId])) as FlatHash);
     if (hash === undefined) return undefined;
-    return {
+    return toLease({
       threadId,
       owner: hash.owner!,
       runId: hash.runId!,
-      token: Number(hash.token),
-      expiresAt: Number(hash.expiresAt),
-    };
+      incarnation: hash.incarnation,
+      token: hash.token!,
+      // A lease written before renewedAt existed counts as renewed when it expires (never taken over early).
+      renewedAt: hash.renewedAt ?? hash.expiresAt!,
+      expiresAt: hash.expiresAt!,
+    });
   }
 
   /** Runs `script` with EVALSHA, loading it with EVAL when the server does not know it yet. */
@@ -551,6 +569,28 @@ function threadNotFound(threadId: string): LunationError {
       details: { threadId },
     },
   );
+}
+
+/** A lease from the strings Redis holds; an empty incarnation is none. */
+function toLease(fields: {
+  threadId: string;
+  owner: string;
+  runId: string;
+  incarnation: string | undefined;
+  token: string | number;
+  renewedAt: string;
+  expiresAt: string;
+}): Lease {
+  const lease: Lease = {
+    threadId: fields.threadId,
+    owner: fields.owner,
+    runId: fields.runId,
+    token: Number(fields.token),
+    renewedAt: Number(fields.renewedAt),
+    expiresAt: Number(fields.expiresAt),
+  };
+  if (fields.incarnation) lease.incarnation = fields.incarnation;
+  return lease;
 }
 
 function staleLease(threadId: string, token: number, currentToken: number): LunationError {

@@ -42,8 +42,9 @@ describe('SQLite migrations', () => {
       '001_initial',
       '002_message_run_id',
       '003_derived_message_count',
+      '004_lease_incarnation',
     ]);
-    expect(latestSchemaVersion).toBe('003_derived_message_count');
+    expect(latestSchemaVersion).toBe('004_lease_incarnation');
   });
 
   it('upgrades a version-1 database in place, keeping its data', async () => {
@@ -108,7 +109,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open({ path });
     try {
-      expect(await store.schemaVersion()).toBe('003_derived_message_count');
+      expect(await store.schemaVersion()).toBe(latestSchemaVersion);
       const checkpoint = await store.loadCheckpoint('t1');
       expect(checkpoint?.thread).toEqual({
         id: 't1',
@@ -148,9 +149,46 @@ describe('SQLite migrations', () => {
       .pluck()
       .all();
     inspector.close();
-    expect(applied).toEqual(['001_initial', '002_message_run_id', '003_derived_message_count']);
+    expect(applied).toEqual(Object.keys(sqliteMigrations));
     expect(indexes).toContain('lunation_threads_resource');
     expect(columnsOf(path, 'lunation_threads')).not.toContain('message_count');
+  });
+
+  it('upgrades a version-3 database in place: a held lease counts as renewed when it expires, with no incarnation', async () => {
+    const path = await databaseAtVersion('003_derived_message_count');
+    const expiresAt = Date.now() + 60_000;
+    const client = new Database(path);
+    client
+      .prepare(
+        'INSERT INTO lunation_leases (thread_id, token, owner, run_id, expires_at) VALUES (?, ?, ?, ?, ?)',
+      )
+      .run('t3', 4, 'server', 'r1', expiresAt);
+    client.close();
+
+    const store = await SqliteStore.open({ path });
+    try {
+      expect(await store.getLease('t3')).toEqual({
+        threadId: 't3',
+        owner: 'server',
+        runId: 'r1',
+        token: 4,
+        renewedAt: expiresAt,
+        expiresAt,
+      });
+      // A lease from before incarnations is waited out, never taken over by the owner's next life.
+      await expect(
+        store.acquireLease({
+          threadId: 't3',
+          owner: 'server',
+          incarnation: 'next',
+          runId: 'r2',
+          ttlMs: 1_000,
+        }),
+      ).rejects.toMatchObject({ code: 'thread-busy' });
+    } finally {
+      await store.close();
+    }
+    expect(columnsOf(path, 'lunation_leases')).toEqual(expect.arrayContaining(['incarnation', 'renewed_at']));
   });
 
   it('upgrades a version-2 database in place: the message count comes from the messages', async () => {
@@ -178,7 +216,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open({ path });
     try {
-      expect(await store.schemaVersion()).toBe('003_derived_message_count');
+      expect(await store.schemaVersion()).toBe(latestSchemaVersion);
       expect(await store.getThread('t2')).toEqual({
         id: 't2',
         metadata: {},

@@ -112,6 +112,17 @@ export const sqliteMigrations: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('lunation_threads').dropColumn('message_count').execute();
     },
   },
+  '004_lease_incarnation': {
+    async up(db) {
+      // Which live instance holds the lease, and when it last renewed it: a same-owner takeover needs both.
+      await db.schema.alterTable('lunation_leases').addColumn('incarnation', 'text').execute();
+      await db.schema
+        .alterTable('lunation_leases')
+        .addColumn('renewed_at', 'integer', (column) => column.notNull().defaultTo(0))
+        .execute();
+      await sql`UPDATE lunation_leases SET renewed_at = coalesce(expires_at, 0)`.execute(db);
+    },
+  },
 };
 
 /** The newest schema version this package knows. */

@@ -150,7 +150,9 @@ interface CommitHead {
 interface LeaseRow {
   token: number;
   owner: string;
+  incarnation: string | null;
   runId: string;
+  renewedAt: number;
   expiresAt: number | null;
 }
 
@@ -162,7 +164,8 @@ const threadsWithLastMessage = `lunation_threads t LEFT JOIN lunation_messages m
   ON m.thread_id = t.id AND m.seq = (SELECT max(seq) FROM lunation_messages WHERE thread_id = t.id)`;
 const commitHeadColumns = `coalesce((SELECT max(seq) FROM lunation_messages WHERE thread_id = lunation_threads.id), 0) AS messageCount,
   (SELECT token FROM lunation_leases WHERE thread_id = lunation_threads.id) AS leaseToken`;
-const leaseColumns = 'token, owner, run_id AS runId, expires_at AS expiresAt';
+const leaseColumns =
+  'token, owner, incarnation, run_id AS runId, renewed_at AS renewedAt, expires_at AS expiresAt';
 
 /** Every statement of the store, prepared once per connection by `SyncRunner`. */
 const statements = {
@@ -238,12 +241,14 @@ const statements = {
   selectLease: getStatement<LeaseRow>(`SELECT ${leaseColumns} FROM lunation_leases WHERE thread_id = ?`),
   selectLeaseToken: getStatement<{ token: number }>('SELECT token FROM lunation_leases WHERE thread_id = ?'),
   upsertLease: runStatement(
-    `INSERT INTO lunation_leases (thread_id, token, owner, run_id, expires_at) VALUES (?, ?, ?, ?, ?)
+    `INSERT INTO lunation_leases (thread_id, token, owner, incarnation, run_id, renewed_at, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (thread_id) DO UPDATE SET token = excluded.token, owner = excluded.owner,
-       run_id = excluded.run_id, expires_at = excluded.expires_at`,
+       incarnation = excluded.incarnation, run_id = excluded.run_id, renewed_at = excluded.renewed_at,
+       expires_at = excluded.expires_at`,
   ),
   renewLease: getStatement<LeaseRow>(
-    `UPDATE lunation_leases SET expires_at = ?
+    `UPDATE lunation_leases SET renewed_at = ?, expires_at = ?
      WHERE thread_id = ? AND token = ? AND expires_at IS NOT NULL RETURNING ${leaseColumns}`,
   ),
   endLease: runStatement(
@@ -473,22 +478,38 @@ const operations = {
   *acquireLease(input: AcquireLeaseInput): SqliteOperation<Lease> {
     const now = Date.now();
     const current = yield* statements.selectLease([input.threadId]);
-    if (current && current.expiresAt !== null && current.expiresAt > now) {
-      throw threadBusy(input.threadId, current.runId, current.owner);
+    if (
+      current &&
+      current.expiresAt !== null &&
+      current.expiresAt > now &&
+      !mayTakeOver(current, input, now)
+    ) {
+      throw threadBusy(input.threadId, toLease(input.threadId, current));
     }
     const lease: Lease = {
       threadId: input.threadId,
       owner: input.owner,
+      ...(input.incarnation === undefined ? {} : { incarnation: input.incarnation }),
       runId: input.runId,
       token: (current?.token ?? 0) + 1,
+      renewedAt: now,
       expiresAt: now + input.ttlMs,
     };
-    yield* statements.upsertLease([lease.threadId, lease.token, lease.owner, lease.runId, lease.expiresAt]);
+    yield* statements.upsertLease([
+      lease.threadId,
+      lease.token,
+      lease.owner,
+      input.incarnation ?? null,
+      lease.runId,
+      now,
+      lease.expiresAt,
+    ]);
     return lease;
   },
 
   *renewLease(input: RenewLeaseInput): SqliteOperation<Lease> {
-    const row = yield* statements.renewLease([Date.now() + input.ttlMs, input.threadId, input.token]);
+    const now = Date.now();
+    const row = yield* statements.renewLease([now, now + input.ttlMs, input.threadId, input.token]);
     if (!row) {
       const current = yield* statements.selectLeaseToken([input.threadId]);
       throw new LunationError(
@@ -713,6 +734,7 @@ export class SqliteStore implements LunationStore {
     assertId(input.owner, 'owner');
     assertId(input.runId, 'runId');
     assertInteger(input.ttlMs, 'ttlMs', 1);
+    if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
     return this.#run('write', operations.acquireLease(input));
   }
 
@@ -907,7 +929,25 @@ function toMessage(threadId: string, row: MessageRow): MessageRecord {
 }
 
 function toLease(threadId: string, row: LeaseRow): Lease {
-  return { threadId, owner: row.owner, runId: row.runId, token: row.token, expiresAt: row.expiresAt! };
+  const lease: Lease = {
+    threadId,
+    owner: row.owner,
+    runId: row.runId,
+    token: row.token,
+    renewedAt: row.renewedAt,
+    expiresAt: row.expiresAt!,
+  };
+  if (row.incarnation !== null) lease.incarnation = row.incarnation;
+  return lease;
+}
+
+/** Whether `input` may take over the unexpired lease `held` (the contract's two takeovers). */
+function mayTakeOver(held: LeaseRow, input: AcquireLeaseInput, now: number): boolean {
+  if (held.owner !== input.owner || held.incarnation === null || input.incarnation === undefined)
+    return false;
+  return (
+    held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt! - held.renewedAt
+  );
 }
 
 function toPage<T>(rows: T[], limit: number, cursorOf: (last: T) => string): Page<T> {
@@ -964,11 +1004,12 @@ function staleLease(threadId: string, token: number, currentToken: number): Luna
   );
 }
 
-function threadBusy(threadId: string, runId: string, owner: string): LunationError {
+function threadBusy(threadId: string, held: Lease): LunationError {
+  const { runId, owner, incarnation, renewedAt, expiresAt } = held;
   return new LunationError(
     'thread-busy',
     `Thread "${threadId}" already has an active run (run ${runId}); wait for it or cancel it`,
-    { details: { threadId, runId, owner } },
+    { details: { threadId, runId, owner, incarnation, renewedAt, expiresAt } },
   );
 }
 

@@ -272,5 +272,63 @@ describe.each([redisBackend, postgresBackend])('leases across processes ($name)'
   });
 });
 
+describe.each(backends)('two live processes with one owner ($name)', (backend) => {
+  it('lets only the live holder run the thread; a restart with that owner takes over before the lease expires', async () => {
+    const base = {
+      ...backend.config(),
+      threadId: 'thread-twins',
+      sideEffectLog: join(directory, `log-${++counter}`),
+      leaseTtlMs: 3_000,
+      owner: 'replica',
+    };
+    const holder = startAgentProcess({ ...base, mode: 'crash' });
+    const started = await holder.waitFor('tool-started');
+    const running = await holder.waitFor('running');
+    const key = String(started.key);
+
+    // A second live process with the same owner, at once and again after more than a whole time to live (so
+    // not saved by luck of timing: the holder's renewals keep it out), is refused.
+    for (const wait of [0, 3_500]) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      const twin = startAgentProcess({ ...base, mode: 'contend' });
+      const contended = await twin.waitFor('contended');
+      expect(await twin.exited).toBe(0);
+      expect(contended).toMatchObject({
+        code: 'thread-busy',
+        details: { runId: running.runId, owner: 'replica' },
+      });
+      expect(String(contended.message)).toContain("another live process with this runtime's own owner");
+    }
+    expect(readLog(base.sideEffectLog)).toEqual([
+      `step_one ${running.runId}:call_1_1`,
+      `slow_write start ${key} rerun=false`,
+    ]);
+
+    const store = await backend.open(base);
+    try {
+      const lease = await store.getLease('thread-twins');
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      const killedAt = Date.now();
+      expect(lease).toMatchObject({ owner: 'replica', runId: running.runId });
+      const restarted = startAgentProcess({ ...base, mode: 'recover' });
+      const done = await restarted.waitFor('ended');
+      expect(await restarted.exited).toBe(0);
+      expect(done).toMatchObject({ status: 'done', finalText: 'All done.', runId: running.runId });
+      // Taken over once the dead life's lease went half its time to live unrenewed: before it expired.
+      expect(Number(done.startedAt)).toBeLessThan(Number(lease?.expiresAt));
+      expect(Number(done.startedAt) - killedAt).toBeLessThan(base.leaseTtlMs);
+      expect(readLog(base.sideEffectLog)).toEqual([
+        `step_one ${running.runId}:call_1_1`,
+        `slow_write start ${key} rerun=false`,
+        `slow_write start ${key} rerun=true`,
+        `slow_write done ${key}`,
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 // Keeps the fixture's side-effect log format documented next to the assertions above.
 writeFileSync(join(directory, 'README'), 'side-effect logs of the durability tests\n');

@@ -84,6 +84,26 @@ export const breakages: Record<string, Breakage> = {
       return { ...slot.lease };
     };
   },
+  'lets any incarnation of an owner take its lease over (the same-owner double run)': (store) => {
+    const acquireLease = store.acquireLease.bind(store);
+    store.acquireLease = async (input) => {
+      const held = store.backend.leases.get(input.threadId)?.lease;
+      if (held?.owner === input.owner && held.incarnation !== undefined && input.incarnation !== undefined) {
+        await store.releaseLease({ threadId: input.threadId, token: held.token });
+      }
+      return acquireLease(input);
+    };
+  },
+  'does not record renewals in renewedAt': (store) => {
+    const renewLease = store.renewLease.bind(store);
+    store.renewLease = async (input) => {
+      const before = store.backend.leases.get(input.threadId)?.lease?.renewedAt;
+      const renewed = await renewLease(input);
+      const slot = store.backend.leases.get(input.threadId);
+      if (before !== undefined && slot?.lease !== undefined) slot.lease.renewedAt = before;
+      return before === undefined ? renewed : { ...renewed, renewedAt: before };
+    };
+  },
   'reports thread-busy without details': (store) => {
     const acquireLease = store.acquireLease.bind(store);
     store.acquireLease = async (input) => {

@@ -7,7 +7,7 @@ import { createThread, expectSchema, expectTimestampBetween } from './spec-helpe
 /** Thread leases and fencing tokens, including expiry with short TTLs. */
 export function leasesSpec(context: StoreSpecContext): void {
   describe('leases and fencing', () => {
-    it('acquireLease returns the lease with a positive token and expiresAt = now + ttl', async () => {
+    it('acquireLease returns the lease with a positive token, renewedAt = now and expiresAt = now + ttl', async () => {
       const thread = await createThread(context.store);
       const before = Date.now();
       const lease = await context.store.acquireLease({
@@ -23,10 +23,12 @@ export function leasesSpec(context: StoreSpecContext): void {
         owner: 'worker-1',
         runId: 'run-1',
         token: expect.any(Number),
+        renewedAt: expect.any(Number),
         expiresAt: expect.any(Number),
       });
       expect(lease.token).toBeGreaterThan(0);
-      expectTimestampBetween(lease.expiresAt, before + 30_000, after + 30_000);
+      expectTimestampBetween(lease.renewedAt, before, after);
+      expect(lease.expiresAt).toBe(lease.renewedAt + 30_000);
       expect(await context.store.getLease(thread.id)).toEqual(lease);
     });
 
@@ -106,8 +108,9 @@ export function leasesSpec(context: StoreSpecContext): void {
       const before = Date.now();
       const renewed = await context.store.renewLease({ threadId, token: lease.token, ttlMs: 60_000 });
       const after = Date.now();
-      expect(renewed).toEqual({ ...lease, expiresAt: expect.any(Number) });
-      expectTimestampBetween(renewed.expiresAt, before + 60_000, after + 60_000);
+      expect(renewed).toEqual({ ...lease, renewedAt: expect.any(Number), expiresAt: expect.any(Number) });
+      expectTimestampBetween(renewed.renewedAt, before, after);
+      expect(renewed.expiresAt).toBe(renewed.renewedAt + 60_000);
       expect(renewed.expiresAt).toBeGreaterThan(lease.expiresAt);
       expect(await context.store.getLease(threadId)).toEqual(renewed);
     });
@@ -189,6 +192,181 @@ export function leasesSpec(context: StoreSpecContext): void {
           leaseToken: taken.token,
         }),
       ).toEqual({ messageCount: 1 });
+    });
+
+    it('keeps the incarnation in the lease, its renewals and thread-busy details', async () => {
+      const threadId = uniqueId('thread');
+      const lease = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'life-1',
+        runId: 'r1',
+        ttlMs: 30_000,
+      });
+      expectSchema(leaseSchema, lease);
+      expect(lease.incarnation).toBe('life-1');
+      expect(await context.store.getLease(threadId)).toEqual(lease);
+      const renewed = await context.store.renewLease({ threadId, token: lease.token, ttlMs: 30_000 });
+      expect(renewed).toEqual({ ...lease, renewedAt: expect.any(Number), expiresAt: expect.any(Number) });
+      const error = await expectLunationError(
+        context.store.acquireLease({
+          threadId,
+          owner: 'other',
+          incarnation: 'x',
+          runId: 'r2',
+          ttlMs: 30_000,
+        }),
+        'thread-busy',
+      );
+      expect(error.details).toEqual(
+        expect.objectContaining({
+          threadId,
+          runId: 'r1',
+          owner: 'server',
+          incarnation: 'life-1',
+          renewedAt: renewed.renewedAt,
+          expiresAt: renewed.expiresAt,
+        }),
+      );
+    });
+
+    it('two live incarnations of one owner never hold a thread at once while the holder renews', async () => {
+      const threadId = uniqueId('thread');
+      const held = await context.store.acquireLease({
+        threadId,
+        owner: 'replica',
+        incarnation: 'live-a',
+        runId: 'r1',
+        ttlMs: 400,
+      });
+      for (let attempt = 0; attempt < 6; attempt += 1) {
+        await sleep(100);
+        // The holder renews every 100 ms; its replica would take over only after 200 ms without a renewal.
+        await context.store.renewLease({ threadId, token: held.token, ttlMs: 400 });
+        const error = await expectLunationError(
+          context.store.acquireLease({
+            threadId,
+            owner: 'replica',
+            incarnation: 'live-b',
+            runId: 'r2',
+            ttlMs: 400,
+          }),
+          'thread-busy',
+        );
+        expect(error.details).toEqual(expect.objectContaining({ runId: 'r1', incarnation: 'live-a' }));
+      }
+      expect((await context.store.getLease(threadId))?.token).toBe(held.token);
+    });
+
+    it('takes over a lease of the same owner once it went unrenewed for half its ttl, fencing the old holder', async () => {
+      const thread = await createThread(context.store);
+      const threadId = thread.id;
+      const old = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'dead',
+        runId: 'r1',
+        ttlMs: 1_000,
+      });
+      await sleep(520);
+      const taken = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'restarted',
+        runId: 'r2',
+        ttlMs: 30_000,
+      });
+      expect(taken).toEqual(
+        expect.objectContaining({ owner: 'server', incarnation: 'restarted', runId: 'r2' }),
+      );
+      expect(taken.token).toBeGreaterThan(old.token);
+      expect(await context.store.getLease(threadId)).toEqual(taken);
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: old.token, ttlMs: 30_000 }),
+        'lease-lost',
+      );
+      expect(await context.store.releaseLease({ threadId, token: old.token })).toBe(false);
+      await expectLunationError(
+        context.store.commit({
+          threadId,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage('zombie')],
+          leaseToken: old.token,
+        }),
+        'stale-lease',
+      );
+      expect(await context.store.listMessages(threadId)).toEqual([]);
+      expect(await context.store.getLease(threadId)).toEqual(taken);
+    });
+
+    it('an unrenewed lease is waited out when the owner differs or either incarnation is missing', async () => {
+      const threadId = uniqueId('thread');
+      const held = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'dead',
+        runId: 'r1',
+        ttlMs: 2_000,
+      });
+      const bare = uniqueId('thread');
+      await context.store.acquireLease({ threadId: bare, owner: 'server', runId: 'r1', ttlMs: 2_000 });
+      await sleep(1_100);
+      const attempts = [
+        { threadId, owner: 'other', incarnation: 'x' },
+        { threadId, owner: 'server' },
+        { threadId: bare, owner: 'server', incarnation: 'restarted' },
+      ];
+      for (const attempt of attempts) {
+        await expectLunationError(
+          context.store.acquireLease({ ...attempt, runId: 'r2', ttlMs: 30_000 }),
+          'thread-busy',
+        );
+      }
+      expect(await context.store.getLease(threadId)).toEqual(held);
+    });
+
+    it('the incarnation that holds a lease acquires it again at once, with a new token', async () => {
+      const threadId = uniqueId('thread');
+      const first = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'me',
+        runId: 'r1',
+        ttlMs: 30_000,
+      });
+      const again = await context.store.acquireLease({
+        threadId,
+        owner: 'server',
+        incarnation: 'me',
+        runId: 'r2',
+        ttlMs: 30_000,
+      });
+      expect(again).toEqual(expect.objectContaining({ runId: 'r2', incarnation: 'me' }));
+      expect(again.token).toBeGreaterThan(first.token);
+      await expectLunationError(
+        context.store.renewLease({ threadId, token: first.token, ttlMs: 30_000 }),
+        'lease-lost',
+      );
+      // Another owner with the same incarnation id takes nothing over.
+      await expectLunationError(
+        context.store.acquireLease({
+          threadId,
+          owner: 'client',
+          incarnation: 'me',
+          runId: 'r3',
+          ttlMs: 30_000,
+        }),
+        'thread-busy',
+      );
+    });
+
+    it('rejects a malformed incarnation with invalid-argument', async () => {
+      const threadId = uniqueId('thread');
+      await expectLunationError(
+        context.store.acquireLease({ threadId, owner: 'a', incarnation: '', runId: 'r', ttlMs: 1_000 }),
+        'invalid-argument',
+      );
+      expect(await context.store.getLease(threadId)).toBeUndefined();
     });
 
     it('deleteThread removes the lease but later tokens are still higher than any issued before', async () => {

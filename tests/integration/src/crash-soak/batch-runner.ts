@@ -2,6 +2,7 @@ import type { KillTarget } from '../../fixtures/kill-switch.js';
 import { Journal } from '../../fixtures/soak-journal.js';
 import type { SoakProcessConfig } from '../../fixtures/soak-process.js';
 import type { KillKind, KillPlan, SoakBatch, SoakRun } from '../../fixtures/soak-scenario.js';
+import type { SoakTwinConfig, TwinCounts } from '../../fixtures/soak-twin.js';
 import type { StoreConnection } from '../../fixtures/store-connection.js';
 import { startFixtureProcess } from '../process-harness.js';
 
@@ -11,6 +12,11 @@ export interface BatchRunOptions {
   leaseTtlMs: number;
   /** A lease owner every process of the batch shares. */
   owner?: string;
+  /**
+   * Runs a live twin beside the driving processes for the whole batch, under `owner` (required then), trying to
+   * continue every running run: it must be refused while the driving process lives.
+   */
+  twin?: boolean;
   /**
    * Kill every run at least this many times: while an open run has been cut short fewer times, the next
    * process is killed at that run's first model call, before the batch's planned kills. 0: the plan only.
@@ -35,7 +41,12 @@ export interface BatchOutcome {
   crashes: string[];
   /** How many landed kills cut each run short (by thread id; 0 for runs no kill reached). */
   killsByRun: Map<string, number>;
+  /** What the live twin did, when the batch had one. */
+  twin?: TwinCounts;
 }
+
+/** The twin's process number in the journal: above any driving process's. */
+const twinGeneration = 1_000;
 
 /** A process that takes this long hangs: a run never ends or never gives up on a busy thread. */
 const hangLimitMs = 60_000;
@@ -61,6 +72,56 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
     crashes: [],
     killsByRun: new Map(batch.runs.map((run) => [run.threadId, 0])),
   };
+  const twin = options.twin ? startTwin(batch, options, outcome) : undefined;
+  try {
+    await driveBatch(batch, options, journal, open, outcome);
+  } finally {
+    if (twin) await twin.stop();
+  }
+  return outcome;
+}
+
+/** Starts the batch's live twin; `stop()` ends it (SIGTERM, then its counts) and records a failure as a crash. */
+function startTwin(batch: SoakBatch, options: BatchRunOptions, outcome: BatchOutcome) {
+  if (options.owner === undefined) throw new Error('a batch with a twin needs a shared owner');
+  const config: SoakTwinConfig = {
+    connection: options.connection,
+    journal: options.journalPath,
+    generation: twinGeneration,
+    runs: batch.runs,
+    leaseTtlMs: options.leaseTtlMs,
+    owner: options.owner,
+  };
+  const child = startFixtureProcess('soak-twin.ts', config);
+  child.onLine((line) => {
+    if (line.event === 'twin-done') {
+      const { attempts, busy, continued, nothingToDo } = line as unknown as TwinCounts;
+      outcome.twin = { attempts, busy, continued, nothingToDo };
+    }
+  });
+  return {
+    async stop(): Promise<void> {
+      child.child.kill('SIGTERM');
+      const watchdog = setTimeout(() => child.child.kill('SIGKILL'), hangLimitMs);
+      const code = await child.exited;
+      clearTimeout(watchdog);
+      if (code !== 0 || outcome.twin === undefined) {
+        outcome.crashes.push(
+          `the twin process ${child.child.pid} (batch ${batch.index}) exited with ${code ?? child.child.signalCode}:\n${child.stderr().slice(-4_000)}`,
+        );
+      }
+    },
+  };
+}
+
+/** Starts driving processes one after another, killing them as planned, until every run ended. */
+async function driveBatch(
+  batch: SoakBatch,
+  options: BatchRunOptions,
+  journal: Journal,
+  open: Map<string, SoakRun>,
+  outcome: BatchOutcome,
+): Promise<void> {
   const plans: Array<KillPlan & { extra?: boolean }> = [...batch.kills];
   const minKills = options.minKillsPerRun ?? 0;
   const limit = processLimit(batch) + minKills * batch.runs.length;
@@ -157,5 +218,4 @@ export async function runBatch(batch: SoakBatch, options: BatchRunOptions): Prom
       break;
     }
   }
-  return outcome;
 }

@@ -46,13 +46,17 @@ describe.each(backends)('crash soak on $name', (backend) => {
       const reports = await inPool(batches, settings.parallel, async (batch): Promise<BatchReport> => {
         const connection = backend.connect(`${settings.seed}-b${batch.index}`, directory);
         const journalPath = join(directory, `batch-${batch.index}.jsonl`);
+        // Every `twinEvery`-th batch runs beside a live twin sharing its owner, on longer leases: the twin must
+        // be refused while a driving process lives, and may take a run over only after that process was killed.
+        const twin = settings.twinEvery > 0 && batch.index % settings.twinEvery === settings.twinEvery - 1;
         try {
           const outcome = await runBatch(batch, {
             connection,
             journalPath,
-            leaseTtlMs: settings.leaseTtlMs,
+            leaseTtlMs: twin ? settings.twinLeaseTtlMs : settings.leaseTtlMs,
             minKillsPerRun: settings.minKillsPerRun,
-            ...(settings.sameOwner ? { owner: `soak-batch-${batch.index}` } : {}),
+            ...(settings.sameOwner || twin ? { owner: `soak-batch-${batch.index}` } : {}),
+            twin,
           });
           const journal = readJournal(journalPath);
           const store = await openStore(connection);

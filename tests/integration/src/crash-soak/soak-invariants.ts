@@ -4,7 +4,7 @@ import type { JournalEntry } from '../../fixtures/soak-journal.js';
 import { findCall, type SoakCall, type SoakRun, soakTools } from '../../fixtures/soak-scenario.js';
 import type { ThreadEvidence } from './thread-evidence.js';
 
-/** The invariants of docs/durability-protocol, numbered as there. */
+/** The invariants of the durability protocol, numbered as there; 7 is the fleet sketch's "at most one holder". */
 export const invariantNames = {
   1: 'no call executes without a gate outcome of allowed or an approving decision',
   2: 'no call whose result is recorded executes again',
@@ -12,6 +12,7 @@ export const invariantNames = {
   4: 'no acknowledged commit is lost; no commit is partial',
   5: 'every run ends done, or waiting on tickets that can be decided; run record and call states agree',
   6: 'every assistant tool call gets exactly one result, in call order',
+  7: "at most one live process executes a thread's tools at any instant",
 } as const;
 
 export type Invariant = keyof typeof invariantNames;
@@ -343,6 +344,36 @@ function checkAnswers(evidence: RunEvidence, violations: Violation[]): void {
 }
 
 /** Every violation of the six invariants one run shows. */
+/**
+ * Two processes executing the thread's tools at once means both held the thread: an execution started while
+ * another process had one started and not finished, and that process was not killed in between.
+ */
+function checkOverlaps(evidence: RunEvidence, violations: Violation[]): void {
+  const { run, journal } = evidence;
+  const running = new Map<number, Array<Entry<'execution-start'>>>();
+  for (const entry of journal) {
+    if (entry.type === 'killed') running.delete(entry.victim);
+    else if (entry.type === 'execution-finish') {
+      const open = running.get(entry.process) ?? [];
+      running.set(
+        entry.process,
+        open.filter((start) => start.toolCallId !== entry.toolCallId),
+      );
+    } else if (entry.type === 'execution-start') {
+      for (const [process, open] of running) {
+        const other = open[0];
+        if (process === entry.process || other === undefined) continue;
+        violations.push({
+          invariant: 7,
+          run,
+          detail: `"${entry.toolCallId}" started in ${writer(entry)} while ${writer(other)}, alive, was still executing "${other.toolCallId}"`,
+        });
+      }
+      running.set(entry.process, [...(running.get(entry.process) ?? []), entry]);
+    }
+  }
+}
+
 export function checkRun(evidence: RunEvidence): Violation[] {
   const violations: Violation[] = [];
   checkGates(evidence, violations);
@@ -350,5 +381,6 @@ export function checkRun(evidence: RunEvidence): Violation[] {
   checkCommits(evidence, violations);
   checkEnding(evidence, violations);
   checkAnswers(evidence, violations);
+  checkOverlaps(evidence, violations);
   return violations;
 }

@@ -32,13 +32,15 @@ export interface SoakSummary {
   decisions: number;
   stranded: number;
   crashes: number;
+  /** Batches driven beside a live twin sharing their owner, and what the twins did. */
+  twins: { batches: number; attempts: number; busy: number; continued: number };
   violations: Record<Invariant, number>;
   seconds: number;
 }
 
 export function summarise(store: string, seed: number, reports: BatchReport[], seconds: number): SoakSummary {
   const killsLanded = Object.fromEntries(killKinds.map((kind) => [kind, 0])) as Record<KillKind, number>;
-  const violations: Record<Invariant, number> = { 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0 };
+  const violations: Record<Invariant, number> = { 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0 };
   const summary: SoakSummary = {
     store,
     seed,
@@ -55,6 +57,7 @@ export function summarise(store: string, seed: number, reports: BatchReport[], s
     decisions: 0,
     stranded: 0,
     crashes: 0,
+    twins: { batches: 0, attempts: 0, busy: 0, continued: 0 },
     violations,
     seconds,
   };
@@ -63,6 +66,12 @@ export function summarise(store: string, seed: number, reports: BatchReport[], s
     summary.processes += outcome.processes;
     summary.stranded += outcome.stranded.size;
     summary.crashes += outcome.crashes.length;
+    if (outcome.twin) {
+      summary.twins.batches++;
+      summary.twins.attempts += outcome.twin.attempts;
+      summary.twins.busy += outcome.twin.busy;
+      summary.twins.continued += outcome.twin.continued;
+    }
     for (const count of outcome.killsByRun.values()) {
       summary.minKillsPerRun = Math.min(summary.minKillsPerRun, count);
       if (count >= 2) summary.runsKilledTwice++;
@@ -100,6 +109,7 @@ export function formatSummary(summary: SoakSummary): string {
     4: 'lost or partial commits',
     5: 'stranded or failed runs',
     6: 'wrong or missing answers',
+    7: 'overlapping executions',
   };
   const violations = Object.entries(summary.violations)
     .map(([invariant, count]) => `#${invariant} ${names[Number(invariant) as Invariant]} ${count}`)
@@ -108,6 +118,7 @@ export function formatSummary(summary: SoakSummary): string {
     `crash soak on ${summary.store}: seed ${summary.seed}, ${summary.runs} runs in ${summary.batches} batches, ${summary.seconds.toFixed(1)} s`,
     `  processes ${summary.processes}; kills landed ${landed} (${byKind || 'none'}), missed ${summary.killsMissed}; runs cut short ${summary.runsHit} (${(summary.runsHit / Math.max(1, summary.runs)).toFixed(1)} kills per run, at least ${summary.minKillsPerRun}; ${summary.runsKilledTwice} of ${summary.runs} runs killed twice or more)`,
     `  tool executions ${summary.executions} (re-runs ${summary.reruns}); decisions ${summary.decisions}; stranded runs ${summary.stranded}; crashed processes ${summary.crashes}`,
+    `  live twins sharing an owner: ${summary.twins.batches} batches; ${summary.twins.attempts} attempts on running runs, ${summary.twins.busy} refused (thread-busy), ${summary.twins.continued} runs continued by the twin`,
     `  violations by invariant: ${violations}`,
   ].join('\n');
 }
@@ -127,7 +138,7 @@ export function formatFailure(
   const all = reports.flatMap((report) =>
     report.violations.map((violation) => ({ ...violation, batch: report.batch.index })),
   );
-  for (const invariant of [1, 2, 3, 4, 5, 6] as const) {
+  for (const invariant of [1, 2, 3, 4, 5, 6, 7] as const) {
     const found = all.filter((violation) => violation.invariant === invariant);
     if (found.length === 0) continue;
     lines.push('', `Invariant ${invariant} — ${invariantNames[invariant]}: ${found.length} violation(s)`);

@@ -16,6 +16,13 @@ export interface SoakSettings {
   leaseTtlMs: number;
   /** `LUNATION_SOAK_SAME_OWNER=1`: every process of a batch uses the same lease owner. */
   sameOwner: boolean;
+  /**
+   * `LUNATION_SOAK_TWIN_EVERY`: every n-th batch (0: none) runs beside a live twin process sharing its owner,
+   * with `twinLeaseTtlMs` leases.
+   */
+  twinEvery: number;
+  /** `LUNATION_SOAK_TWIN_LEASE_TTL_MS`: the lease ttl of twin batches (a takeover needs half of it unrenewed). */
+  twinLeaseTtlMs: number;
   /** `LUNATION_SOAK_MIN_KILLS`: every run is killed at least this often (at its next model call first). */
   minKillsPerRun: number;
 }
@@ -48,6 +55,8 @@ export function soakSettings(available: readonly string[]): SoakSettings {
     onlyBatch: batch === undefined || batch === '' ? undefined : integer('LUNATION_SOAK_BATCH', 0, 0),
     leaseTtlMs: integer('LUNATION_SOAK_LEASE_TTL_MS', 300, 50),
     sameOwner: process.env.LUNATION_SOAK_SAME_OWNER === '1',
+    twinEvery: integer('LUNATION_SOAK_TWIN_EVERY', 2, 0),
+    twinLeaseTtlMs: integer('LUNATION_SOAK_TWIN_LEASE_TTL_MS', 3_000, 300),
     minKillsPerRun: integer('LUNATION_SOAK_MIN_KILLS', 2, 0),
   };
 }
@@ -63,6 +72,10 @@ export function replayCommand(settings: SoakSettings, store: string, batch?: num
     ...(settings.leaseTtlMs === 300 ? [] : [`LUNATION_SOAK_LEASE_TTL_MS=${settings.leaseTtlMs}`]),
     ...(settings.minKillsPerRun === 2 ? [] : [`LUNATION_SOAK_MIN_KILLS=${settings.minKillsPerRun}`]),
     ...(settings.sameOwner ? ['LUNATION_SOAK_SAME_OWNER=1'] : []),
+    ...(settings.twinEvery === 2 ? [] : [`LUNATION_SOAK_TWIN_EVERY=${settings.twinEvery}`]),
+    ...(settings.twinLeaseTtlMs === 3_000
+      ? []
+      : [`LUNATION_SOAK_TWIN_LEASE_TTL_MS=${settings.twinLeaseTtlMs}`]),
   ];
   return `${variables.join(' ')} pnpm vitest run --project integration crash-soak`;
 }
