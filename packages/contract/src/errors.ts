@@ -9,12 +9,13 @@ import { z } from 'zod';
  * - `store-conflict` — a checkpoint's `expectedMessageCount` was stale; nothing was written.
  * - `stale-lease` — a write carried a fencing token older than the thread's current lease.
  * - `lease-lost` — the lease expired or was taken by another process while a run was alive.
- * - `store-unavailable` — the store backend could not be reached.
+ * - `claim-lost` — a dispatcher claim expired or was already completed, failed or handed back.
+ * - `store-unavailable` — the store's (or a dispatcher's) backend could not be reached, or is closed.
  * - `migration-failed` — a schema migration could not be applied.
  * - `cancelled` — the operation was aborted through its AbortSignal.
  * - `timeout` — the model provider timed out (408 / 504 / client timeout).
  * - `rate-limited` — the provider answered 429; `retryAfterMs` carries Retry-After.
- * - `overloaded` — the provider is overloaded (529 / 503).
+ * - `overloaded` — the provider is overloaded (529 / 503), or a dispatcher's queue is at its depth cap.
  * - `provider-error` — the provider failed (500 / 502 or an error event).
  * - `unauthorized` — bad or missing credentials (401 / 403).
  * - `model-not-found` — the model does not exist (404).
@@ -43,6 +44,7 @@ export const errorCodeSchema = z.enum([
   'store-conflict',
   'stale-lease',
   'lease-lost',
+  'claim-lost',
   'store-unavailable',
   'migration-failed',
   'cancelled',

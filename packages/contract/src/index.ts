@@ -1,3 +1,7 @@
+export * from './dispatch.js';
+export * from './dispatch-cancel.js';
+export * from './dispatch-events.js';
+export * from './dispatch-input.js';
 export * from './errors.js';
 export * from './events.js';
 export * from './json.js';

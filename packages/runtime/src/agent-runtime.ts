@@ -73,6 +73,11 @@ export interface RunOptions {
   /** @default the thread's active agent, else the runtime's first agent */
   agentId?: string;
   input?: RunInput;
+  /**
+   * The id of the run this starts, when it starts one (a continued run keeps its own): lets whoever asked for
+   * the run follow its events before it starts, e.g. through a dispatcher. @default a new id
+   */
+  runId?: string;
   /** Answers to the thread's open tickets. */
   decisions?: ResumeDecision[];
   signal?: AbortSignal;
@@ -218,6 +223,9 @@ export class AgentRuntime {
     }
     const busy = this.activeByThread.get(threadId);
     if (busy) throw busyHere(threadId, busy.identity.runId);
+    if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId.length === 0)) {
+      throw new LunationError('invalid-argument', 'run() needs `runId` to be a non-empty string when given');
+    }
     const input = normaliseInput(options.input);
     const decisions =
       options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions);
@@ -227,7 +235,7 @@ export class AgentRuntime {
     const run = new LiveRun(
       {
         threadId,
-        runId: createId(),
+        runId: options.runId ?? createId(),
         agentId: options.agentId ?? '',
         origin: options.parent?.origin ?? 'user',
       },
@@ -863,7 +871,8 @@ function continuedRun(latest: RunRecord | undefined): RunRecord | undefined {
   return undefined;
 }
 
-function normaliseInput(input: RunInput | undefined): Message[] {
+/** @internal The messages of a run input; a text becomes a user message with a new id. */
+export function normaliseInput(input: RunInput | undefined): Message[] {
   if (input === undefined) return [];
   if (typeof input === 'string') {
     const message: UserMessage = { id: createId(), role: 'user', content: [{ type: 'text', text: input }] };

@@ -48,7 +48,19 @@ export {
   summaryRange,
   truncateMessages,
 } from './context-policy.js';
+export {
+  LocalDispatchBackend,
+  LocalDispatcher,
+  type LocalDispatcherOptions,
+} from './dispatch/local-dispatcher.js';
 export { EventStream } from './event-stream.js';
+export { AgentWorker, type AgentWorkerOptions, type StopWorkerOptions } from './fleet/agent-worker.js';
+export {
+  FleetClient,
+  type FleetClientOptions,
+  type FleetSendOptions,
+  type FleetSubmission,
+} from './fleet/fleet-client.js';
 export { createId } from './id.js';
 export { AgentLoop } from './loop/agent-loop.js';
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';

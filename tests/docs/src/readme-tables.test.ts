@@ -12,6 +12,7 @@ import {
 } from '@lunation/contract';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { breakages as brokenDispatchers } from '../../../packages/runtime/src/dispatch/__fixtures__/broken-dispatchers.js';
 import { breakages } from '../../../packages/store-memory/src/__fixtures__/broken-stores.js';
 import { exportedNames } from './exported-names.js';
 import { firstColumn, tableAfter } from './markdown-tables.js';
@@ -81,6 +82,39 @@ describe('the store-testkit README', () => {
   });
 });
 
+describe('the dispatch-testkit README', () => {
+  const readme = read('packages/dispatch-testkit/README.md');
+  const specs = join(root, 'packages/dispatch-testkit/src/specs');
+
+  it('lists every spec file with its number of tests, and the total', () => {
+    const rows = tableAfter(readme, '## What it covers');
+    const files = readdirSync(specs).filter((file) => file.endsWith('-spec.ts'));
+    expect(rows.map((row) => row[0]).sort()).toEqual(files.sort());
+    let total = 0;
+    for (const [file, count] of rows) {
+      const tests = readFileSync(join(specs, file as string), 'utf8').match(/^\s*it\(/gm)?.length ?? 0;
+      expect(`${file}: ${count}`).toBe(`${file}: ${tests}`);
+      total += tests;
+    }
+    expect(readme).toContain(`${total} tests in all`);
+  });
+
+  it('counts the broken dispatchers the kit is checked against', () => {
+    expect(readme).toContain(`${Object.keys(brokenDispatchers).length} deliberately broken LocalDispatchers`);
+  });
+
+  it('carries the same "Add a dispatcher" checklist as CONTRIBUTING.md', () => {
+    const checklist = (markdown: string, heading: string) => {
+      const start = markdown.indexOf(heading) + heading.length;
+      const end = markdown.slice(start).search(/\n#{2,3} /);
+      return (end < 0 ? markdown.slice(start) : markdown.slice(start, start + end)).trim();
+    };
+    expect(checklist(read('CONTRIBUTING.md'), '### Add a dispatcher')).toBe(
+      checklist(readme, '## Add a dispatcher'),
+    );
+  });
+});
+
 describe('every package README', () => {
   const packages = readdirSync(join(root, 'packages'));
   /** Each package's public entry points (`exports` subpath → source file). */
@@ -139,6 +173,19 @@ describe('the CONTRIBUTING checklists', () => {
         'pageLimit',
         'defaultPageLimit',
         'toJsonText',
+      ],
+    ],
+    [
+      '### Add a dispatcher',
+      [
+        'resolveDispatchPolicy',
+        'dispatchRetryDelay',
+        'assertSubmission',
+        'assertId',
+        'assertInteger',
+        'parseRunEventId',
+        'claimLostError',
+        'overloadedError',
       ],
     ],
     [

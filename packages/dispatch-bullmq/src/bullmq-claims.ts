@@ -1,0 +1,231 @@
+import {
+  type ClaimOptions,
+  type CompleteResult,
+  claimLostError,
+  type DispatchClaim,
+  dispatchRetryDelay,
+  type ErrorInfo,
+  type FailOptions,
+  type FailResult,
+  LunationError,
+  toErrorInfo,
+} from '@lunation/contract';
+import { Job, UnrecoverableError, type Worker } from 'bullmq';
+import { ClaimGate } from './claim-gate.js';
+import type { DispatchContext } from './dispatch-context.js';
+import { dispatchScripts } from './dispatch-scripts.js';
+import { jobIdOf } from './redis-keys.js';
+import { isLostClaim } from './to-dispatch-error.js';
+import { withTimeout } from './with-timeout.js';
+
+/** What a BullMQ job of a thread carries. */
+export interface ThreadJobData {
+  threadId: string;
+  resourceId?: string;
+}
+
+interface HeldClaim {
+  claim: DispatchClaim;
+  job: Job;
+}
+
+/**
+ * The worker side on BullMQ: claims are BullMQ jobs fetched by hand (a Worker without a processor), their token
+ * the job's lock token. The dispatcher adds the rest: tenant slots, dead letters for threads whose claims were lost
+ * too often, and re-waking a completed thread whose inbox is not empty.
+ */
+export class BullMQClaims {
+  private readonly held = new Map<string, HeldClaim>();
+  private readonly gate: ClaimGate;
+  private closed = false;
+
+  constructor(
+    private readonly context: DispatchContext,
+    private readonly worker: Worker,
+    private readonly ready: Promise<void>,
+  ) {
+    this.gate = new ClaimGate(worker, context.reportError);
+  }
+
+  async claim(options: ClaimOptions, lockMs: number, waitMs: number): Promise<DispatchClaim | undefined> {
+    await this.bounded(this.ready, 'worker connection');
+    const deadline = Date.now() + waitMs;
+    const { signal } = options;
+    while (!this.closed && !signal?.aborted) {
+      let job = await this.bounded(this.gate.fetchNow(), 'claim', (late) => {
+        if (late !== undefined) late.moveToWait(late.token).catch(this.context.reportError);
+      });
+      if (job === undefined && Date.now() < deadline) job = await this.gate.wait(deadline, signal);
+      if (job === undefined) {
+        if (Date.now() >= deadline || this.closed || signal?.aborted) return undefined;
+        continue;
+      }
+      if (this.closed || signal?.aborted) {
+        await job.moveToWait(job.token).catch(this.context.reportError);
+        return undefined;
+      }
+      const claim = await this.bounded(this.accept(job, options.workerId, lockMs), 'claim', (late) => {
+        if (late !== undefined) this.handBack(late, 0).catch(this.context.reportError);
+      });
+      if (claim !== undefined) return claim;
+    }
+    return undefined;
+  }
+
+  extend(claim: DispatchClaim, lockMs: number): Promise<void> {
+    return this.bounded(this.extendNow(claim, lockMs), 'extend');
+  }
+
+  complete(claim: DispatchClaim): Promise<CompleteResult> {
+    return this.bounded(this.completeNow(claim), 'complete');
+  }
+
+  fail(claim: DispatchClaim, error: unknown, options: FailOptions): Promise<FailResult> {
+    return this.bounded(this.failNow(claim, error, options), 'fail');
+  }
+
+  handBack(claim: DispatchClaim, delayMs: number): Promise<void> {
+    return this.bounded(this.handBackNow(claim, delayMs), 'handBack');
+  }
+
+  /** Stops claiming: waiting claims resolve undefined; held claims go back to the queue at once. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.gate.close();
+    for (const { claim } of [...this.held.values()]) {
+      await this.handBack(claim, 0).catch(this.context.reportError);
+    }
+  }
+
+  private async extendNow(claim: DispatchClaim, lockMs: number): Promise<void> {
+    await this.ready;
+    const jobId = jobIdOf(claim.threadId);
+    const failed = await this.worker.extendJobLocks([jobId], [claim.token], lockMs);
+    if (failed.length > 0) {
+      this.held.delete(claim.token);
+      throw claimLostError(claim);
+    }
+    if (claim.resourceId !== undefined) {
+      await this.context.client.zadd(
+        this.context.keys.active(claim.resourceId),
+        'XX',
+        Date.now() + lockMs,
+        claim.threadId,
+      );
+    }
+  }
+
+  private async completeNow(claim: DispatchClaim): Promise<CompleteResult> {
+    const job = await this.job(claim);
+    await this.settle(claim, () => job.moveToCompleted(null, claim.token, false));
+    const [inbox, tenant] = await this.release(claim, 'completed', false);
+    if (inbox === 0) return { rewoken: false };
+    await this.context.wake(claim.threadId, tenant ?? undefined);
+    return { rewoken: true };
+  }
+
+  private async failNow(claim: DispatchClaim, error: unknown, options: FailOptions): Promise<FailResult> {
+    const job = await this.job(claim);
+    const info = toErrorInfo(error);
+    const retryable = options.retryable ?? (LunationError.isInstance(error) && error.isRetryable);
+    const attempts = job.opts.attempts ?? this.context.policy.maxAttempts;
+    const retry = retryable && job.attemptsMade + 1 < attempts;
+    const failure = retry ? new Error(JSON.stringify(info)) : new UnrecoverableError(JSON.stringify(info));
+    const now = Date.now();
+    await this.settle(claim, () => job.moveToFailed(failure, claim.token, false));
+    await this.release(claim, 'failed', !retry);
+    if (!retry) return { deadLettered: true };
+    return {
+      deadLettered: false,
+      retryAt: now + dispatchRetryDelay(this.context.policy.backoff, claim.attempt),
+    };
+  }
+
+  private async handBackNow(claim: DispatchClaim, delayMs: number): Promise<void> {
+    const job = await this.job(claim);
+    await this.settle(claim, () =>
+      delayMs > 0 ? job.moveToDelayed(Date.now() + delayMs, claim.token) : job.moveToWait(claim.token),
+    );
+    await this.release(claim, '', false);
+  }
+
+  /** Turns a fetched job into a claim, or gives it back (tenant at its cap) or dead-letters it (lost too often). */
+  private async accept(job: Job, workerId: string, lockMs: number): Promise<DispatchClaim | undefined> {
+    const token = job.token as string;
+    const data = job.data as ThreadJobData;
+    const now = Date.now();
+    const claim: DispatchClaim = {
+      threadId: data.threadId,
+      ...(data.resourceId === undefined ? {} : { resourceId: data.resourceId }),
+      workerId,
+      attempt: job.attemptsMade + 1,
+      token,
+      claimedAt: now,
+    };
+    if (job.deferredFailure) {
+      const info: ErrorInfo = {
+        code: 'claim-lost',
+        message: `Thread "${data.threadId}" lost its claim too often (${job.deferredFailure}): its workers died or stalled each time; look into it, then resubmit it`,
+        retryable: false,
+      };
+      await job.moveToFailed(new UnrecoverableError(JSON.stringify(info)), token, false);
+      await this.release(claim, 'failed', true);
+      return undefined;
+    }
+    if (lockMs !== this.context.settings.lockMs) await job.extendLock(token, lockMs);
+    if (data.resourceId !== undefined) {
+      const cap = this.context.policy.maxActivePerResource;
+      const taken = await this.context.run(
+        dispatchScripts.takeSlot,
+        [this.context.keys.active(data.resourceId), this.context.keys.activeTenants],
+        [data.threadId, now + lockMs, now, cap === Number.POSITIVE_INFINITY ? 'inf' : cap, data.resourceId],
+      );
+      if (taken !== 1) {
+        await job.moveToDelayed(Date.now() + this.context.settings.resourceRetryMs, token);
+        return undefined;
+      }
+    }
+    this.held.set(token, { claim, job });
+    return claim;
+  }
+
+  /** `promise`, failing with `store-unavailable` after `commandTimeoutMs`. */
+  private bounded<T>(promise: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
+    return withTimeout(promise, this.context.settings.commandTimeoutMs, what, onLate);
+  }
+
+  /** The claim's job: the one fetched here, or loaded by id for a claim made by another instance. */
+  private async job(claim: DispatchClaim): Promise<Job> {
+    const held = this.held.get(claim.token);
+    if (held !== undefined) return held.job;
+    const job = await Job.fromId(this.worker, jobIdOf(claim.threadId));
+    if (job === undefined) throw claimLostError(claim);
+    return job;
+  }
+
+  /** Runs a BullMQ move of the claim's job; a lock or state mismatch means the claim was lost. */
+  private async settle(claim: DispatchClaim, move: () => Promise<unknown>): Promise<void> {
+    try {
+      await move();
+    } catch (error) {
+      if (isLostClaim(error)) throw claimLostError(claim, error);
+      throw error;
+    } finally {
+      this.held.delete(claim.token);
+    }
+  }
+
+  /** Frees the claim's tenant slot and counts it; resolves the inbox size and the tenant of its oldest entry. */
+  private async release(
+    claim: DispatchClaim,
+    counter: 'completed' | 'failed' | '',
+    dead: boolean,
+  ): Promise<[number, string | null]> {
+    const { keys } = this.context;
+    return (await this.context.run(
+      dispatchScripts.release,
+      [keys.active(claim.resourceId), keys.stats, keys.inbox(claim.threadId), keys.tenants(claim.threadId)],
+      [claim.threadId, counter, claim.resourceId ?? '', dead ? '1' : ''],
+    )) as [number, string | null];
+  }
+}

@@ -1,0 +1,211 @@
+import { LunationError } from '@lunation/contract';
+import { makeEvents, makeSubmission, sleep, uniqueId } from '@lunation/dispatch-testkit';
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  deleteKeysWithPrefix,
+  keysWithPrefix,
+  redisUrl,
+  sharedTestRedis,
+  uniquePrefix,
+} from './__fixtures__/redis-test-server.js';
+import { BullMQDispatcher, type BullMQDispatcherCommonOptions } from './bullmq-dispatcher.js';
+
+const redis = sharedTestRedis();
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(() => redis.connect());
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+afterAll(() => {
+  redis.connected().disconnect();
+});
+
+/** A dispatcher on a fresh prefix, closed and cleaned up after the test. */
+function open(options: BullMQDispatcherCommonOptions = {}): {
+  dispatcher: BullMQDispatcher;
+  keyPrefix: string;
+} {
+  const admin = redis.connected();
+  const keyPrefix = options.keyPrefix ?? uniquePrefix();
+  const dispatcher = new BullMQDispatcher({ url: redisUrl, ...options, keyPrefix });
+  cleanups.push(async () => {
+    await dispatcher.close();
+    await deleteKeysWithPrefix(admin, keyPrefix);
+  });
+  return { dispatcher, keyPrefix };
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<LunationError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(LunationError.isInstance(error), String(error)).toBe(true);
+  expect((error as LunationError).code).toBe(code);
+  return error as LunationError;
+}
+
+describe('BullMQDispatcher', () => {
+  it('gives thread ids with ":", "%", only digits or any unicode a job of their own', async () => {
+    const { dispatcher, keyPrefix } = open();
+    const threads = ['a:b', 'a%3Ab', '123', 'fil 🚀 ünï'];
+    for (const threadId of threads) await dispatcher.submit(makeSubmission(threadId));
+    const claimed: string[] = [];
+    for (const _ of threads) claimed.push((await dispatcher.claim({ workerId: 'w1' }))!.threadId);
+    expect(claimed).toEqual(threads);
+    const jobs = (await keysWithPrefix(redis.connected(), `${keyPrefix}bull:threads:t.`)).filter(
+      (key) => !key.endsWith(':lock'),
+    );
+    expect(jobs.map((key) => key.slice(`${keyPrefix}bull:threads:`.length)).sort()).toEqual(
+      ['t.a%3Ab', 't.a%253Ab', 't.123', 't.fil 🚀 ünï'].sort(),
+    );
+  });
+
+  it('keeps every key under keyPrefix, named as the README lists them', async () => {
+    const { dispatcher, keyPrefix } = open();
+    await dispatcher.submit(makeSubmission('thread-1', { resourceId: 'tenant-a' }));
+    const claim = (await dispatcher.claim({ workerId: 'w1' }))!;
+    const [entry] = await dispatcher.pending('thread-1');
+    await dispatcher.acknowledge('thread-1', [entry!.id]);
+    await dispatcher.submit(makeSubmission('thread-1', { resourceId: 'tenant-a' }));
+    await dispatcher.requestCancel({ threadId: 'thread-1', reason: 'stop' });
+    await dispatcher.appendEvents('run-1', makeEvents('run-1', 2));
+    expect(claim.threadId).toBe('thread-1');
+    const ours = (await keysWithPrefix(redis.connected(), keyPrefix))
+      .map((key) => key.slice(keyPrefix.length))
+      .filter((key) => !key.startsWith('bull:'));
+    expect(ours).toEqual(
+      [
+        'active-tenants',
+        'active:tenant-a',
+        'cancel:thread-1',
+        'events:run-1',
+        'events:run-1:meta',
+        'inbox-sequence',
+        'inbox:thread-1',
+        'inbox:thread-1:entries',
+        'inbox:thread-1:seen',
+        'inbox:thread-1:tenants',
+        'pending-threads',
+        'stats',
+      ].sort(),
+    );
+  });
+
+  it('leaves an injected client open and refuses one with a keyPrefix of its own', async () => {
+    const client = new Redis(redisUrl);
+    cleanups.push(async () => {
+      client.disconnect();
+    });
+    const { keyPrefix } = open();
+    const injected = new BullMQDispatcher({ client, keyPrefix });
+    const threadId = uniqueId('thread');
+    await injected.submit(makeSubmission(threadId));
+    expect((await injected.claim({ workerId: 'w1' }))?.threadId).toBe(threadId);
+    await injected.close();
+    expect(await client.ping()).toBe('PONG');
+    await expectCode(injected.depth(), 'store-unavailable');
+    const prefixed = new Redis(redisUrl, { keyPrefix: 'mine:', lazyConnect: true });
+    cleanups.push(async () => {
+      prefixed.disconnect();
+    });
+    expect(() => new BullMQDispatcher({ client: prefixed })).toThrow(/keyPrefix/);
+  });
+
+  it('dead-letters a thread whose claims were lost maxLostClaims times, with claim-lost; resubmit revives it', async () => {
+    const { dispatcher } = open({ maxLostClaims: 2, stalledIntervalMs: 100, blockMs: 200 });
+    const threadId = uniqueId('thread');
+    await dispatcher.submit(makeSubmission(threadId, { resourceId: 'tenant-a' }));
+    for (let loss = 0; loss < 2; loss++) {
+      const claim = await dispatcher.claim({ workerId: `dies-${loss}`, lockMs: 150, waitMs: 3_000 });
+      expect(claim?.threadId).toBe(threadId);
+      await sleep(500);
+    }
+    expect(await dispatcher.claim({ workerId: 'w1', waitMs: 1_000 })).toBeUndefined();
+    const [letter] = await dispatcher.deadLetters();
+    expect(letter).toEqual(
+      expect.objectContaining({
+        threadId,
+        resourceId: 'tenant-a',
+        pending: 1,
+        error: expect.objectContaining({ code: 'claim-lost', retryable: false }),
+      }),
+    );
+    expect((await dispatcher.depth()).byResource['tenant-a']).toEqual({
+      pending: 1,
+      active: 0,
+      deadLettered: 1,
+    });
+    expect(await dispatcher.resubmit(threadId)).toBe(true);
+    const revived = await dispatcher.claim({ workerId: 'w1', waitMs: 2_000 });
+    expect(revived).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
+    expect((await dispatcher.depth()).byResource['tenant-a']).toEqual({
+      pending: 1,
+      active: 1,
+      deadLettered: 0,
+    });
+  });
+
+  it('wakes a thread whose job vanished in a crash (the orphan sweep)', async () => {
+    const { dispatcher, keyPrefix } = open({ sweepIntervalMs: 200, blockMs: 200 });
+    const threadId = uniqueId('thread');
+    await dispatcher.submit(makeSubmission(threadId));
+    const claim = (await dispatcher.claim({ workerId: 'w1' }))!;
+    const late = makeSubmission(threadId);
+    await dispatcher.submit(late);
+    // A worker that completed the job and died before it could re-wake the thread.
+    const connection = redis.connected().duplicate();
+    const queue = new Queue('threads', { connection, prefix: `${keyPrefix}bull` });
+    cleanups.push(async () => {
+      await queue.close();
+      connection.disconnect();
+    });
+    const job = (await Job.fromId(queue, `t.${threadId}`))!;
+    await job.moveToCompleted(null, claim.token, false);
+    expect(await queue.getJobState(`t.${threadId}`)).toBe('unknown');
+    const swept = await dispatcher.claim({ workerId: 'w2', waitMs: 5_000 });
+    expect(swept?.threadId).toBe(threadId);
+    expect((await dispatcher.pending(threadId)).map((entry) => entry.id)).toContain(late.id);
+  });
+
+  it('raises store-unavailable, without hanging, when Redis cannot be reached', async () => {
+    const dispatcher = new BullMQDispatcher({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 500 });
+    cleanups.push(() => dispatcher.close());
+    const error = await expectCode(
+      dispatcher.submit(makeSubmission(uniqueId('thread'))),
+      'store-unavailable',
+    );
+    expect(error.isRetryable).toBe(true);
+    expect(error.message).toMatch(/Redis is unavailable/);
+    const claim = await expectCode(dispatcher.claim({ workerId: 'w1', waitMs: 100 }), 'store-unavailable');
+    expect(claim.details).toEqual({ timeoutMs: 500 });
+    await expectCode(
+      dispatcher.watchCancel('thread-1', () => {}),
+      'store-unavailable',
+    );
+    await expectCode(dispatcher.readEvents('run-1'), 'store-unavailable');
+    await expectCode(dispatcher.depth(), 'store-unavailable');
+  });
+
+  it('refuses bad settings with invalid-argument', () => {
+    for (const options of [
+      { queueName: 'a:b' },
+      { lockMs: 0 },
+      { stalledIntervalMs: 1.5 },
+      { maxAttempts: 0 },
+    ]) {
+      let caught: unknown;
+      try {
+        new BullMQDispatcher({ url: redisUrl, ...options });
+      } catch (error) {
+        caught = error;
+      }
+      expect(LunationError.hasCode(caught, 'invalid-argument'), JSON.stringify(options)).toBe(true);
+    }
+  });
+});

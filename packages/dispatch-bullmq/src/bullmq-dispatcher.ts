@@ -1,0 +1,414 @@
+import {
+  type AgentEvent,
+  assertId,
+  assertInteger,
+  assertSubmission,
+  type CancelRequest,
+  type CancelRequestInput,
+  type CancelWatch,
+  type ClaimOptions,
+  type CompleteResult,
+  type DeadLetter,
+  type DeadLetterListOptions,
+  type DispatchClaim,
+  type DispatchDepth,
+  type Dispatcher,
+  type DispatchPolicy,
+  dispatchRetryDelay,
+  type EndEventsOptions,
+  type FailOptions,
+  type FailResult,
+  type HandBackOptions,
+  type InboxEntry,
+  LunationError,
+  parseRunEventId,
+  type ReadEventsOptions,
+  type RunEventPage,
+  type RunEventRecord,
+  resolveDispatchPolicy,
+  type Submission,
+  type SubmitResult,
+  type SubscribeEventsOptions,
+} from '@lunation/contract';
+import { Queue, type RedisOptions, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { BullMQAdmin } from './bullmq-admin.js';
+import { BullMQClaims, type ThreadJobData } from './bullmq-claims.js';
+import { BullMQInbox } from './bullmq-inbox.js';
+import type { BullMQSettings, DispatchContext } from './dispatch-context.js';
+import { RedisCancels } from './redis-cancels.js';
+import { DispatchKeys, jobIdOf } from './redis-keys.js';
+import { RedisRunEvents } from './redis-run-events.js';
+import { runScript } from './script-runner.js';
+import { StreamWaiter } from './stream-waiter.js';
+import { toDispatchError } from './to-dispatch-error.js';
+
+/** Settings every BullMQ dispatcher takes, beside the contract's policy. */
+export interface BullMQDispatcherCommonOptions extends DispatchPolicy {
+  /** Prepended to every key, BullMQ's included, so several apps can share one Redis. @default 'lunation:dispatch:' */
+  keyPrefix?: string;
+  /** The BullMQ queue's name (no `:`). @default 'threads' */
+  queueName?: string;
+  /** The lock of a claim made without `lockMs` (BullMQ's `lockDuration`). @default 2000 */
+  lockMs?: number;
+  /** How often claiming dispatchers look for lost claims (BullMQ's `stalledInterval`). @default 500 */
+  stalledIntervalMs?: number;
+  /** Lost claims (a worker died or stalled holding the thread) before the thread is dead-lettered. @default 10 */
+  maxLostClaims?: number;
+  /** How long one blocking wait for a job or an event lasts before it is renewed. @default 1000 */
+  blockMs?: number;
+  /** How long a thread of a tenant at its cap is put aside before it is offered again. @default 250 */
+  resourceRetryMs?: number;
+  /** How often claiming dispatchers wake threads whose submissions lost their job in a crash. @default 10000 */
+  sweepIntervalMs?: number;
+  /** The longest a worker-side call waits for Redis before it fails with `store-unavailable`. @default 5000 */
+  commandTimeoutMs?: number;
+  /** Receives errors of background work (lost-claim checks, sweeps, reconnects). @default ignore them */
+  onError?: (error: unknown) => void;
+}
+
+/** A dispatcher that opens (and closes) its own connections to `url`. */
+export interface BullMQDispatcherUrlOptions extends BullMQDispatcherCommonOptions {
+  /** Where to connect. @default 'redis://127.0.0.1:6379' */
+  url?: string;
+}
+
+/** A dispatcher on a client you own (left open by `close()`); it duplicates it for blocking connections. */
+export interface BullMQDispatcherClientOptions extends BullMQDispatcherCommonOptions {
+  /** An ioredis client without its own `keyPrefix`. */
+  client: Redis;
+}
+
+/** Options of {@link BullMQDispatcher}: a URL or a client, plus the common settings. */
+export type BullMQDispatcherOptions = BullMQDispatcherUrlOptions | BullMQDispatcherClientOptions;
+
+/** Acknowledged submission ids count as duplicates this long, by default. */
+const defaultDedupeWindowMs = 24 * 3_600_000;
+const defaultReadLimit = 1_000;
+
+/**
+ * A `Dispatcher` on BullMQ and Redis: one BullMQ job per thread with work, claimed by hand (a Worker without a
+ * processor); inboxes, tenant slots, counters, cancel requests and run event streams in Redis next to it.
+ *
+ * @remarks Standalone Redis (or one primary) only: scripts touch keys of several threads.
+ */
+export class BullMQDispatcher implements Dispatcher {
+  readonly specificationVersion = 'v1' as const;
+  readonly kind = 'bullmq';
+  private readonly client: Redis;
+  private readonly ownedClient: Redis | undefined;
+  private readonly queue: Queue;
+  private readonly context: DispatchContext;
+  private readonly inbox: BullMQInbox;
+  private readonly admin: BullMQAdmin;
+  private readonly cancels: RedisCancels;
+  private readonly events: RedisRunEvents;
+  private readonly closing = new AbortController();
+  private claims: BullMQClaims | undefined;
+  private worker: Worker | undefined;
+  private waiter: StreamWaiter | undefined;
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  private lastConnectionError: unknown;
+  private closed = false;
+
+  constructor(options: BullMQDispatcherOptions = {}) {
+    const policy = resolveDispatchPolicy(options, { dedupeWindowMs: defaultDedupeWindowMs });
+    const settings = resolveSettings(options);
+    const keyPrefix = options.keyPrefix ?? 'lunation:dispatch:';
+    if (typeof keyPrefix !== 'string') throw invalid(`keyPrefix must be a string, got ${typeof keyPrefix}`);
+    const queueName = options.queueName ?? 'threads';
+    if (typeof queueName !== 'string' || queueName.length === 0 || queueName.includes(':')) {
+      throw invalid(`queueName must be a non-empty string without ":", got ${JSON.stringify(queueName)}`);
+    }
+    if ('client' in options) {
+      if (options.client.options?.keyPrefix) {
+        throw invalid(
+          `The injected Redis client has keyPrefix "${options.client.options.keyPrefix}", which Lua scripts and BullMQ do not see; pass keyPrefix to BullMQDispatcher instead`,
+        );
+      }
+      this.client = options.client;
+    } else {
+      this.ownedClient = new Redis(options.url ?? 'redis://127.0.0.1:6379', {
+        maxRetriesPerRequest: 1,
+        connectTimeout: 5_000,
+      });
+      this.client = this.ownedClient;
+    }
+    const reportError = options.onError ?? (() => {});
+    this.client.on('error', (error: unknown) => {
+      this.lastConnectionError = error;
+      reportError(error);
+    });
+    this.client.on('ready', () => {
+      this.lastConnectionError = undefined;
+    });
+    const keys = new DispatchKeys(keyPrefix);
+    this.queue = new Queue(queueName, { connection: this.client, prefix: keys.bullPrefix });
+    this.queue.on('error', reportError);
+    const queue = this.queue;
+    this.context = {
+      client: this.client,
+      keys,
+      policy,
+      settings,
+      run: (script, scriptKeys, args) => runScript(this.client, script, scriptKeys, args),
+      async wake(threadId, resourceId) {
+        const data: ThreadJobData = resourceId === undefined ? { threadId } : { threadId, resourceId };
+        await queue.add('thread', data, {
+          jobId: jobIdOf(threadId),
+          attempts: policy.maxAttempts,
+          backoff: { type: 'lunation' },
+          removeOnComplete: true,
+          removeOnFail: false,
+        });
+      },
+      reportError,
+    };
+    this.inbox = new BullMQInbox(this.context, this.queue);
+    this.admin = new BullMQAdmin(this.context, this.queue);
+    this.cancels = new RedisCancels(this.context);
+    this.events = new RedisRunEvents(this.context, () => {
+      this.waiter ??= new StreamWaiter(this.client, settings.blockMs, reportError);
+      return this.waiter;
+    });
+  }
+
+  submit(submission: Submission): Promise<SubmitResult> {
+    return this.call('submit', () => {
+      assertSubmission(submission);
+      return this.inbox.submit(submission);
+    });
+  }
+
+  claim(options: ClaimOptions): Promise<DispatchClaim | undefined> {
+    return this.call('claim', async () => {
+      assertId(options.workerId, 'workerId');
+      const lockMs = options.lockMs ?? this.context.settings.lockMs;
+      assertInteger(lockMs, 'lockMs', 1);
+      const waitMs = options.waitMs ?? 0;
+      assertInteger(waitMs, 'waitMs', 0);
+      if (options.signal?.aborted) return undefined;
+      return this.workSide().claim(options, lockMs, waitMs);
+    });
+  }
+
+  extend(claim: DispatchClaim, lockMs: number = this.context.settings.lockMs): Promise<void> {
+    return this.call('extend', async () => {
+      assertInteger(lockMs, 'lockMs', 1);
+      await this.workSide().extend(claim, lockMs);
+    });
+  }
+
+  pending(threadId: string): Promise<InboxEntry[]> {
+    return this.call('pending', () => {
+      assertId(threadId, 'threadId');
+      return this.inbox.pending(threadId);
+    });
+  }
+
+  acknowledge(threadId: string, submissionIds: readonly string[]): Promise<number> {
+    return this.call('acknowledge', () => {
+      assertId(threadId, 'threadId');
+      if (!Array.isArray(submissionIds)) throw invalid('submissionIds must be an array of submission ids');
+      for (const id of submissionIds) assertId(id, 'submissionIds[]');
+      return this.inbox.acknowledge(threadId, submissionIds);
+    });
+  }
+
+  complete(claim: DispatchClaim): Promise<CompleteResult> {
+    return this.call('complete', async () => this.workSide().complete(claim));
+  }
+
+  fail(claim: DispatchClaim, error: unknown, options: FailOptions = {}): Promise<FailResult> {
+    return this.call('fail', async () => this.workSide().fail(claim, error, options));
+  }
+
+  handBack(claim: DispatchClaim, options: HandBackOptions = {}): Promise<void> {
+    return this.call('handBack', async () => {
+      const delayMs = options.delayMs ?? 0;
+      assertInteger(delayMs, 'delayMs', 0);
+      await this.workSide().handBack(claim, delayMs);
+    });
+  }
+
+  depth(): Promise<DispatchDepth> {
+    return this.call('depth', () => this.admin.depth());
+  }
+
+  deadLetters(options: DeadLetterListOptions = {}): Promise<DeadLetter[]> {
+    return this.call('deadLetters', () => {
+      const limit = options.limit ?? 100;
+      assertInteger(limit, 'limit', 1);
+      return this.admin.deadLetters(limit);
+    });
+  }
+
+  resubmit(threadId: string): Promise<boolean> {
+    return this.call('resubmit', () => {
+      assertId(threadId, 'threadId');
+      return this.admin.resubmit(threadId);
+    });
+  }
+
+  requestCancel(input: CancelRequestInput): Promise<CancelRequest> {
+    return this.call('requestCancel', () => {
+      assertId(input.threadId, 'threadId');
+      if (input.runId !== undefined) assertId(input.runId, 'runId');
+      if (typeof input.reason !== 'string') throw invalid('reason must be a string');
+      return this.cancels.request(input);
+    });
+  }
+
+  cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
+    return this.call('cancelRequest', () => {
+      assertId(threadId, 'threadId');
+      return this.cancels.get(threadId);
+    });
+  }
+
+  watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {
+    return this.call('watchCancel', () => {
+      assertId(threadId, 'threadId');
+      return this.cancels.watch(threadId, listener);
+    });
+  }
+
+  clearCancel(threadId: string, requestId?: string): Promise<boolean> {
+    return this.call('clearCancel', () => {
+      assertId(threadId, 'threadId');
+      if (requestId !== undefined) assertId(requestId, 'requestId');
+      return this.cancels.clear(threadId, requestId);
+    });
+  }
+
+  appendEvents(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
+    return this.call('appendEvents', () => {
+      assertId(runId, 'runId');
+      if (!Array.isArray(events)) throw invalid('events must be an array');
+      return this.events.append(runId, events);
+    });
+  }
+
+  readEvents(runId: string, options: ReadEventsOptions = {}): Promise<RunEventPage> {
+    return this.call('readEvents', () => {
+      assertId(runId, 'runId');
+      const after = options.after === undefined ? 0 : parseRunEventId(options.after, 'after');
+      const limit = options.limit ?? defaultReadLimit;
+      assertInteger(limit, 'limit', 1);
+      return this.events.read(runId, after, limit);
+    });
+  }
+
+  subscribeEvents(runId: string, options: SubscribeEventsOptions): AsyncIterable<RunEventRecord> {
+    this.assertOpen();
+    assertId(runId, 'runId');
+    const after = options.after === undefined ? 0 : parseRunEventId(options.after, 'after');
+    if (typeof options.signal?.aborted !== 'boolean') {
+      throw invalid('subscribeEvents needs a signal (an AbortSignal) to end it');
+    }
+    const signal = AbortSignal.any([options.signal, this.closing.signal]);
+    const records = this.events.subscribe(runId, after, signal);
+    const wrap = (error: unknown) => toDispatchError(error, 'subscribeEvents', this.lastConnectionError);
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: () => records.next().catch((error) => Promise.reject(wrap(error))),
+        return: () => records.return(undefined),
+      }),
+    };
+  }
+
+  endEvents(runId: string, options: EndEventsOptions): Promise<void> {
+    return this.call('endEvents', () => {
+      assertId(runId, 'runId');
+      assertInteger(options?.ttlMs, 'ttlMs', 0);
+      return this.events.end(runId, options.ttlMs);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort();
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    await this.claims?.close();
+    this.waiter?.close();
+    await this.cancels.close();
+    await this.worker?.close().catch(() => undefined);
+    await this.queue.close().catch(() => undefined);
+    const client = this.ownedClient;
+    if (client !== undefined) {
+      if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+      else client.disconnect();
+    }
+  }
+
+  /** The worker side, started at the first claim: a BullMQ Worker, its lost-claim checks and the orphan sweep. */
+  private workSide(): BullMQClaims {
+    if (this.claims !== undefined) return this.claims;
+    const { keys, policy, settings } = this.context;
+    const worker = new Worker(this.queue.name, null, {
+      // Options, not a client: BullMQ opens the worker's connections itself. They wait for Redis to come back
+      // (`maxRetriesPerRequest: null`, as BullMQ wants for workers); the claims bound every call they make.
+      connection: { ...(this.client.options as RedisOptions), maxRetriesPerRequest: null },
+      prefix: keys.bullPrefix,
+      autorun: false,
+      lockDuration: settings.lockMs,
+      stalledInterval: settings.stalledIntervalMs,
+      maxStalledCount: settings.maxLostClaims - 1,
+      drainDelay: settings.blockMs / 1_000,
+      settings: {
+        backoffStrategy: (attemptsMade: number) => dispatchRetryDelay(policy.backoff, attemptsMade),
+      },
+    });
+    this.worker = worker;
+    worker.on('error', this.context.reportError);
+    const ready = (async () => {
+      await worker.waitUntilReady();
+      if (this.closed) return;
+      await worker.startStalledCheckTimer();
+      this.sweepTimer = setInterval(() => {
+        this.admin.sweep().catch(this.context.reportError);
+      }, settings.sweepIntervalMs);
+      this.sweepTimer.unref();
+    })();
+    ready.catch(this.context.reportError);
+    this.claims = new BullMQClaims(this.context, worker, ready);
+    return this.claims;
+  }
+
+  /** Runs one operation: closed dispatchers refuse, and Redis and BullMQ errors become LunationErrors. */
+  private async call<T>(operation: string, run: () => T | Promise<T>): Promise<T> {
+    this.assertOpen();
+    try {
+      return await run();
+    } catch (error) {
+      throw toDispatchError(error, operation, this.lastConnectionError);
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) {
+      throw new LunationError('store-unavailable', 'This BullMQDispatcher is closed; create a new one', {
+        retryable: false,
+      });
+    }
+  }
+}
+
+function invalid(message: string): LunationError {
+  return new LunationError('invalid-argument', message);
+}
+
+function resolveSettings(options: BullMQDispatcherCommonOptions): BullMQSettings {
+  const settings: BullMQSettings = {
+    lockMs: options.lockMs ?? 2_000,
+    stalledIntervalMs: options.stalledIntervalMs ?? 500,
+    maxLostClaims: options.maxLostClaims ?? 10,
+    blockMs: options.blockMs ?? 1_000,
+    resourceRetryMs: options.resourceRetryMs ?? 250,
+    sweepIntervalMs: options.sweepIntervalMs ?? 10_000,
+    commandTimeoutMs: options.commandTimeoutMs ?? 5_000,
+  };
+  for (const [name, value] of Object.entries(settings)) assertInteger(value, name, 1);
+  return settings;
+}

@@ -1,0 +1,29 @@
+import type { ResolvedDispatchPolicy } from '@lunation/contract';
+import type { Redis } from 'ioredis';
+import type { LuaScript } from './dispatch-scripts.js';
+import type { DispatchKeys } from './redis-keys.js';
+
+/** The settings of a BullMQ dispatcher beyond the contract's policy, with defaults applied. */
+export interface BullMQSettings {
+  lockMs: number;
+  stalledIntervalMs: number;
+  maxLostClaims: number;
+  blockMs: number;
+  resourceRetryMs: number;
+  sweepIntervalMs: number;
+  commandTimeoutMs: number;
+}
+
+/** What the parts of a BullMQ dispatcher share: the command connection, keys, policy and settings. */
+export interface DispatchContext {
+  readonly client: Redis;
+  readonly keys: DispatchKeys;
+  readonly policy: ResolvedDispatchPolicy;
+  readonly settings: BullMQSettings;
+  /** Runs one of the dispatcher's Lua scripts. */
+  run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** Makes sure the thread has its BullMQ job (adding one is a no-op while it exists). */
+  wake(threadId: string, resourceId: string | undefined): Promise<void>;
+  /** Reports an error of background work (the sweep, a pump, a hand-back at close). */
+  reportError(error: unknown): void;
+}

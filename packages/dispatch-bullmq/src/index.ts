@@ -1,0 +1,7 @@
+export {
+  BullMQDispatcher,
+  type BullMQDispatcherClientOptions,
+  type BullMQDispatcherCommonOptions,
+  type BullMQDispatcherOptions,
+  type BullMQDispatcherUrlOptions,
+} from './bullmq-dispatcher.js';

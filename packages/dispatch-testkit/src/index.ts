@@ -1,0 +1,12 @@
+export {
+  collect,
+  eventually,
+  expectLunationError,
+  makeDecisionsSubmission,
+  makeEvent,
+  makeEvents,
+  makeSubmission,
+  sleep,
+  uniqueId,
+} from './fixtures.js';
+export { type DispatcherConformanceOptions, runDispatcherConformance } from './run-dispatcher-conformance.js';

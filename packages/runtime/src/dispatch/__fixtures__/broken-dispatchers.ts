@@ -1,0 +1,116 @@
+/** Deliberate bugs, one per entry, that the dispatcher conformance kit must catch (see `local-dispatcher.mutation.test.ts`). */
+import type {
+  DispatchClaim,
+  DispatchPolicy,
+  RunEventRecord,
+  SubscribeEventsOptions,
+} from '@lunation/contract';
+import { LocalDispatcher, type LocalDispatcherOptions } from '../local-dispatcher.js';
+
+/** Builds a broken LocalDispatcher from the options the kit asks for. */
+type Breakage = (options: LocalDispatcherOptions) => LocalDispatcher;
+
+/** A LocalDispatcher with one behaviour broken in place. */
+function broken(
+  options: LocalDispatcherOptions,
+  breakIt: (dispatcher: LocalDispatcher) => void,
+): LocalDispatcher {
+  const dispatcher = new LocalDispatcher(options);
+  breakIt(dispatcher);
+  return dispatcher;
+}
+
+/** A dispatcher whose policy lost one setting. */
+function without(options: LocalDispatcherOptions, change: Partial<DispatchPolicy>): LocalDispatcher {
+  return new LocalDispatcher({ ...options, ...change });
+}
+
+/** Each entry breaks one rule of the contract. */
+export const breakages: Record<string, Breakage> = {
+  'acknowledges what it delivers (forgets to redeliver)': (options) =>
+    broken(options, (dispatcher) => {
+      const pending = dispatcher.pending.bind(dispatcher);
+      dispatcher.pending = async (threadId) => {
+        const entries = await pending(threadId);
+        await dispatcher.acknowledge(
+          threadId,
+          entries.map((entry) => entry.id),
+        );
+        return entries;
+      };
+    }),
+  'redelivers the inbox newest first': (options) =>
+    broken(options, (dispatcher) => {
+      const pending = dispatcher.pending.bind(dispatcher);
+      dispatcher.pending = async (threadId) => (await pending(threadId)).reverse();
+    }),
+  'hands a claimed thread to a second worker': (options) =>
+    broken(options, (dispatcher) => {
+      const claim = dispatcher.claim.bind(dispatcher);
+      const held: DispatchClaim[] = [];
+      dispatcher.claim = async (claimOptions) => {
+        const claimed = await claim({ ...claimOptions, waitMs: 0 });
+        if (claimed !== undefined) {
+          held.push(claimed);
+          return claimed;
+        }
+        const twice = held.at(-1);
+        if (twice !== undefined) return { ...twice, workerId: claimOptions.workerId };
+        return claim(claimOptions);
+      };
+    }),
+  'never lets a lock expire': (options) =>
+    broken(options, (dispatcher) => {
+      const claim = dispatcher.claim.bind(dispatcher);
+      dispatcher.claim = (claimOptions) => claim({ ...claimOptions, lockMs: 24 * 3_600_000 });
+      const extend = dispatcher.extend.bind(dispatcher);
+      dispatcher.extend = (held) => extend(held, 24 * 3_600_000);
+    }),
+  'drops the re-wake when submissions arrived during the claim': (options) =>
+    broken(options, (dispatcher) => {
+      const complete = dispatcher.complete.bind(dispatcher);
+      dispatcher.complete = async (claim) => {
+        if ((await dispatcher.pending(claim.threadId)).length === 0) return complete(claim);
+        await dispatcher.handBack(claim, { delayMs: 3_600_000 });
+        return { rewoken: false };
+      };
+    }),
+  'dead-letters without retrying': (options) =>
+    broken(options, (dispatcher) => {
+      const fail = dispatcher.fail.bind(dispatcher);
+      dispatcher.fail = (claim, error) => fail(claim, error, { retryable: false });
+    }),
+  'retries without backoff': (options) => without(options, { backoff: { initialMs: 0, maxMs: 0 } }),
+  'counts hand-backs as failures': (options) =>
+    broken(options, (dispatcher) => {
+      dispatcher.handBack = async (claim) => {
+        await dispatcher.fail(claim, new Error('handed back'), { retryable: true });
+      };
+    }),
+  'forgets acknowledged ids at once': (options) => without(options, { dedupeWindowMs: 0 }),
+  'ignores the depth cap': (options) => without(options, { maxDepth: undefined }),
+  'ignores the per-tenant cap': (options) => without(options, { maxActivePerResource: undefined }),
+  'tells cancel watchers nothing': (options) =>
+    broken(options, (dispatcher) => {
+      const watchCancel = dispatcher.watchCancel.bind(dispatcher);
+      dispatcher.watchCancel = (threadId) => watchCancel(threadId, () => {});
+    }),
+  'reorders each appended batch of events': (options) =>
+    broken(options, (dispatcher) => {
+      const appendEvents = dispatcher.appendEvents.bind(dispatcher);
+      dispatcher.appendEvents = async (runId, events) =>
+        (await appendEvents(runId, [...events].reverse())).reverse();
+    }),
+  'ends subscriptions when they catch up, before the end mark': (options) =>
+    broken(options, (dispatcher) => {
+      const subscribeEvents = dispatcher.subscribeEvents.bind(dispatcher);
+      dispatcher.subscribeEvents = (runId: string, subscribeOptions: SubscribeEventsOptions) =>
+        (async function* (): AsyncGenerator<RunEventRecord> {
+          for await (const record of subscribeEvents(runId, subscribeOptions)) {
+            yield record;
+            if ((await dispatcher.readEvents(runId, { after: record.id })).events.length === 0) return;
+          }
+        })();
+    }),
+  'keeps every event (no length bound)': (options) => without(options, { maxEventsPerRun: 1_000_000 }),
+};

@@ -1,0 +1,188 @@
+import { hostname } from 'node:os';
+import {
+  type DispatchClaim,
+  type Dispatcher,
+  type InboxEntry,
+  LunationError,
+  type LunationStore,
+} from '@lunation/contract';
+import type { AgentRuntime } from '../agent-runtime.js';
+import { ThreadWork } from './thread-work.js';
+
+/** What {@link AgentWorker} takes. */
+export interface AgentWorkerOptions {
+  /** The runtime that runs the threads; it must have the store every worker and client shares. */
+  runtime: AgentRuntime;
+  /** Where submissions come from and run events go. */
+  dispatcher: Dispatcher;
+  /** Names this worker in claims. @default `<hostname>:<pid>` */
+  workerId?: string;
+  /** Threads worked on at once. @default 4 */
+  concurrency?: number;
+  /** How long a claim holds without renewal; the worker extends it every third of that. @default 10000 */
+  claimLockMs?: number;
+  /** How long one wait for work lasts before the worker asks again. @default 1000 */
+  idleWaitMs?: number;
+  /** How long a finished run's event log stays readable. @default 600000 */
+  eventTtlMs?: number;
+  /** A submission the runtime refused as malformed (it is acknowledged and dropped). @default ignored */
+  onRejected?(entry: InboxEntry, error: LunationError): void;
+  /** A failure of the worker's own bookkeeping (extending a claim, a failed claim call). @default ignored */
+  onError?(error: unknown): void;
+}
+
+/** What {@link AgentWorker.stop} takes. */
+export interface StopWorkerOptions {
+  /** How long to wait for the threads being worked on to finish. @default 30000 */
+  deadlineMs?: number;
+}
+
+/**
+ * Executes a fleet's runs: claims threads with work from the dispatcher, runs their submissions with the
+ * runtime under each thread's lease, copies every run's events to the dispatcher's log, and acts on cancel
+ * requests. Any number of workers, in any number of processes, share one store and one dispatcher; a worker that
+ * dies loses its claims (the engine hands the thread to another worker) and its leases (the next worker takes
+ * the thread once the lease is free), and the store's ledger keeps every finished tool from running again.
+ */
+export class AgentWorker {
+  readonly workerId: string;
+  private readonly store: LunationStore;
+  private readonly concurrency: number;
+  private readonly claimLockMs: number;
+  private readonly idleWaitMs: number;
+  private readonly eventTtlMs: number;
+  private readonly stopping = new AbortController();
+  private readonly loops: Promise<void>[] = [];
+  private readonly working = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: AgentWorkerOptions) {
+    const { runtime } = options;
+    if (runtime.store === undefined) {
+      throw new LunationError(
+        'invalid-argument',
+        'An AgentWorker needs a runtime with a store: workers and clients share threads only through it',
+      );
+    }
+    this.store = runtime.store;
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;
+    this.concurrency = positive(options.concurrency ?? 4, 'concurrency');
+    this.claimLockMs = positive(options.claimLockMs ?? 10_000, 'claimLockMs');
+    this.idleWaitMs = positive(options.idleWaitMs ?? 1_000, 'idleWaitMs');
+    this.eventTtlMs = positive(options.eventTtlMs ?? 600_000, 'eventTtlMs');
+  }
+
+  /** Starts claiming work (`concurrency` threads at once). */
+  start(): this {
+    if (this.loops.length > 0 || this.stopping.signal.aborted) return this;
+    for (let slot = 0; slot < this.concurrency; slot++) this.loops.push(this.claimLoop());
+    return this;
+  }
+
+  /** Threads this worker is working on now. */
+  activeThreads(): string[] {
+    return [...this.working.keys()];
+  }
+
+  /**
+   * Stops claiming and waits up to `deadlineMs` for the threads being worked on. Resolves with the threads still
+   * running then: a process that exits leaves them to the fleet, which continues them from the store as after a
+   * crash (their claims and leases lapse; finished tools do not run again).
+   */
+  async stop(options: StopWorkerOptions = {}): Promise<string[]> {
+    this.stopping.abort();
+    const deadlineMs = options.deadlineMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs);
+    });
+    await Promise.race([Promise.allSettled(this.loops), deadline]);
+    clearTimeout(timer);
+    return this.activeThreads();
+  }
+
+  private async claimLoop(): Promise<void> {
+    const { dispatcher } = this.options;
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      let claim: DispatchClaim | undefined;
+      try {
+        claim = await dispatcher.claim({
+          workerId: this.workerId,
+          lockMs: this.claimLockMs,
+          waitMs: this.idleWaitMs,
+          signal,
+        });
+      } catch (error) {
+        this.report(error);
+        await pause(this.idleWaitMs, signal);
+        continue;
+      }
+      if (claim === undefined) continue;
+      const work = this.work(claim);
+      this.working.set(claim.threadId, work);
+      await work;
+      this.working.delete(claim.threadId);
+    }
+  }
+
+  /** Works on one claimed thread, keeping the claim alive, then completes, hands back or fails it. */
+  private async work(claim: DispatchClaim): Promise<void> {
+    const { dispatcher, runtime } = this.options;
+    const keepAlive = setInterval(
+      () => {
+        dispatcher.extend(claim, this.claimLockMs).catch((error: unknown) => this.report(error));
+      },
+      Math.max(50, Math.floor(this.claimLockMs / 3)),
+    );
+    try {
+      const work = new ThreadWork(
+        {
+          runtime,
+          store: this.store,
+          dispatcher,
+          eventTtlMs: this.eventTtlMs,
+          onRejected: (entry, error) => this.options.onRejected?.(entry, error),
+        },
+        claim,
+      );
+      const outcome = await work.run();
+      if (outcome.type === 'busy') await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
+      else await dispatcher.complete(claim);
+    } catch (error) {
+      await dispatcher
+        .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
+        .catch((failure: unknown) => this.report(failure));
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private report(error: unknown): void {
+    if (LunationError.hasCode(error, 'claim-lost')) return; // the thread went to another worker: its lease decides
+    this.options.onError?.(error);
+  }
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new LunationError(
+      'invalid-argument',
+      `AgentWorker option "${name}" must be a positive integer, got ${value}`,
+    );
+  }
+  return value;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,32 @@
+import type { DispatcherConnection } from '../../fixtures/fleet-connection.js';
+import type { StoreConnection } from '../../fixtures/store-connection.js';
+import { type SoakBackend, soakBackends } from '../crash-soak/soak-backends.js';
+
+/** A dispatcher with the store its fleet shares: the pair a deployment would run. */
+export interface FleetBackend {
+  name: string;
+  /** Fails with a clear message when a server is missing: the fleet test never skips. */
+  ensureReachable(): Promise<void>;
+  /** Fresh, empty places for one test's store and dispatcher. */
+  connect(label: string, directory: string): { store: StoreConnection; dispatcher: DispatcherConnection };
+  /** Removes what the test wrote (the store's data and the dispatcher's keys). */
+  cleanup(connections: { store: StoreConnection; dispatcher: DispatcherConnection }): Promise<void>;
+}
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisStore = soakBackends.find((backend) => backend.name === 'redis') as SoakBackend;
+
+export const fleetBackends: FleetBackend[] = [
+  {
+    name: 'bullmq + redis store',
+    ensureReachable: () => redisStore.ensureReachable(),
+    connect: (label, directory) => ({
+      store: redisStore.connect(`fleet-${label}`, directory),
+      dispatcher: { dispatcher: 'bullmq', url: redisUrl, keyPrefix: `lunation-fleet:${label}:` },
+    }),
+    cleanup: async ({ store, dispatcher }) => {
+      await redisStore.cleanup(store);
+      await redisStore.cleanup({ store: 'redis', url: redisUrl, keyPrefix: dispatcher.keyPrefix });
+    },
+  },
+];
