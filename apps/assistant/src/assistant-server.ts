@@ -2,28 +2,28 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  type Dispatcher,
   jsonObjectSchema,
   type LunationStore,
   type ResumeDecision,
   resumeDecisionSchema,
   type ThreadRecord,
 } from '@lunation/contract';
-import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
+import { type AgentRuntime, createId, FleetClient } from '@lunation/runtime';
 import { z } from 'zod';
+import { FleetFront } from './fleet-front.js';
 import { HttpError, toHttpError } from './http-error.js';
-import {
-  type BodyLimits,
-  CLIENT_CLOSED,
-  parseBody,
-  readJsonBody,
-  sendEventStream,
-  sendJson,
-} from './http-io.js';
+import { type BodyLimits, CLIENT_CLOSED, parseBody, readJsonBody, sendJson } from './http-io.js';
+import { LocalFront } from './local-front.js';
+import type { RunFront } from './run-front.js';
 import { LOCAL_RESOURCE, TokenAuth } from './token-auth.js';
 
 export interface AssistantServerOptions {
+  /** Runs the threads in this process; unused with `dispatcher`. */
   runtime: AgentRuntime;
   store: LunationStore;
+  /** Serve a fleet: submit to its workers through this dispatcher and stream from its event logs. */
+  dispatcher?: Dispatcher;
   /** Bearer token → resource id. Empty: no authentication, every caller is the `local` resource. */
   tokens?: ReadonlyMap<string, string>;
   /** Largest accepted request body. @default 1048576 (1 MiB) */
@@ -44,6 +44,8 @@ interface RequestContext {
   resource: string;
   /** The thread id from the path, when the route has one. */
   threadId: string;
+  /** The run id from the path, when the route has one. */
+  runId: string;
 }
 
 type Handler = (context: RequestContext) => Promise<void>;
@@ -61,11 +63,10 @@ const limitSchema = z.coerce.number().int().min(1).max(100);
  */
 export class AssistantServer {
   readonly server: Server;
-  private readonly runtime: AgentRuntime;
+  private readonly front: RunFront;
   private readonly store: LunationStore;
   private readonly auth: TokenAuth;
   private readonly bodyLimits: BodyLimits;
-  private readonly heartbeatMs: number;
   private readonly logError: (error: unknown) => void;
   private readonly requests = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
@@ -82,14 +83,25 @@ export class AssistantServer {
     },
     { path: /^\/threads\/([^/]+)\/decisions$/, methods: { POST: (context) => this.postDecisions(context) } },
     { path: /^\/threads\/([^/]+)\/cancel$/, methods: { POST: (context) => this.cancel(context) } },
+    {
+      path: /^\/threads\/([^/]+)\/runs\/([^/]+)\/events$/,
+      methods: { GET: (context) => this.followRun(context) },
+    },
   ];
 
   constructor(options: AssistantServerOptions) {
-    this.runtime = options.runtime;
     this.store = options.store;
+    const heartbeatMs = options.heartbeatMs ?? 15_000;
+    this.front = options.dispatcher
+      ? new FleetFront(
+          new FleetClient({ dispatcher: options.dispatcher, store: options.store }),
+          options.dispatcher,
+          options.store,
+          heartbeatMs,
+        )
+      : new LocalFront(options.runtime, heartbeatMs);
     this.auth = new TokenAuth(options.tokens ?? new Map());
     this.bodyLimits = { maxBytes: options.maxBodyBytes ?? 1_048_576, maxDepth: options.maxJsonDepth ?? 64 };
-    this.heartbeatMs = options.heartbeatMs ?? 15_000;
     this.logError = options.logError ?? ((error) => console.error(error));
     this.server = createServer((request, response) => {
       const handled = this.handle(request, response);
@@ -113,13 +125,14 @@ export class AssistantServer {
   }
 
   /**
-   * Stops accepting connections, cancels the runtime's active runs (each ends cleanly and is checkpointed), waits
-   * for their streams to finish, then closes the remaining connections. The store is left open.
+   * Stops accepting connections, ends what the front runs (this process's runs are cancelled, each ending
+   * cleanly and checkpointed; a fleet's streams detach, their runs go on), waits for the streams to finish,
+   * then closes the remaining connections. The store is left open.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-      await this.runtime.cancelAll('the server is shutting down');
+      await this.front.close();
       await Promise.allSettled(this.requests);
       this.server.closeAllConnections();
       await closed;
@@ -151,8 +164,15 @@ export class AssistantServer {
           },
         );
       }
-      const encodedId = route.path.exec(url.pathname)?.[1];
-      await handler({ request, response, url, resource, threadId: encodedId ? decodeId(encodedId) : '' });
+      const [, encodedId, encodedRunId] = route.path.exec(url.pathname) ?? [];
+      await handler({
+        request,
+        response,
+        url,
+        resource,
+        threadId: encodedId ? decodeId(encodedId) : '',
+        runId: encodedRunId ? decodeId(encodedRunId) : '',
+      });
     } catch (error) {
       const httpError = toHttpError(error);
       if (httpError.code === CLIENT_CLOSED) {
@@ -231,12 +251,10 @@ export class AssistantServer {
   private async postMessage(context: RequestContext): Promise<void> {
     const body = parseBody(messageBodySchema, await readJsonBody(context.request, this.bodyLimits));
     const thread = await this.ownThread(context);
-    const run = await this.runtime.run({
-      threadId: thread.id,
-      input: body.text,
-      resourceId: context.resource,
-    });
-    await this.stream(context.response, run);
+    await this.front.send(
+      { response: context.response, threadId: thread.id, resource: context.resource },
+      body.text,
+    );
   }
 
   /** Answers open tickets: streams the resumed run, or returns JSON while tickets are still open. */
@@ -248,23 +266,28 @@ export class AssistantServer {
       ...decision,
       decisionId: decision.decisionId ?? createId(),
     }));
-    const outcome = await this.runtime.sendDecisions(thread.id, decisions);
-    if (outcome.run) {
-      await this.stream(context.response, outcome.run);
-      return;
-    }
-    const { applied, ignored, openTickets } = outcome;
-    sendJson(context.response, 200, { applied, ignored, openTickets });
+    await this.front.decide(
+      { response: context.response, threadId: thread.id, resource: context.resource },
+      decisions,
+    );
   }
 
   private async cancel(context: RequestContext): Promise<void> {
     const thread = await this.ownThread(context);
-    sendJson(context.response, 200, { cancelled: this.runtime.cancel(thread.id, 'cancelled by the client') });
+    await this.front.cancel({ response: context.response, threadId: thread.id, resource: context.resource });
   }
 
-  private async stream(response: ServerResponse, run: RunHandle): Promise<void> {
-    if (this.closing) run.cancel('the server is shutting down');
-    await sendEventStream(response, run.events, this.heartbeatMs);
+  /** A run's events after the `Last-Event-ID` header (or `?after=`): how a dropped stream resumes. */
+  private async followRun(context: RequestContext): Promise<void> {
+    const thread = await this.ownThread(context);
+    const header = context.request.headers['last-event-id'];
+    const lastEventId =
+      (Array.isArray(header) ? header[0] : header) ?? context.url.searchParams.get('after') ?? undefined;
+    await this.front.follow(
+      { response: context.response, threadId: thread.id, resource: context.resource },
+      context.runId,
+      lastEventId,
+    );
   }
 }
 

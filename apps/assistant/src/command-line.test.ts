@@ -30,8 +30,26 @@ describe('parseCommandLine', () => {
         model: undefined,
         dataDir: DEFAULT_DATA_DIR,
         sandbox: join(DEFAULT_DATA_DIR, 'sandbox'),
+        dispatch: undefined,
       },
     } satisfies Command);
+  });
+
+  it('reads the fleet commands: serve --dispatch and worker', () => {
+    expect(parse(['serve', '--dispatch', 'redis', '--store', 'redis'])).toMatchObject({
+      type: 'serve',
+      settings: { dispatch: 'redis', store: 'redis' },
+    });
+    expect(parse(['worker', '--dispatch', 'redis', '--concurrency', '8'])).toMatchObject({
+      type: 'worker',
+      concurrency: 8,
+      settings: { dispatch: 'redis', store: 'sqlite' },
+    });
+    expect(parse(['worker', '--dispatch', 'redis', '--redis-url', 'redis://queue:6380'])).toMatchObject({
+      type: 'worker',
+      concurrency: 4,
+      settings: { redisUrl: 'redis://queue:6380' },
+    });
   });
 
   it('reads the flags, resolving relative paths from the folder the command was run in', () => {
@@ -126,7 +144,19 @@ describe('parseCommandLine', () => {
     [['--nope'], 'Unknown flag "--nope" (see --help)'],
     [['--thread'], 'The flag "--thread" needs a value (see --help)'],
     [['--thread', ''], '--thread needs a value (see --help)'],
-    [['talk'], 'Unknown command "talk"; the commands are chat and serve (see --help)'],
+    [['talk'], 'Unknown command "talk"; the commands are chat, serve and worker (see --help)'],
+    [['worker'], 'worker needs --dispatch redis: where it takes work from (see --help)'],
+    [['--dispatch', 'redis'], '--dispatch only applies to the serve and worker commands (see --help)'],
+    [['serve', '--dispatch', 'kafka'], '--dispatch must be one of redis, got "kafka" (see --help)'],
+    [
+      ['serve', '--dispatch', 'redis', '--store', 'memory'],
+      '--dispatch needs a store every process can reach; --store memory is one process only (see --help)',
+    ],
+    [['serve', '--concurrency', '2'], '--concurrency only applies to the worker command (see --help)'],
+    [
+      ['worker', '--dispatch', 'redis', '--concurrency', '0'],
+      '--concurrency must be a whole number from 1 to 256, got "0" (see --help)',
+    ],
     [['chat', 'extra'], 'Unexpected argument "extra" (see --help)'],
     [
       ['--store', 'mongo'],
@@ -139,7 +169,10 @@ describe('parseCommandLine', () => {
       ['--provider', 'gemini'],
       '--provider must be one of openai, anthropic, demo, got "gemini" (see --help)',
     ],
-    [['--redis-url', 'redis://x'], '--redis-url only applies with --store redis (see --help)'],
+    [
+      ['--redis-url', 'redis://x'],
+      '--redis-url only applies with --store redis or --dispatch redis (see --help)',
+    ],
     [['--port', '80'], '--port only applies to the serve command (see --help)'],
     [['serve', '--thread', 't'], '--thread only applies to the chat command (see --help)'],
     [['--create'], '--create needs --thread <id> (see --help)'],

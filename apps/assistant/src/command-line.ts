@@ -6,7 +6,10 @@ import type { ProviderKind } from './create-model.js';
 import type { StoreKind } from './open-store.js';
 import { parseTokens } from './token-auth.js';
 
-/** Settings shared by both commands. */
+/** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis. */
+export type DispatchKind = 'redis';
+
+/** Settings shared by every command. */
 export interface AssistantSettings {
   store: StoreKind;
   sqlitePath: string;
@@ -20,6 +23,8 @@ export interface AssistantSettings {
   model: string | undefined;
   dataDir: string;
   sandbox: string;
+  /** Serve or work as part of a fleet through this dispatcher; undefined: one process does everything. */
+  dispatch: DispatchKind | undefined;
 }
 
 export type Command =
@@ -38,6 +43,12 @@ export type Command =
       port: number;
       /** Bearer token → resource id; empty means no authentication. */
       tokens: Map<string, string>;
+    }
+  | {
+      type: 'worker';
+      settings: AssistantSettings & { dispatch: DispatchKind };
+      /** Threads worked on at once. */
+      concurrency: number;
     };
 
 /** `apps/assistant/data`, wherever the command is run from. */
@@ -48,6 +59,8 @@ export const HELP = `Lunation assistant: a chat with tools, approvals and durabl
 Usage:
   pnpm start [chat] [flags]      chat in the terminal (the default command)
   pnpm start serve [flags]       serve the HTTP API (Server-Sent Events)
+  pnpm start worker --dispatch redis [flags]
+                                 run the agent for a fleet of servers (serve --dispatch redis)
 
 Flags:
   --thread <id>                  continue a conversation (chat; the id is printed at start);
@@ -70,6 +83,10 @@ Flags:
   --port <n>                     serve: port, 0 for any free one (default: 8787)
   --token [<resource>=]<token>   serve: accept this bearer token (repeatable; also $ASSISTANT_TOKENS,
                                  comma-separated); each resource sees only its own threads
+  --dispatch redis               serve: only submit work and stream events, for the workers to run
+                                 (a BullMQ queue on --redis-url); worker: take work from it. Every
+                                 server and worker of a fleet names the same store and dispatcher
+  --concurrency <n>              worker: threads run at once (default: 4)
   -h, --help                     show this help
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
@@ -90,16 +107,24 @@ const OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   token: { type: 'string', multiple: true },
+  dispatch: { type: 'string' },
+  concurrency: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-const ONLY_FOR: Record<string, 'chat' | 'serve'> = {
-  thread: 'chat',
-  create: 'chat',
-  host: 'serve',
-  port: 'serve',
-  token: 'serve',
+const ONLY_FOR: Record<string, readonly CommandName[]> = {
+  thread: ['chat'],
+  create: ['chat'],
+  host: ['serve'],
+  port: ['serve'],
+  token: ['serve'],
+  dispatch: ['serve', 'worker'],
+  concurrency: ['worker'],
 };
+
+type CommandName = 'chat' | 'serve' | 'worker';
+const COMMANDS: readonly CommandName[] = ['chat', 'serve', 'worker'];
+const DISPATCHERS: readonly DispatchKind[] = ['redis'];
 
 const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis', 'postgres'];
 const PROVIDERS: readonly ProviderKind[] = ['openai', 'anthropic', 'demo'];
@@ -134,14 +159,16 @@ export function parseCommandLine(
   while (argv[0] === '--') argv.shift();
   const { values, positionals } = parseFlags(argv);
   if (values.help) return { type: 'help' };
-  const [command = 'chat', ...extra] = positionals;
-  if (command !== 'chat' && command !== 'serve') {
-    throw usageError(`Unknown command "${command}"; the commands are chat and serve`);
+  const [command = 'chat', ...extra] = positionals as [CommandName?, ...string[]];
+  if (!COMMANDS.includes(command)) {
+    throw usageError(`Unknown command "${command}"; the commands are chat, serve and worker`);
   }
   if (extra.length > 0) throw usageError(`Unexpected argument "${extra[0]}"`);
   for (const [flag, only] of Object.entries(ONLY_FOR)) {
-    if (values[flag as keyof typeof values] !== undefined && only !== command) {
-      throw usageError(`--${flag} only applies to the ${only} command`);
+    if (values[flag as keyof typeof values] !== undefined && !only.includes(command)) {
+      throw usageError(
+        `--${flag} only applies to the ${only.join(' and ')} command${only.length > 1 ? 's' : ''}`,
+      );
     }
   }
 
@@ -157,9 +184,13 @@ export function parseCommandLine(
     model: nonEmpty('model', values.model),
     dataDir,
     sandbox: values.sandbox === undefined ? join(dataDir, 'sandbox') : path(values.sandbox),
+    dispatch: oneOf('dispatch', values.dispatch, DISPATCHERS),
   };
-  if (values['redis-url'] !== undefined && settings.store !== 'redis') {
-    throw usageError('--redis-url only applies with --store redis');
+  if (values['redis-url'] !== undefined && settings.store !== 'redis' && settings.dispatch !== 'redis') {
+    throw usageError('--redis-url only applies with --store redis or --dispatch redis');
+  }
+  if (settings.dispatch !== undefined && settings.store === 'memory') {
+    throw usageError('--dispatch needs a store every process can reach; --store memory is one process only');
   }
   for (const flag of ['postgres-url', 'postgres-schema'] as const) {
     if (values[flag] !== undefined && settings.store !== 'postgres') {
@@ -173,6 +204,15 @@ export function parseCommandLine(
     const threadId = nonEmpty('thread', values.thread);
     if (values.create && threadId === undefined) throw usageError('--create needs --thread <id>');
     return { type: 'chat', settings, threadId, create: values.create === true };
+  }
+  if (command === 'worker') {
+    const { dispatch } = settings;
+    if (dispatch === undefined) throw usageError('worker needs --dispatch redis: where it takes work from');
+    const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency);
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
+      throw usageError(`--concurrency must be a whole number from 1 to 256, got "${values.concurrency}"`);
+    }
+    return { type: 'worker', settings: { ...settings, dispatch }, concurrency };
   }
 
   const host = nonEmpty('host', values.host) ?? '127.0.0.1';

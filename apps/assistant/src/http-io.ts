@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AgentEvent } from '@lunation/contract';
+import type { AgentEvent, RunEventRecord } from '@lunation/contract';
 import { formatIssues } from '@lunation/runtime';
 import type { z } from 'zod';
 import { HttpError } from './http-error.js';
@@ -133,6 +133,40 @@ export async function sendEventStream(
     }
   } finally {
     clearInterval(heartbeat);
+    response.end();
+  }
+}
+
+/**
+ * Streams a run's logged events as Server-Sent Events with ids (`id: <event id>`), so a client that reconnects
+ * with `Last-Event-ID` (here or on another server of the fleet) resumes right after the last one it got. `first`
+ * is sent before them, without an id. A keep-alive comment goes out every `heartbeatMs`. The stream ends with
+ * the records or when the client goes away (`detach` aborts then: the run goes on).
+ */
+export async function sendRecordStream(
+  response: ServerResponse,
+  records: AsyncIterable<RunEventRecord>,
+  options: { heartbeatMs: number; detach: AbortController; first?: { event: string; data: unknown } },
+): Promise<void> {
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const onClose = () => options.detach.abort();
+  response.once('close', onClose);
+  const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), options.heartbeatMs);
+  try {
+    if (options.first)
+      response.write(`event: ${options.first.event}\ndata: ${JSON.stringify(options.first.data)}\n\n`);
+    for await (const { id, event } of records) {
+      if (response.destroyed) break;
+      response.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    }
+  } finally {
+    clearInterval(heartbeat);
+    response.off('close', onClose);
     response.end();
   }
 }

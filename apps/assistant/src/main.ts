@@ -4,9 +4,11 @@ import { LunationError, type ModelProvider } from '@lunation/contract';
 import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
 import { createAssistantRuntime } from './create-assistant-runtime.js';
 import { createModel } from './create-model.js';
+import { openDispatcher } from './open-dispatcher.js';
 import { openStore, redactPassword } from './open-store.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
+import { runWorker } from './run-worker.js';
 import { seedSandbox } from './tools/seed-sandbox.js';
 
 async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -31,20 +33,36 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
     const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox, owner });
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());
-    if (command.type === 'serve') {
-      const { host, port, tokens } = command;
-      await runServer({ runtime, store, host, port, tokens, banner, log: (line) => console.log(line) });
-    } else {
-      await runChat({
-        runtime,
-        store,
-        threadId: command.threadId,
-        create: command.create,
-        input: process.stdin,
-        output: process.stdout,
-        banner,
-        color: process.stdout.isTTY === true && !env.NO_COLOR,
-      });
+    const log = (line: string) => console.log(line);
+    const dispatcher = settings.dispatch ? await openDispatcher(settings.dispatch, settings) : undefined;
+    try {
+      if (command.type === 'serve') {
+        const { host, port, tokens } = command;
+        await runServer({ runtime, store, dispatcher, host, port, tokens, banner, log });
+      } else if (command.type === 'worker') {
+        const workerId = `${hostname()}:${process.pid}`;
+        await runWorker({
+          runtime,
+          dispatcher: dispatcher!,
+          workerId,
+          concurrency: command.concurrency,
+          banner,
+          log,
+        });
+      } else {
+        await runChat({
+          runtime,
+          store,
+          threadId: command.threadId,
+          create: command.create,
+          input: process.stdin,
+          output: process.stdout,
+          banner,
+          color: process.stdout.isTTY === true && !env.NO_COLOR,
+        });
+      }
+    } finally {
+      await dispatcher?.close();
     }
   } finally {
     await store.close();

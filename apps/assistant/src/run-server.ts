@@ -1,10 +1,12 @@
-import { LunationError, type LunationStore } from '@lunation/contract';
+import { type Dispatcher, LunationError, type LunationStore } from '@lunation/contract';
 import type { AgentRuntime } from '@lunation/runtime';
 import { AssistantServer } from './assistant-server.js';
 
 export interface ServeOptions {
   runtime: AgentRuntime;
   store: LunationStore;
+  /** Serve a fleet through this dispatcher (the workers run the threads). */
+  dispatcher?: Dispatcher | undefined;
   host: string;
   port: number;
   tokens: ReadonlyMap<string, string>;
@@ -18,6 +20,7 @@ export async function runServer(options: ServeOptions): Promise<void> {
     runtime: options.runtime,
     store: options.store,
     tokens: options.tokens,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   let url: string;
   try {
@@ -30,7 +33,9 @@ export async function runServer(options: ServeOptions): Promise<void> {
     );
   }
   const resources = new Set(options.tokens.values());
-  options.log(`Lunation assistant listening on ${url}`);
+  options.log(
+    `Lunation assistant listening on ${url}${options.dispatcher ? ' (fleet: workers run the threads)' : ''}`,
+  );
   options.log(`  ${options.banner}`);
   options.log(
     resources.size === 0
@@ -47,7 +52,7 @@ export async function runServer(options: ServeOptions): Promise<void> {
   process.off('SIGINT', force);
 }
 
-function nextSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
+export function nextSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       for (const name of signals) process.off(name, onSignal);

@@ -59,6 +59,9 @@ export interface RunEventLog {
    * signal aborts or when the dispatcher closes.
    */
   subscribeEvents(runId: string, options: SubscribeEventsOptions): AsyncIterable<RunEventRecord>;
-  /** Marks the log's end (subscribers finish once they reach it); the log expires `ttlMs` later. */
+  /**
+   * Marks the log's end (subscribers finish once they reach it); the log expires `ttlMs` later, and an append
+   * after that starts a new log (ids from 1 again).
+   */
   endEvents(runId: string, options: EndEventsOptions): Promise<void>;
 }

@@ -243,7 +243,7 @@ export interface AcquireLeaseInput {
   threadId: string;
   /** Who takes it, e.g. a process id or a configured name. */
   owner: string;
-  /** The live instance taking it (see {@link Lease.incarnation}); needed for any takeover of a held lease. */
+  /** The live instance taking it (see `Lease.incarnation`); needed for any takeover of a held lease. */
   incarnation?: string;
   /** The run it is taken for. */
   runId: string;

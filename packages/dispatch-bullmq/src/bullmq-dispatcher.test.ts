@@ -10,7 +10,8 @@ import {
   sharedTestRedis,
   uniquePrefix,
 } from './__fixtures__/redis-test-server.js';
-import { BullMQDispatcher, type BullMQDispatcherCommonOptions } from './bullmq-dispatcher.js';
+import { BullMQDispatcher } from './bullmq-dispatcher.js';
+import type { BullMQDispatcherCommonOptions } from './bullmq-dispatcher-options.js';
 
 const redis = sharedTestRedis();
 const cleanups: (() => Promise<void>)[] = [];

@@ -13,7 +13,6 @@ import {
   type DispatchClaim,
   type DispatchDepth,
   type Dispatcher,
-  type DispatchPolicy,
   dispatchRetryDelay,
   type EndEventsOptions,
   type FailOptions,
@@ -34,53 +33,15 @@ import { Queue, type RedisOptions, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { BullMQAdmin } from './bullmq-admin.js';
 import { BullMQClaims, type ThreadJobData } from './bullmq-claims.js';
+import { type BullMQDispatcherOptions, resolveSettings } from './bullmq-dispatcher-options.js';
 import { BullMQInbox } from './bullmq-inbox.js';
-import type { BullMQSettings, DispatchContext } from './dispatch-context.js';
+import type { DispatchContext } from './dispatch-context.js';
 import { RedisCancels } from './redis-cancels.js';
 import { DispatchKeys, jobIdOf } from './redis-keys.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { runScript } from './script-runner.js';
 import { StreamWaiter } from './stream-waiter.js';
 import { toDispatchError } from './to-dispatch-error.js';
-
-/** Settings every BullMQ dispatcher takes, beside the contract's policy. */
-export interface BullMQDispatcherCommonOptions extends DispatchPolicy {
-  /** Prepended to every key, BullMQ's included, so several apps can share one Redis. @default 'lunation:dispatch:' */
-  keyPrefix?: string;
-  /** The BullMQ queue's name (no `:`). @default 'threads' */
-  queueName?: string;
-  /** The lock of a claim made without `lockMs` (BullMQ's `lockDuration`). @default 2000 */
-  lockMs?: number;
-  /** How often claiming dispatchers look for lost claims (BullMQ's `stalledInterval`). @default 500 */
-  stalledIntervalMs?: number;
-  /** Lost claims (a worker died or stalled holding the thread) before the thread is dead-lettered. @default 10 */
-  maxLostClaims?: number;
-  /** How long one blocking wait for a job or an event lasts before it is renewed. @default 1000 */
-  blockMs?: number;
-  /** How long a thread of a tenant at its cap is put aside before it is offered again. @default 250 */
-  resourceRetryMs?: number;
-  /** How often claiming dispatchers wake threads whose submissions lost their job in a crash. @default 10000 */
-  sweepIntervalMs?: number;
-  /** The longest a worker-side call waits for Redis before it fails with `store-unavailable`. @default 5000 */
-  commandTimeoutMs?: number;
-  /** Receives errors of background work (lost-claim checks, sweeps, reconnects). @default ignore them */
-  onError?: (error: unknown) => void;
-}
-
-/** A dispatcher that opens (and closes) its own connections to `url`. */
-export interface BullMQDispatcherUrlOptions extends BullMQDispatcherCommonOptions {
-  /** Where to connect. @default 'redis://127.0.0.1:6379' */
-  url?: string;
-}
-
-/** A dispatcher on a client you own (left open by `close()`); it duplicates it for blocking connections. */
-export interface BullMQDispatcherClientOptions extends BullMQDispatcherCommonOptions {
-  /** An ioredis client without its own `keyPrefix`. */
-  client: Redis;
-}
-
-/** Options of {@link BullMQDispatcher}: a URL or a client, plus the common settings. */
-export type BullMQDispatcherOptions = BullMQDispatcherUrlOptions | BullMQDispatcherClientOptions;
 
 /** Acknowledged submission ids count as duplicates this long, by default. */
 const defaultDedupeWindowMs = 24 * 3_600_000;
@@ -103,7 +64,7 @@ export class BullMQDispatcher implements Dispatcher {
   private readonly admin: BullMQAdmin;
   private readonly cancels: RedisCancels;
   private readonly events: RedisRunEvents;
-  private readonly closing = new AbortController();
+  private readonly subscriptions = new Set<AbortController>();
   private claims: BullMQClaims | undefined;
   private worker: Worker | undefined;
   private waiter: StreamWaiter | undefined;
@@ -306,13 +267,39 @@ export class BullMQDispatcher implements Dispatcher {
     if (typeof options.signal?.aborted !== 'boolean') {
       throw invalid('subscribeEvents needs a signal (an AbortSignal) to end it');
     }
-    const signal = AbortSignal.any([options.signal, this.closing.signal]);
-    const records = this.events.subscribe(runId, after, signal);
+    // Its own controller, aborted by the caller's signal or by close(); forgotten once the subscription ends.
+    const controller = new AbortController();
+    const subscriptions = this.subscriptions;
+    const end = () => {
+      options.signal.removeEventListener('abort', stop);
+      subscriptions.delete(controller);
+    };
+    const stop = () => {
+      controller.abort();
+      end();
+    };
+    if (options.signal.aborted) controller.abort();
+    else options.signal.addEventListener('abort', stop, { once: true });
+    subscriptions.add(controller);
+    const records = this.events.subscribe(runId, after, controller.signal);
     const wrap = (error: unknown) => toDispatchError(error, 'subscribeEvents', this.lastConnectionError);
     return {
       [Symbol.asyncIterator]: () => ({
-        next: () => records.next().catch((error) => Promise.reject(wrap(error))),
-        return: () => records.return(undefined),
+        next: () =>
+          records.next().then(
+            (result) => {
+              if (result.done) end();
+              return result;
+            },
+            (error: unknown) => {
+              end();
+              return Promise.reject(wrap(error));
+            },
+          ),
+        return: () => {
+          end();
+          return records.return(undefined);
+        },
       }),
     };
   }
@@ -328,7 +315,7 @@ export class BullMQDispatcher implements Dispatcher {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.closing.abort();
+    for (const controller of [...this.subscriptions]) controller.abort();
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     await this.claims?.close();
     this.waiter?.close();
@@ -397,18 +384,4 @@ export class BullMQDispatcher implements Dispatcher {
 
 function invalid(message: string): LunationError {
   return new LunationError('invalid-argument', message);
-}
-
-function resolveSettings(options: BullMQDispatcherCommonOptions): BullMQSettings {
-  const settings: BullMQSettings = {
-    lockMs: options.lockMs ?? 2_000,
-    stalledIntervalMs: options.stalledIntervalMs ?? 500,
-    maxLostClaims: options.maxLostClaims ?? 10,
-    blockMs: options.blockMs ?? 1_000,
-    resourceRetryMs: options.resourceRetryMs ?? 250,
-    sweepIntervalMs: options.sweepIntervalMs ?? 10_000,
-    commandTimeoutMs: options.commandTimeoutMs ?? 5_000,
-  };
-  for (const [name, value] of Object.entries(settings)) assertInteger(value, name, 1);
-  return settings;
 }

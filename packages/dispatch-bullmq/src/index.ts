@@ -1,7 +1,7 @@
-export {
-  BullMQDispatcher,
-  type BullMQDispatcherClientOptions,
-  type BullMQDispatcherCommonOptions,
-  type BullMQDispatcherOptions,
-  type BullMQDispatcherUrlOptions,
-} from './bullmq-dispatcher.js';
+export { BullMQDispatcher } from './bullmq-dispatcher.js';
+export type {
+  BullMQDispatcherClientOptions,
+  BullMQDispatcherCommonOptions,
+  BullMQDispatcherOptions,
+  BullMQDispatcherUrlOptions,
+} from './bullmq-dispatcher-options.js';

@@ -13,8 +13,7 @@ import {
   type Submission,
 } from '@lunation/contract';
 import { createId } from '../id.js';
-
-type ThreadState = 'idle' | 'ready' | 'delayed' | 'active' | 'dead';
+import { type LineSlot, ReadyLine } from './local-ready-line.js';
 
 /** One thread: its inbox, where its job is, and its failures. */
 interface ThreadSlot {
@@ -26,7 +25,7 @@ interface ThreadSlot {
   pendingIds: Set<string>;
   /** Acknowledged submission ids, with when, for the dedupe window. */
   acknowledged: Map<string, number>;
-  state: ThreadState;
+  state: LineSlot['state'];
   /** Failed attempts since the thread last completed. */
   failures: number;
   /** For `delayed`: when it becomes claimable. */
@@ -56,15 +55,12 @@ export interface ClaimWaiter {
 const emptyResource = (): ResourceDepth => ({ pending: 0, active: 0, deadLettered: 0 });
 
 /**
- * The threads, inboxes and claims of a local dispatch backend: a synchronous state machine. Ready threads wait in
- * FIFO order (a thread whose claim expired goes first), delayed ones sorted by due time; lock expiry is checked
- * lazily, when a call could be affected by it.
+ * The threads, inboxes and claims of a local dispatch backend: a synchronous state machine over a `ReadyLine`.
+ * Lock expiry is checked lazily, when a call could be affected by it.
  */
 export class LocalWorkQueue {
   private readonly threads = new Map<string, ThreadSlot>();
-  private ready: ThreadSlot[] = [];
-  private head = 0;
-  private readonly delayed: ThreadSlot[] = [];
+  private readonly line = new ReadyLine<ThreadSlot>();
   private readonly claims = new Map<string, ClaimSlot>();
   /** The earliest lock expiry among claims (may be early after an extend; then it is recomputed). */
   private nextExpiry = Number.POSITIVE_INFINITY;
@@ -86,8 +82,8 @@ export class LocalWorkQueue {
     let slot = this.threads.get(submission.threadId);
     if (slot?.pendingIds.has(submission.id) || slot?.acknowledged.has(submission.id)) return false;
     if (policy.maxDepth !== Number.POSITIVE_INFINITY) {
-      this.promoteDue(now);
-      const depth = this.ready.length - this.head + this.delayed.length;
+      this.line.promoteDue(now);
+      const depth = this.line.readyCount + this.line.delayedCount;
       if (depth >= policy.maxDepth) throw overloadedError(depth, policy.maxDepth);
     }
     if (slot === undefined) {
@@ -111,8 +107,7 @@ export class LocalWorkQueue {
     if (submission.resourceId !== undefined) this.resource(submission.resourceId).pending++;
     if (slot.state === 'idle') {
       slot.resourceId = submission.resourceId;
-      slot.state = 'ready';
-      this.ready.push(slot);
+      this.line.push(slot);
       if (this.waiters.length > 0) this.serve(now);
     }
     return true;
@@ -120,26 +115,16 @@ export class LocalWorkQueue {
 
   /** Claims the first claimable thread, or undefined. */
   tryClaim(waiter: Omit<ClaimWaiter, 'settle'>, now: number): ClaimSlot | undefined {
-    this.promoteDue(now);
+    this.line.promoteDue(now);
     this.expireLocks(now);
     const cap = waiter.policy.maxActivePerResource;
-    for (let index = this.head; index < this.ready.length; index++) {
-      const slot = this.ready[index] as ThreadSlot;
-      if (cap !== Number.POSITIVE_INFINITY && slot.resourceId !== undefined) {
-        if ((this.resources.get(slot.resourceId)?.active ?? 0) >= cap) continue;
-      }
-      if (index === this.head) {
-        this.ready[this.head++] = undefined as unknown as ThreadSlot;
-        if (this.head > 1024 && this.head * 2 > this.ready.length) {
-          this.ready = this.ready.slice(this.head);
-          this.head = 0;
-        }
-      } else {
-        this.ready.splice(index, 1);
-      }
-      return this.hold(slot, waiter, now);
-    }
-    return undefined;
+    const slot = this.line.take(
+      (candidate) =>
+        cap === Number.POSITIVE_INFINITY ||
+        candidate.resourceId === undefined ||
+        (this.resources.get(candidate.resourceId)?.active ?? 0) < cap,
+    );
+    return slot === undefined ? undefined : this.hold(slot, waiter, now);
   }
 
   /** Registers a waiting claim; it is settled by `serve` or by its caller (timeout, abort, close). */
@@ -214,10 +199,8 @@ export class LocalWorkQueue {
     slot.failures = 0;
     this.completedTotal++;
     const rewoken = slot.entries.length > 0;
-    if (rewoken) {
-      slot.state = 'ready';
-      this.ready.push(slot);
-    } else {
+    if (rewoken) this.line.push(slot);
+    else {
       slot.state = 'idle';
       if (slot.acknowledged.size === 0) this.threads.delete(slot.threadId);
     }
@@ -237,7 +220,7 @@ export class LocalWorkQueue {
     this.failedTotal++;
     if (retryable && slot.failures < policy.maxAttempts) {
       const retryAt = now + dispatchRetryDelay(policy.backoff, slot.failures);
-      this.delay(slot, retryAt);
+      this.line.delay(slot, retryAt);
       this.serve(now);
       return { deadLettered: false, retryAt };
     }
@@ -251,29 +234,25 @@ export class LocalWorkQueue {
 
   handBack(claim: DispatchClaim, delayMs: number, now: number): void {
     const { slot } = this.release(claim, now);
-    if (delayMs > 0) this.delay(slot, now + delayMs);
-    else {
-      slot.state = 'ready';
-      this.ready.push(slot);
-    }
+    if (delayMs > 0) this.line.delay(slot, now + delayMs);
+    else this.line.push(slot);
     this.serve(now);
   }
 
   resubmit(threadId: string, now: number): boolean {
     const slot = this.threads.get(threadId);
     if (slot?.state !== 'dead') return false;
-    slot.state = 'ready';
     slot.failures = 0;
     slot.dead = undefined;
     this.deadTotal--;
     if (slot.resourceId !== undefined) this.resource(slot.resourceId).deadLettered--;
-    this.ready.push(slot);
+    this.line.push(slot);
     this.serve(now);
     return true;
   }
 
   depth(now: number): DispatchDepth {
-    this.promoteDue(now);
+    this.line.promoteDue(now);
     this.expireLocks(now);
     const byResource: Record<string, ResourceDepth> = {};
     for (const [resourceId, figures] of this.resources) {
@@ -282,9 +261,9 @@ export class LocalWorkQueue {
       }
     }
     return {
-      waiting: this.ready.length - this.head,
+      waiting: this.line.readyCount,
       active: this.claims.size,
-      delayed: this.delayed.length,
+      delayed: this.line.delayedCount,
       deadLettered: this.deadTotal,
       pending: this.pendingTotal,
       completed: this.completedTotal,
@@ -347,30 +326,6 @@ export class LocalWorkQueue {
     return held;
   }
 
-  private delay(slot: ThreadSlot, readyAt: number): void {
-    slot.state = 'delayed';
-    slot.readyAt = readyAt;
-    let low = 0;
-    let high = this.delayed.length;
-    while (low < high) {
-      const middle = (low + high) >> 1;
-      if ((this.delayed[middle] as ThreadSlot).readyAt <= readyAt) low = middle + 1;
-      else high = middle;
-    }
-    this.delayed.splice(low, 0, slot);
-  }
-
-  private promoteDue(now: number): void {
-    let due = 0;
-    while (due < this.delayed.length && (this.delayed[due] as ThreadSlot).readyAt <= now) {
-      const slot = this.delayed[due] as ThreadSlot;
-      slot.state = 'ready';
-      this.ready.push(slot);
-      due++;
-    }
-    if (due > 0) this.delayed.splice(0, due);
-  }
-
   /** Claims whose lock expired are lost: their threads go first in line again. */
   private expireLocks(now: number): void {
     if (now < this.nextExpiry) return;
@@ -384,9 +339,7 @@ export class LocalWorkQueue {
       const { slot } = held;
       slot.claim = undefined;
       if (slot.resourceId !== undefined) this.resource(slot.resourceId).active--;
-      slot.state = 'ready';
-      if (this.head > 0) this.ready[--this.head] = slot;
-      else this.ready.unshift(slot);
+      this.line.pushFront(slot);
     }
     this.nextExpiry = next;
   }
@@ -399,7 +352,7 @@ export class LocalWorkQueue {
       this.timerDue = Number.POSITIVE_INFINITY;
       return;
     }
-    const due = Math.min(this.delayed[0]?.readyAt ?? Number.POSITIVE_INFINITY, this.nextExpiry);
+    const due = Math.min(this.line.nextDue, this.nextExpiry);
     if (due === Number.POSITIVE_INFINITY || (this.timer !== undefined && this.timerDue <= due)) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerDue = due;

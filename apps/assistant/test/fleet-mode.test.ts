@@ -1,0 +1,196 @@
+import { randomBytes } from 'node:crypto';
+import { PostgresStore } from '@lunation/store-postgres';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppProcess, temporaryDir } from './support.js';
+
+const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A Server-Sent Event with its id (absent on the `run-submitted` event). */
+interface IdentifiedEvent {
+  id: string | undefined;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** Reads an SSE response event by event, keeping ids. */
+async function* events(response: Response): AsyncGenerator<IdentifiedEvent> {
+  if (!response.body) throw new Error('no body');
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of response.body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end = buffer.indexOf('\n\n');
+    while (end !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf('\n\n');
+      let id: string | undefined;
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id: ')) id = line.slice(4);
+        else if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (data) yield { id, event, data: JSON.parse(data) as Record<string, unknown> };
+    }
+  }
+}
+
+/** Reads until (and including) an event of `type`, or the end; `stop` ends the read early (a dropped client). */
+async function readUntil(
+  stream: AsyncGenerator<IdentifiedEvent>,
+  into: IdentifiedEvent[],
+  stop: (event: IdentifiedEvent) => boolean,
+): Promise<void> {
+  for (;;) {
+    const next = await stream.next();
+    if (next.done) return;
+    into.push(next.value);
+    if (stop(next.value)) return;
+  }
+}
+
+describe('the sample app as a fleet: servers submit and stream, workers run', { timeout: 120_000 }, () => {
+  let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
+  let schema: string;
+  const processes: AppProcess[] = [];
+  const flags = () => [
+    '--provider',
+    'demo',
+    '--store',
+    'postgres',
+    '--postgres-schema',
+    schema,
+    '--data-dir',
+    dataDir.path,
+    '--dispatch',
+    'redis',
+  ];
+
+  async function serve(): Promise<string> {
+    const app = new AppProcess(['serve', '--port', '0', ...flags()], { DATABASE_URL: postgresUrl });
+    processes.push(app);
+    const [, url] = await app.waitFor(/listening on (http:\/\/\S+)/);
+    return url as string;
+  }
+
+  async function worker(): Promise<AppProcess> {
+    const app = new AppProcess(['worker', '--concurrency', '2', ...flags()], { DATABASE_URL: postgresUrl });
+    processes.push(app);
+    await app.waitFor(/worker \S+ ready/);
+    return app;
+  }
+
+  const post = (url: string, body?: unknown, signal?: AbortSignal) =>
+    fetch(url, {
+      method: 'POST',
+      ...(signal ? { signal } : {}),
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+
+  beforeEach(async () => {
+    dataDir = await temporaryDir();
+    schema = `lunation_fleet_app_${randomBytes(6).toString('hex')}`;
+  });
+
+  afterEach(async () => {
+    await Promise.all(processes.splice(0).map((app) => app.stop()));
+    const store = new PostgresStore({ connectionString: postgresUrl, schema });
+    await store.dropSchema().finally(() => store.close());
+    await dataDir.remove();
+  });
+
+  it('resumes a dropped stream on another server with Last-Event-ID, through a worker killed mid-tool', async () => {
+    const [first, second] = await Promise.all([serve(), serve()]);
+    let running = await worker();
+    const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
+      .id;
+
+    const dropped = new AbortController();
+    const seen: IdentifiedEvent[] = [];
+    const stream = events(
+      await post(
+        `${first}/threads/${threadId}/messages`,
+        { text: 'run the slow task with 4 steps' },
+        dropped.signal,
+      ),
+    );
+    await readUntil(stream, seen, (event) => event.event === 'tool-progress');
+    expect(seen[0]).toMatchObject({ id: undefined, event: 'run-submitted' });
+    const runId = String(seen[0]?.data.runId);
+
+    // The worker dies mid-tool; another one starts. The client drops its stream meanwhile and comes back on
+    // the other server after the last id it got.
+    running.child.kill('SIGKILL');
+    await running.exited;
+    dropped.abort();
+    running = await worker();
+    const lastId = seen.at(-1)?.id as string;
+    const resumed = await fetch(`${second}/threads/${threadId}/runs/${runId}/events`, {
+      headers: { 'last-event-id': lastId },
+    });
+    expect(resumed.status).toBe(200);
+    await readUntil(events(resumed), seen, (event) => event.event === 'run-end');
+    expect(seen.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
+
+    // Every event once, in order: what the client pieced together is the whole log.
+    const ids = seen.slice(1).map((event) => Number(event.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    const whole: IdentifiedEvent[] = [];
+    await readUntil(
+      events(await fetch(`${first}/threads/${threadId}/runs/${runId}/events`)),
+      whole,
+      (event) => event.event === 'run-end' && event.data.status === 'done',
+    );
+    expect(whole.map((event) => event.id)).toEqual(seen.slice(1).map((event) => event.id));
+    const starts = whole.filter((event) => event.event === 'tool-execution-start');
+    expect(starts.map((event) => event.data.rerun)).toEqual([false, true]);
+  });
+
+  it('takes an approval through the other server, and a cancel from any server reaches the worker', async () => {
+    const [first, second] = await Promise.all([serve(), serve()]);
+    await worker();
+    const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
+      .id;
+
+    const asked: IdentifiedEvent[] = [];
+    await readUntil(
+      events(await post(`${first}/threads/${threadId}/messages`, { text: 'read README.md' })),
+      asked,
+      (event) => event.event === 'run-end',
+    );
+    const end = asked.at(-1)?.data as { status: string; openTickets: Array<{ id: string }> };
+    expect(end.status).toBe('waiting');
+    const unknown = await post(`${second}/threads/${threadId}/decisions`, {
+      decisions: [{ ticketId: 'nope', action: 'resume' }],
+    });
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('unknown-ticket');
+    const resumed: IdentifiedEvent[] = [];
+    await readUntil(
+      events(
+        await post(`${second}/threads/${threadId}/decisions`, {
+          decisions: [{ ticketId: end.openTickets[0]?.id, action: 'resume' }],
+        }),
+      ),
+      resumed,
+      (event) => event.event === 'run-end',
+    );
+    expect(Number(resumed[0]?.id)).toBeGreaterThan(Number(asked.at(-1)?.id));
+    expect(resumed.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
+
+    const slow: IdentifiedEvent[] = [];
+    const stream = events(
+      await post(`${first}/threads/${threadId}/messages`, { text: 'run the slow task with 20 steps' }),
+    );
+    await readUntil(stream, slow, (event) => event.event === 'tool-progress');
+    const cancel = await post(`${second}/threads/${threadId}/cancel`);
+    expect(cancel.status).toBe(202);
+    await readUntil(stream, slow, (event) => event.event === 'run-end');
+    expect(slow.at(-1)).toMatchObject({ event: 'run-end', data: { termination: { type: 'cancelled' } } });
+  });
+});
