@@ -18,12 +18,12 @@ export interface AssistantRuntimeOptions {
    * servers started with one owner never run one thread at once.
    */
   owner?: string;
-  /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 10000 */
+  /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 6000 */
   leaseTtlMs?: number;
 }
 
-/** The sample app's lease time-to-live: a restarted process continues its threads within 5 s of a crash. */
-export const ASSISTANT_LEASE_TTL_MS = 10_000;
+/** The sample app's lease time-to-live: a restarted process or another worker continues a thread within 3 s of a crash. */
+export const ASSISTANT_LEASE_TTL_MS = 6_000;
 
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
 Use the calculator for any arithmetic, current_time for dates and times, read_file to read files the user

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
   type DispatchClaim,
@@ -19,7 +20,11 @@ export interface AgentWorkerOptions {
   workerId?: string;
   /** Threads worked on at once. @default 4 */
   concurrency?: number;
-  /** How long a claim holds without renewal; the worker extends it every third of that. @default 10000 */
+  /**
+   * How long a claim holds without renewal; the worker extends it every third of that. A dead worker's threads
+   * go to another worker once its claims lapse, so this bounds (with the thread lease) how long they wait.
+   * @default 2000
+   */
   claimLockMs?: number;
   /** How long one wait for work lasts before the worker asks again. @default 1000 */
   idleWaitMs?: number;
@@ -66,9 +71,11 @@ export class AgentWorker {
     this.store = runtime.store;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;
     this.concurrency = positive(options.concurrency ?? 4, 'concurrency');
-    this.claimLockMs = positive(options.claimLockMs ?? 10_000, 'claimLockMs');
+    this.claimLockMs = positive(options.claimLockMs ?? 2_000, 'claimLockMs');
     this.idleWaitMs = positive(options.idleWaitMs ?? 1_000, 'idleWaitMs');
     this.eventTtlMs = positive(options.eventTtlMs ?? 600_000, 'eventTtlMs');
+    // Every claim loop waits on the stop signal at once (a listener each while it waits for work).
+    setMaxListeners(this.concurrency * 2 + 10, this.stopping.signal);
   }
 
   /** Starts claiming work (`concurrency` threads at once). */
@@ -175,14 +182,12 @@ function positive(value: number, name: string): number {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 }
