@@ -880,7 +880,71 @@ pnpm bench --only w1:lunation   # only tasks whose id contains the text; writes 
 Profiles: \`pnpm --filter @lunation/bench run profile -- w1:lunation:generate:sqlite\` (see bench/README.md).
 
 ${w4Section()}
+
+${w5Section()}
 `;
+}
+
+interface W5File {
+  when: string;
+  node: string;
+  loadAverage?: number[];
+  lunationFrom: string;
+  settings: {
+    runs: number;
+    concurrencyPerWorker: number;
+    modelDelayMs: number;
+    steps: number;
+    leaseTtlMs: number;
+  };
+  throughput: Array<{
+    workers: number;
+    runsPerSecond: number;
+    submitToFirstStepMs: { p50: number; p99: number };
+  }>;
+  kill?: { trials: number; hits: number; killToRerunMs: { p50: number; p99: number; max: number } };
+}
+
+/** W5 comes from its own command (`bench:w5`, `bench/results/w5.json`), shown with what it ran on. */
+function w5Section(): string {
+  const intro = [
+    '## W5: a worker fleet (BullMQ, the Redis store)',
+    '',
+    'Worker processes (`AgentWorker`, Lunation from its built `dist/`) on the Redis store and the BullMQ dispatcher;',
+    'one process submits through a `FleetClient` and follows every run. Throughput: runs of S = 3 (the model',
+    'awaits 20 ms per call) submitted at once, from the first submit to the last `run-end`; submit → first',
+    "`step-start` as the client sees it. Kill → continue: a run's worker SIGKILLed mid-tool (two workers sharing",
+    'a lease owner, `leaseTtlMs` 6000, 2 s claim locks); from the kill to the cut-off call running again on the',
+    'other worker, as the client sees it. From `pnpm --filter @lunation/bench run bench:w5`',
+    "(`bench/results/w5.json`), not from the runs above. Every process shares the machine's cores (2 here): more",
+    'worker processes add throughput only while cores are idle.',
+  ].join('\n');
+  let file: W5File;
+  try {
+    file = JSON.parse(readFileSync(join(benchDir, 'results/w5.json'), 'utf8')) as W5File;
+  } catch {
+    return `${intro}\n\nNo W5 results yet.`;
+  }
+  const load = file.loadAverage
+    ? `; load average ${file.loadAverage.map((value) => value.toFixed(1)).join(' / ')}`
+    : '';
+  const rows = file.throughput.map((figure) => [
+    String(figure.workers),
+    number(figure.runsPerSecond, 0),
+    number(figure.submitToFirstStepMs.p50, 1),
+    number(figure.submitToFirstStepMs.p99, 1),
+  ]);
+  const kill = file.kill
+    ? `Kill → the cut-off call running again on another worker (${file.kill.hits} kills that hit the run, of ${file.kill.trials}): p50 ${number(file.kill.killToRerunMs.p50 / 1000, 2)} s, p99 ${number(file.kill.killToRerunMs.p99 / 1000, 2)} s, max ${number(file.kill.killToRerunMs.max / 1000, 2)} s.`
+    : '';
+  return [
+    intro,
+    `**Node ${file.node.replace(/^v/, '')}** (${file.when.slice(0, 10)}${load} on 2 cores; Lunation from ${file.lunationFrom === 'dist' ? 'its built `dist/`' : 'TypeScript source'}; ${file.settings.runs} runs, ${file.settings.concurrencyPerWorker} threads per worker).`,
+    table(['workers', 'runs/s', 'submit → first step p50 (ms)', 'p99 (ms)'], rows),
+    kill,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 interface W4File {

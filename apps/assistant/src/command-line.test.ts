@@ -145,9 +145,12 @@ describe('parseCommandLine', () => {
     [['--thread'], 'The flag "--thread" needs a value (see --help)'],
     [['--thread', ''], '--thread needs a value (see --help)'],
     [['talk'], 'Unknown command "talk"; the commands are chat, serve and worker (see --help)'],
-    [['worker'], 'worker needs --dispatch redis: where it takes work from (see --help)'],
+    [
+      ['worker'],
+      'worker needs --dispatch redis or --dispatch postgres: where it takes work from (see --help)',
+    ],
     [['--dispatch', 'redis'], '--dispatch only applies to the serve and worker commands (see --help)'],
-    [['serve', '--dispatch', 'kafka'], '--dispatch must be one of redis, got "kafka" (see --help)'],
+    [['serve', '--dispatch', 'kafka'], '--dispatch must be one of redis, postgres, got "kafka" (see --help)'],
     [
       ['serve', '--dispatch', 'redis', '--store', 'memory'],
       '--dispatch needs a store every process can reach; --store memory is one process only (see --help)',
@@ -163,7 +166,14 @@ describe('parseCommandLine', () => {
       '--store must be one of sqlite, memory, redis, postgres, got "mongo" (see --help)',
     ],
     [['--store', 'postgres'], '--store postgres needs --postgres-url <url> or DATABASE_URL (see --help)'],
-    [['--postgres-url', 'postgres://x'], '--postgres-url only applies with --store postgres (see --help)'],
+    [
+      ['--postgres-url', 'postgres://x'],
+      '--postgres-url only applies with --store postgres or --dispatch postgres (see --help)',
+    ],
+    [
+      ['serve', '--dispatch', 'postgres'],
+      '--dispatch postgres needs --postgres-url <url> or DATABASE_URL (see --help)',
+    ],
     [['--postgres-schema', 'x'], '--postgres-schema only applies with --store postgres (see --help)'],
     [
       ['--provider', 'gemini'],

@@ -6,8 +6,8 @@ import type { ProviderKind } from './create-model.js';
 import type { StoreKind } from './open-store.js';
 import { parseTokens } from './token-auth.js';
 
-/** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis. */
-export type DispatchKind = 'redis';
+/** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis, or pg-boss on PostgreSQL. */
+export type DispatchKind = 'redis' | 'postgres';
 
 /** Settings shared by every command. */
 export interface AssistantSettings {
@@ -59,8 +59,8 @@ export const HELP = `Lunation assistant: a chat with tools, approvals and durabl
 Usage:
   pnpm start [chat] [flags]      chat in the terminal (the default command)
   pnpm start serve [flags]       serve the HTTP API (Server-Sent Events)
-  pnpm start worker --dispatch redis [flags]
-                                 run the agent for a fleet of servers (serve --dispatch redis)
+  pnpm start worker --dispatch redis|postgres [flags]
+                                 run the agent for a fleet of servers (serve --dispatch ...)
 
 Flags:
   --thread <id>                  continue a conversation (chat; the id is printed at start);
@@ -83,9 +83,10 @@ Flags:
   --port <n>                     serve: port, 0 for any free one (default: 8787)
   --token [<resource>=]<token>   serve: accept this bearer token (repeatable; also $ASSISTANT_TOKENS,
                                  comma-separated); each resource sees only its own threads
-  --dispatch redis               serve: only submit work and stream events, for the workers to run
-                                 (a BullMQ queue on --redis-url); worker: take work from it. Every
-                                 server and worker of a fleet names the same store and dispatcher
+  --dispatch redis|postgres      serve: only submit work and stream events, for the workers to run
+                                 (a BullMQ queue on --redis-url, or pg-boss on --postgres-url);
+                                 worker: take work from it. Every server and worker of a fleet names
+                                 the same store and dispatcher
   --concurrency <n>              worker: threads run at once (default: 4)
   -h, --help                     show this help
 
@@ -124,7 +125,7 @@ const ONLY_FOR: Record<string, readonly CommandName[]> = {
 
 type CommandName = 'chat' | 'serve' | 'worker';
 const COMMANDS: readonly CommandName[] = ['chat', 'serve', 'worker'];
-const DISPATCHERS: readonly DispatchKind[] = ['redis'];
+const DISPATCHERS: readonly DispatchKind[] = ['redis', 'postgres'];
 
 const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis', 'postgres'];
 const PROVIDERS: readonly ProviderKind[] = ['openai', 'anthropic', 'demo'];
@@ -192,13 +193,21 @@ export function parseCommandLine(
   if (settings.dispatch !== undefined && settings.store === 'memory') {
     throw usageError('--dispatch needs a store every process can reach; --store memory is one process only');
   }
-  for (const flag of ['postgres-url', 'postgres-schema'] as const) {
-    if (values[flag] !== undefined && settings.store !== 'postgres') {
-      throw usageError(`--${flag} only applies with --store postgres`);
-    }
+  if (
+    values['postgres-url'] !== undefined &&
+    settings.store !== 'postgres' &&
+    settings.dispatch !== 'postgres'
+  ) {
+    throw usageError('--postgres-url only applies with --store postgres or --dispatch postgres');
+  }
+  if (values['postgres-schema'] !== undefined && settings.store !== 'postgres') {
+    throw usageError('--postgres-schema only applies with --store postgres');
   }
   if (settings.store === 'postgres' && settings.postgresUrl === undefined) {
     throw usageError('--store postgres needs --postgres-url <url> or DATABASE_URL');
+  }
+  if (settings.dispatch === 'postgres' && settings.postgresUrl === undefined) {
+    throw usageError('--dispatch postgres needs --postgres-url <url> or DATABASE_URL');
   }
   if (command === 'chat') {
     const threadId = nonEmpty('thread', values.thread);
@@ -207,7 +216,9 @@ export function parseCommandLine(
   }
   if (command === 'worker') {
     const { dispatch } = settings;
-    if (dispatch === undefined) throw usageError('worker needs --dispatch redis: where it takes work from');
+    if (dispatch === undefined) {
+      throw usageError('worker needs --dispatch redis or --dispatch postgres: where it takes work from');
+    }
     const concurrency = values.concurrency === undefined ? 4 : Number(values.concurrency);
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
       throw usageError(`--concurrency must be a whole number from 1 to 256, got "${values.concurrency}"`);

@@ -12,11 +12,8 @@ export async function openDispatcher(
   settings: AssistantSettings,
   timeoutMs = 5_000,
 ): Promise<Dispatcher> {
-  const { BullMQDispatcher } = await import('@lunation/dispatch-bullmq');
-  const dispatcher = new BullMQDispatcher({
-    url: settings.redisUrl,
-    keyPrefix: `lunation:assistant:dispatch:${storeNamespace(settings)}:`,
-  });
+  const where = kind === 'redis' ? settings.redisUrl : (settings.postgresUrl ?? '');
+  const opening = open(kind, settings);
   let timer: NodeJS.Timeout | undefined;
   try {
     const timeout = new Promise<never>((_, reject) => {
@@ -25,18 +22,38 @@ export async function openDispatcher(
         timeoutMs,
       );
     });
-    await Promise.race([dispatcher.depth(), timeout]);
-    return dispatcher;
+    const answered = opening.then(async (dispatcher) => {
+      await dispatcher.depth();
+      return dispatcher;
+    });
+    return await Promise.race([answered, timeout]);
   } catch (error) {
-    await dispatcher.close().catch(() => {});
+    // Closed whenever it opens, also after the timeout.
+    void opening.then((dispatcher) => dispatcher.close()).catch(() => {});
     throw new LunationError(
       'store-unavailable',
-      `Cannot use the ${kind} dispatcher at ${redactPassword(settings.redisUrl)}: ${(error as Error).message}`,
+      `Cannot use the ${kind} dispatcher at ${redactPassword(where)}: ${(error as Error).message}`,
       { cause: error },
     );
   } finally {
     clearTimeout(timer);
   }
+}
+
+async function open(kind: DispatchKind, settings: AssistantSettings): Promise<Dispatcher> {
+  const namespace = storeNamespace(settings);
+  if (kind === 'postgres') {
+    const { PostgresDispatcher } = await import('@lunation/dispatch-postgres');
+    return PostgresDispatcher.open({
+      connectionString: settings.postgresUrl ?? '',
+      schema: `lunation_dispatch_${namespace}`,
+    });
+  }
+  const { BullMQDispatcher } = await import('@lunation/dispatch-bullmq');
+  return new BullMQDispatcher({
+    url: settings.redisUrl,
+    keyPrefix: `lunation:assistant:dispatch:${namespace}:`,
+  });
 }
 
 /** A short name of the store the settings open: the same for every process that opens that store. */

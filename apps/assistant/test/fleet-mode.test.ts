@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { PostgresDispatcher } from '@lunation/dispatch-postgres';
 import { PostgresStore } from '@lunation/store-postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseCommandLine } from '../src/command-line.js';
+import { storeNamespace } from '../src/open-dispatcher.js';
 import { AppProcess, temporaryDir } from './support.js';
 
 const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -51,146 +54,159 @@ async function readUntil(
   }
 }
 
-describe('the sample app as a fleet: servers submit and stream, workers run', { timeout: 120_000 }, () => {
-  let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
-  let schema: string;
-  const processes: AppProcess[] = [];
-  const flags = () => [
-    '--provider',
-    'demo',
-    '--store',
-    'postgres',
-    '--postgres-schema',
-    schema,
-    '--data-dir',
-    dataDir.path,
-    '--dispatch',
-    'redis',
-  ];
+describe.each(['redis', 'postgres'])(
+  'the sample app as a fleet on --dispatch %s: servers submit and stream, workers run',
+  { timeout: 120_000 },
+  (dispatch) => {
+    let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
+    let schema: string;
+    const processes: AppProcess[] = [];
+    const flags = () => [
+      '--provider',
+      'demo',
+      '--store',
+      'postgres',
+      '--postgres-schema',
+      schema,
+      '--data-dir',
+      dataDir.path,
+      '--dispatch',
+      dispatch,
+    ];
 
-  async function serve(): Promise<string> {
-    const app = new AppProcess(['serve', '--port', '0', ...flags()], { DATABASE_URL: postgresUrl });
-    processes.push(app);
-    const [, url] = await app.waitFor(/listening on (http:\/\/\S+)/);
-    return url as string;
-  }
+    async function serve(): Promise<string> {
+      const app = new AppProcess(['serve', '--port', '0', ...flags()], { DATABASE_URL: postgresUrl });
+      processes.push(app);
+      const [, url] = await app.waitFor(/listening on (http:\/\/\S+)/);
+      return url as string;
+    }
 
-  async function worker(): Promise<AppProcess> {
-    const app = new AppProcess(['worker', '--concurrency', '2', ...flags()], { DATABASE_URL: postgresUrl });
-    processes.push(app);
-    await app.waitFor(/worker \S+ ready/);
-    return app;
-  }
+    async function worker(): Promise<AppProcess> {
+      const app = new AppProcess(['worker', '--concurrency', '2', ...flags()], { DATABASE_URL: postgresUrl });
+      processes.push(app);
+      await app.waitFor(/worker \S+ ready/);
+      return app;
+    }
 
-  const post = (url: string, body?: unknown, signal?: AbortSignal) =>
-    fetch(url, {
-      method: 'POST',
-      ...(signal ? { signal } : {}),
-      ...(body === undefined
-        ? {}
-        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    const post = (url: string, body?: unknown, signal?: AbortSignal) =>
+      fetch(url, {
+        method: 'POST',
+        ...(signal ? { signal } : {}),
+        ...(body === undefined
+          ? {}
+          : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      });
+
+    beforeEach(async () => {
+      dataDir = await temporaryDir();
+      schema = `lunation_fleet_app_${randomBytes(6).toString('hex')}`;
     });
 
-  beforeEach(async () => {
-    dataDir = await temporaryDir();
-    schema = `lunation_fleet_app_${randomBytes(6).toString('hex')}`;
-  });
-
-  afterEach(async () => {
-    await Promise.all(processes.splice(0).map((app) => app.stop()));
-    const store = new PostgresStore({ connectionString: postgresUrl, schema });
-    await store.dropSchema().finally(() => store.close());
-    await dataDir.remove();
-  });
-
-  it('resumes a dropped stream on another server with Last-Event-ID, through a worker killed mid-tool', async () => {
-    const [first, second] = await Promise.all([serve(), serve()]);
-    let running = await worker();
-    const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
-      .id;
-
-    const dropped = new AbortController();
-    const seen: IdentifiedEvent[] = [];
-    const stream = events(
-      await post(
-        `${first}/threads/${threadId}/messages`,
-        { text: 'run the slow task with 4 steps' },
-        dropped.signal,
-      ),
-    );
-    await readUntil(stream, seen, (event) => event.event === 'tool-progress');
-    expect(seen[0]).toMatchObject({ id: undefined, event: 'run-submitted' });
-    const runId = String(seen[0]?.data.runId);
-
-    // The worker dies mid-tool; another one starts. The client drops its stream meanwhile and comes back on
-    // the other server after the last id it got.
-    running.child.kill('SIGKILL');
-    await running.exited;
-    dropped.abort();
-    running = await worker();
-    const lastId = seen.at(-1)?.id as string;
-    const resumed = await fetch(`${second}/threads/${threadId}/runs/${runId}/events`, {
-      headers: { 'last-event-id': lastId },
+    afterEach(async () => {
+      await Promise.all(processes.splice(0).map((app) => app.stop()));
+      const store = new PostgresStore({ connectionString: postgresUrl, schema });
+      await store.dropSchema().finally(() => store.close());
+      if (dispatch === 'postgres') {
+        const command = parseCommandLine(['serve', ...flags()], { DATABASE_URL: postgresUrl });
+        if (command.type !== 'serve') throw new Error('expected a serve command');
+        const opened = await PostgresDispatcher.open({
+          connectionString: postgresUrl,
+          schema: `lunation_dispatch_${storeNamespace(command.settings)}`,
+        });
+        await opened.dropSchema().finally(() => opened.close());
+      }
+      await dataDir.remove();
     });
-    expect(resumed.status).toBe(200);
-    await readUntil(events(resumed), seen, (event) => event.event === 'run-end');
-    expect(seen.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
 
-    // Every event once, in order: what the client pieced together is the whole log.
-    const ids = seen.slice(1).map((event) => Number(event.id));
-    expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    expect(new Set(ids).size).toBe(ids.length);
-    const whole: IdentifiedEvent[] = [];
-    await readUntil(
-      events(await fetch(`${first}/threads/${threadId}/runs/${runId}/events`)),
-      whole,
-      (event) => event.event === 'run-end' && event.data.status === 'done',
-    );
-    expect(whole.map((event) => event.id)).toEqual(seen.slice(1).map((event) => event.id));
-    const starts = whole.filter((event) => event.event === 'tool-execution-start');
-    expect(starts.map((event) => event.data.rerun)).toEqual([false, true]);
-  });
+    it('resumes a dropped stream on another server with Last-Event-ID, through a worker killed mid-tool', async () => {
+      const [first, second] = await Promise.all([serve(), serve()]);
+      let running = await worker();
+      const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
+        .id;
 
-  it('takes an approval through the other server, and a cancel from any server reaches the worker', async () => {
-    const [first, second] = await Promise.all([serve(), serve()]);
-    await worker();
-    const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
-      .id;
+      const dropped = new AbortController();
+      const seen: IdentifiedEvent[] = [];
+      const stream = events(
+        await post(
+          `${first}/threads/${threadId}/messages`,
+          { text: 'run the slow task with 4 steps' },
+          dropped.signal,
+        ),
+      );
+      await readUntil(stream, seen, (event) => event.event === 'tool-progress');
+      expect(seen[0]).toMatchObject({ id: undefined, event: 'run-submitted' });
+      const runId = String(seen[0]?.data.runId);
 
-    const asked: IdentifiedEvent[] = [];
-    await readUntil(
-      events(await post(`${first}/threads/${threadId}/messages`, { text: 'read README.md' })),
-      asked,
-      (event) => event.event === 'run-end',
-    );
-    const end = asked.at(-1)?.data as { status: string; openTickets: Array<{ id: string }> };
-    expect(end.status).toBe('waiting');
-    const unknown = await post(`${second}/threads/${threadId}/decisions`, {
-      decisions: [{ ticketId: 'nope', action: 'resume' }],
+      // The worker dies mid-tool; another one starts. The client drops its stream meanwhile and comes back on
+      // the other server after the last id it got.
+      running.child.kill('SIGKILL');
+      await running.exited;
+      dropped.abort();
+      running = await worker();
+      const lastId = seen.at(-1)?.id as string;
+      const resumed = await fetch(`${second}/threads/${threadId}/runs/${runId}/events`, {
+        headers: { 'last-event-id': lastId },
+      });
+      expect(resumed.status).toBe(200);
+      await readUntil(events(resumed), seen, (event) => event.event === 'run-end');
+      expect(seen.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
+
+      // Every event once, in order: what the client pieced together is the whole log.
+      const ids = seen.slice(1).map((event) => Number(event.id));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(new Set(ids).size).toBe(ids.length);
+      const whole: IdentifiedEvent[] = [];
+      await readUntil(
+        events(await fetch(`${first}/threads/${threadId}/runs/${runId}/events`)),
+        whole,
+        (event) => event.event === 'run-end' && event.data.status === 'done',
+      );
+      expect(whole.map((event) => event.id)).toEqual(seen.slice(1).map((event) => event.id));
+      const starts = whole.filter((event) => event.event === 'tool-execution-start');
+      expect(starts.map((event) => event.data.rerun)).toEqual([false, true]);
     });
-    expect(unknown.status).toBe(400);
-    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('unknown-ticket');
-    const resumed: IdentifiedEvent[] = [];
-    await readUntil(
-      events(
-        await post(`${second}/threads/${threadId}/decisions`, {
-          decisions: [{ ticketId: end.openTickets[0]?.id, action: 'resume' }],
-        }),
-      ),
-      resumed,
-      (event) => event.event === 'run-end',
-    );
-    expect(Number(resumed[0]?.id)).toBeGreaterThan(Number(asked.at(-1)?.id));
-    expect(resumed.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
 
-    const slow: IdentifiedEvent[] = [];
-    const stream = events(
-      await post(`${first}/threads/${threadId}/messages`, { text: 'run the slow task with 20 steps' }),
-    );
-    await readUntil(stream, slow, (event) => event.event === 'tool-progress');
-    const cancel = await post(`${second}/threads/${threadId}/cancel`);
-    expect(cancel.status).toBe(202);
-    await readUntil(stream, slow, (event) => event.event === 'run-end');
-    expect(slow.at(-1)).toMatchObject({ event: 'run-end', data: { termination: { type: 'cancelled' } } });
-  });
-});
+    it('takes an approval through the other server, and a cancel from any server reaches the worker', async () => {
+      const [first, second] = await Promise.all([serve(), serve()]);
+      await worker();
+      const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
+        .id;
+
+      const asked: IdentifiedEvent[] = [];
+      await readUntil(
+        events(await post(`${first}/threads/${threadId}/messages`, { text: 'read README.md' })),
+        asked,
+        (event) => event.event === 'run-end',
+      );
+      const end = asked.at(-1)?.data as { status: string; openTickets: Array<{ id: string }> };
+      expect(end.status).toBe('waiting');
+      const unknown = await post(`${second}/threads/${threadId}/decisions`, {
+        decisions: [{ ticketId: 'nope', action: 'resume' }],
+      });
+      expect(unknown.status).toBe(400);
+      expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('unknown-ticket');
+      const resumed: IdentifiedEvent[] = [];
+      await readUntil(
+        events(
+          await post(`${second}/threads/${threadId}/decisions`, {
+            decisions: [{ ticketId: end.openTickets[0]?.id, action: 'resume' }],
+          }),
+        ),
+        resumed,
+        (event) => event.event === 'run-end',
+      );
+      expect(Number(resumed[0]?.id)).toBeGreaterThan(Number(asked.at(-1)?.id));
+      expect(resumed.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
+
+      const slow: IdentifiedEvent[] = [];
+      const stream = events(
+        await post(`${first}/threads/${threadId}/messages`, { text: 'run the slow task with 20 steps' }),
+      );
+      await readUntil(stream, slow, (event) => event.event === 'tool-progress');
+      const cancel = await post(`${second}/threads/${threadId}/cancel`);
+      expect(cancel.status).toBe(202);
+      await readUntil(stream, slow, (event) => event.event === 'run-end');
+      expect(slow.at(-1)).toMatchObject({ event: 'run-end', data: { termination: { type: 'cancelled' } } });
+    });
+  },
+);

@@ -13,7 +13,7 @@
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -213,6 +213,7 @@ const results = {
   when: new Date().toISOString(),
   node: process.version,
   cpus: cpus().length,
+  loadAverage: loadavg(),
   lunationFrom: loaded.from,
   settings: { runs, concurrencyPerWorker: concurrency, modelDelayMs, steps: 3, leaseTtlMs: 6_000 },
   throughput: [] as Awaited<ReturnType<typeof throughput>>[],

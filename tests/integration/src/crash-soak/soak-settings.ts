@@ -56,7 +56,7 @@ export function soakSettings(available: readonly string[]): SoakSettings {
     leaseTtlMs: integer('LUNATION_SOAK_LEASE_TTL_MS', 300, 50),
     sameOwner: process.env.LUNATION_SOAK_SAME_OWNER === '1',
     twinEvery: integer('LUNATION_SOAK_TWIN_EVERY', 2, 0),
-    twinLeaseTtlMs: integer('LUNATION_SOAK_TWIN_LEASE_TTL_MS', 3_000, 300),
+    twinLeaseTtlMs: integer('LUNATION_SOAK_TWIN_LEASE_TTL_MS', 6_000, 300),
     minKillsPerRun: integer('LUNATION_SOAK_MIN_KILLS', 2, 0),
   };
 }
@@ -73,7 +73,7 @@ export function replayCommand(settings: SoakSettings, store: string, batch?: num
     ...(settings.minKillsPerRun === 2 ? [] : [`LUNATION_SOAK_MIN_KILLS=${settings.minKillsPerRun}`]),
     ...(settings.sameOwner ? ['LUNATION_SOAK_SAME_OWNER=1'] : []),
     ...(settings.twinEvery === 2 ? [] : [`LUNATION_SOAK_TWIN_EVERY=${settings.twinEvery}`]),
-    ...(settings.twinLeaseTtlMs === 3_000
+    ...(settings.twinLeaseTtlMs === 6_000
       ? []
       : [`LUNATION_SOAK_TWIN_LEASE_TTL_MS=${settings.twinLeaseTtlMs}`]),
   ];

@@ -74,10 +74,10 @@ describe.each(fleetBackends)('a worker fleet on $name', (backend) => {
       },
       SeededRandom.derive(settings.seed, backend.name, 'kills'),
     );
-    const dispatchers: Dispatcher[] = [
+    const dispatchers: Dispatcher[] = await Promise.all([
       openDispatcher(connections.dispatcher),
       openDispatcher(connections.dispatcher),
-    ];
+    ]);
     const stores = await Promise.all([openStore(connections.store), openStore(connections.store)]);
     const fronts = [
       new FleetClient({ dispatcher: dispatchers[0] as Dispatcher, store: stores[0]! }),

@@ -55,8 +55,10 @@ export class WorkerPool {
       [...this.live.entries()].map(async ([name, worker]) => {
         worker.child.kill('SIGTERM');
         const code = await worker.exited;
-        if (code !== 0)
-          this.failures.push(`worker ${name} exited with ${code}: ${worker.stderr().slice(-2_000)}`);
+        if (code !== 0) {
+          const how = code === null ? `signal ${worker.child.signalCode}` : `code ${code}`;
+          this.failures.push(`worker ${name} stopped with ${how}: ${worker.stderr().slice(-2_000)}`);
+        }
       }),
     );
     this.live.clear();

@@ -1,0 +1,201 @@
+import { LunationError } from '@lunation/contract';
+import {
+  type DatabaseIntrospector,
+  Kysely,
+  type Migration,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  sql,
+  type TableMetadata,
+} from 'kysely';
+import { quoteIdentifier } from './dispatch-schema.js';
+import type { PostgresDispatcherClient } from './postgres-connection.js';
+
+/** Kysely's bookkeeping tables in the dispatcher's schema, named apart from `@lunation/store-postgres`'s. */
+export const migrationTableName = 'lunation_dispatch_migration';
+export const migrationLockTableName = 'lunation_dispatch_migration_lock';
+
+/**
+ * The first key of the dispatcher's advisory lock (`pg_advisory_lock(key, hashtext(schema))`): "LnDp" in ASCII.
+ * The second key is the schema's hash, so dispatchers of different schemas migrate independently.
+ */
+export const advisoryLockKey = 0x4c6e4470;
+
+/** The tables the contract adds to pg-boss's: inboxes, claims and dead letters, counters, cancels, run events. */
+function initialTables(s: string): string {
+  return `
+CREATE TABLE ${s}.dispatch_threads (
+  thread_id text COLLATE "C" PRIMARY KEY,
+  resource_id text COLLATE "C",
+  failures integer NOT NULL DEFAULT 0,
+  lost_claims integer NOT NULL DEFAULT 0,
+  job_id uuid,
+  job_attempt integer,
+  claim_token text COLLATE "C",
+  worker_id text,
+  claimed_at bigint,
+  lock_ms bigint,
+  lock_expires_at bigint,
+  dead_at bigint,
+  dead_attempts integer,
+  dead_error json,
+  dead_job_id uuid
+);
+CREATE INDEX dispatch_threads_lock_expiry ON ${s}.dispatch_threads (lock_expires_at)
+  WHERE lock_expires_at IS NOT NULL;
+CREATE INDEX dispatch_threads_claimed ON ${s}.dispatch_threads (resource_id) WHERE claim_token IS NOT NULL;
+CREATE INDEX dispatch_threads_dead ON ${s}.dispatch_threads (dead_at, thread_id) WHERE dead_at IS NOT NULL;
+
+CREATE TABLE ${s}.dispatch_inbox (
+  thread_id text COLLATE "C" NOT NULL,
+  submission_id text COLLATE "C" NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  resource_id text COLLATE "C",
+  entry json NOT NULL,
+  submitted_at bigint NOT NULL,
+  PRIMARY KEY (thread_id, submission_id)
+);
+CREATE INDEX dispatch_inbox_order ON ${s}.dispatch_inbox (thread_id, seq);
+CREATE INDEX dispatch_inbox_resource ON ${s}.dispatch_inbox (resource_id) WHERE resource_id IS NOT NULL;
+
+CREATE TABLE ${s}.dispatch_acknowledged (
+  thread_id text COLLATE "C" NOT NULL,
+  submission_id text COLLATE "C" NOT NULL,
+  acknowledged_at bigint NOT NULL,
+  PRIMARY KEY (thread_id, submission_id)
+);
+CREATE INDEX dispatch_acknowledged_at ON ${s}.dispatch_acknowledged (acknowledged_at);
+
+CREATE TABLE ${s}.dispatch_counters (
+  name text COLLATE "C" NOT NULL,
+  shard smallint NOT NULL,
+  value bigint NOT NULL,
+  PRIMARY KEY (name, shard)
+);
+
+CREATE TABLE ${s}.dispatch_cancels (
+  thread_id text COLLATE "C" PRIMARY KEY,
+  id text NOT NULL,
+  run_id text,
+  reason text NOT NULL,
+  requested_at bigint NOT NULL
+);
+
+CREATE TABLE ${s}.dispatch_run_logs (
+  run_id text COLLATE "C" PRIMARY KEY,
+  last_seq bigint NOT NULL,
+  ended_seq bigint,
+  expires_at bigint
+);
+CREATE INDEX dispatch_run_logs_expiry ON ${s}.dispatch_run_logs (expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE ${s}.dispatch_run_events (
+  run_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  event json NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+`;
+}
+
+/**
+ * Every version of the dispatcher's own tables, oldest first. Forward-only: a released migration never changes;
+ * a change is a new entry. pg-boss migrates its own tables (in the same schema) when it starts.
+ */
+export function dispatchMigrations(schema: string): Record<string, Migration> {
+  const s = quoteIdentifier(schema);
+  return {
+    '001_initial': {
+      async up(db) {
+        await sql.raw(initialTables(s)).execute(db);
+      },
+    },
+  };
+}
+
+/** The newest version of the dispatcher's own tables. */
+export const latestSchemaVersion = Object.keys(dispatchMigrations('lunation_dispatch')).sort().at(-1)!;
+
+/**
+ * Brings `schema` up to date on one connection, holding the schema's advisory lock so that processes starting
+ * at once migrate it once: the others wait, then find nothing to do. `alsoUnderLock` runs before the lock is
+ * released (pg-boss's install and its queue). `migration-failed` leaves the previous version.
+ */
+export async function migrate(
+  client: PostgresDispatcherClient,
+  schema: string,
+  alsoUnderLock: () => Promise<void>,
+): Promise<void> {
+  await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [advisoryLockKey, schema]);
+  try {
+    const db = kyselyOn(client);
+    const migrator = new Migrator({
+      db: withSchemaIntrospection(db, schema),
+      provider: { getMigrations: async () => dispatchMigrations(schema) },
+      migrationTableSchema: schema,
+      migrationTableName,
+      migrationLockTableName,
+    });
+    const result = await migrator.migrateToLatest();
+    if (result.error !== undefined) throw migrationFailed(result, schema);
+    await alsoUnderLock();
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [advisoryLockKey, schema]);
+  }
+}
+
+/** A Kysely instance whose every query runs on `client` (released by the caller, never by kysely). */
+function kyselyOn(client: PostgresDispatcherClient): Kysely<unknown> {
+  const pool = {
+    connect: async () => ({ query: client.query.bind(client), release: () => {} }),
+    end: async () => {},
+  } as unknown as PostgresPool;
+  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * `db` whose introspection (what the Migrator uses it for: does the schema, does a table exist) looks at `schema`
+ * only; kysely's own reads every schema of the database, which fails while another app drops one.
+ */
+function withSchemaIntrospection(db: Kysely<unknown>, schema: string): Kysely<unknown> {
+  const tables = async (): Promise<TableMetadata[]> => {
+    const { rows } = await sql<{ name: string }>`
+      SELECT c.relname AS name FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p')`.execute(db);
+    return rows.map((row) => ({ name: row.name, schema, isView: false, columns: [] }));
+  };
+  const introspection: DatabaseIntrospector = {
+    getSchemas: async () => {
+      const { rows } = await sql<{ name: string }>`
+        SELECT nspname AS name FROM pg_catalog.pg_namespace WHERE nspname = ${schema}`.execute(db);
+      return rows;
+    },
+    getTables: tables,
+    getMetadata: async () => ({ tables: await tables() }),
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'introspection') return introspection;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+function migrationFailed(
+  result: Awaited<ReturnType<Migrator['migrateToLatest']>>,
+  schema: string,
+): LunationError {
+  const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
+  let reason = result.error instanceof Error ? result.error.message : String(result.error);
+  if (/previously executed migration .* is missing/.test(reason)) {
+    reason += ' (the schema was migrated by a newer @lunation/dispatch-postgres; upgrade the package)';
+  }
+  return new LunationError(
+    'migration-failed',
+    `PostgreSQL schema "${schema}" migration${failed ? ` ${failed}` : ''} of the dispatcher failed: ${reason}; the schema keeps its previous version`,
+    { cause: result.error },
+  );
+}

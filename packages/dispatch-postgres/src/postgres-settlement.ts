@@ -1,0 +1,129 @@
+import {
+  type CompleteResult,
+  claimLostError,
+  type DispatchClaim,
+  dispatchRetryDelay,
+  type FailOptions,
+  type FailResult,
+  LunationError,
+  toErrorInfo,
+} from '@lunation/contract';
+import { clearClaim, jobAttemptOf } from './claim-token.js';
+import type { DispatchContext } from './dispatch-context.js';
+import { serverNowMs } from './dispatch-schema.js';
+import { inTransaction } from './postgres-connection.js';
+import { hasPending } from './postgres-inbox.js';
+
+/** The claim's row, matched by thread and token while its lock has not run out. */
+const heldClaim = (s: string) =>
+  `${s}.dispatch_threads.thread_id = $1 AND ${s}.dispatch_threads.claim_token = $2
+   AND ${s}.dispatch_threads.lock_expires_at > now.ms`;
+
+/** Adds one to a counter (`completed`, `failed`) on one of a few rows, so that settlements rarely queue on one. */
+const countOne = (s: string, name: string) =>
+  `INSERT INTO ${s}.dispatch_counters (name, shard, value)
+   SELECT '${name}', floor(random() * 8)::smallint, 1 FROM released
+   ON CONFLICT (name, shard) DO UPDATE SET value = ${s}.dispatch_counters.value + 1`;
+
+/**
+ * Settling claims: each is one transaction that checks the claim on the thread's row (same token, lock not run
+ * out), ends or extends it there and settles the pg-boss attempt with its fence (`touch`, `complete`, `fail`,
+ * `cancel`). `claim-lost` when either says the claim is gone; nothing changes then.
+ */
+export class PostgresSettlement {
+  readonly #context: DispatchContext;
+
+  constructor(context: DispatchContext) {
+    this.#context = context;
+  }
+
+  extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
+    const { s, jobs } = this.#context;
+    return inTransaction(this.#context.pool, async (transaction) => {
+      const { rowCount } = await transaction.query(
+        `UPDATE ${s}.dispatch_threads SET lock_expires_at = now.ms + coalesce($3, lock_ms)
+         FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}`,
+        [claim.threadId, claim.token, lockMs ?? null],
+      );
+      if (rowCount !== 1) throw claimLostError(claim);
+      if (!(await jobs.touch(transaction, jobAttemptOf(claim.token)))) throw claimLostError(claim);
+    });
+  }
+
+  complete(claim: DispatchClaim): Promise<CompleteResult> {
+    const { s, jobs, channels } = this.#context;
+    return inTransaction(this.#context.pool, async (transaction) => {
+      const { rows } = await transaction.query(
+        `WITH released AS (
+           UPDATE ${s}.dispatch_threads SET ${clearClaim}, failures = 0, lost_claims = 0
+           FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}
+           RETURNING resource_id
+         ), counted AS (${countOne(s, 'completed')})
+         SELECT resource_id FROM released`,
+        [claim.threadId, claim.token],
+      );
+      await this.#settled(claim, rows.length, () => jobs.complete(transaction, jobAttemptOf(claim.token)));
+      transaction.notify(channels.wake);
+      // Read after the row lock: a submission that held it has committed, and its entry is seen here.
+      if (!(await hasPending(transaction, s, claim.threadId))) return { rewoken: false };
+      await jobs.wake(transaction, claim.threadId, (rows[0].resource_id as string | null) ?? undefined);
+      return { rewoken: true };
+    });
+  }
+
+  fail(claim: DispatchClaim, error: unknown, options: FailOptions): Promise<FailResult> {
+    const { s, jobs, policy, channels } = this.#context;
+    const info = toErrorInfo(error);
+    const retryable = options.retryable ?? (LunationError.isInstance(error) && error.isRetryable);
+    return inTransaction(this.#context.pool, async (transaction) => {
+      const { rows } = await transaction.query(
+        `WITH released AS (
+           UPDATE ${s}.dispatch_threads SET ${clearClaim}, failures = failures + 1
+           FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}
+           RETURNING failures, now.ms::float8 AS now
+         ), counted AS (${countOne(s, 'failed')})
+         SELECT failures, now FROM released`,
+        [claim.threadId, claim.token],
+      );
+      const attempt = jobAttemptOf(claim.token);
+      await this.#settled(claim, rows.length, () => jobs.fail(transaction, attempt, info));
+      transaction.notify(channels.wake);
+      const failures = rows[0].failures as number;
+      const now = rows[0].now as number;
+      if (retryable && failures < policy.maxAttempts) {
+        const retryAt = now + dispatchRetryDelay(policy.backoff, failures);
+        await jobs.retry(transaction, attempt.id, new Date(retryAt));
+        return { deadLettered: false, retryAt };
+      }
+      await transaction.query(
+        `UPDATE ${s}.dispatch_threads SET dead_at = $2, dead_attempts = $3, dead_error = $4::json, dead_job_id = $5
+         WHERE thread_id = $1`,
+        [claim.threadId, now, failures, JSON.stringify(info), attempt.id],
+      );
+      return { deadLettered: true };
+    });
+  }
+
+  handBack(claim: DispatchClaim, delayMs: number): Promise<void> {
+    const { s, jobs, channels } = this.#context;
+    return inTransaction(this.#context.pool, async (transaction) => {
+      const { rows } = await transaction.query(
+        `UPDATE ${s}.dispatch_threads SET ${clearClaim}
+         FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}
+         RETURNING now.ms::float8 AS now`,
+        [claim.threadId, claim.token],
+      );
+      const startAfter =
+        rows.length === 1 && delayMs > 0 ? new Date((rows[0].now as number) + delayMs) : undefined;
+      await this.#settled(claim, rows.length, () =>
+        jobs.putBack(transaction, jobAttemptOf(claim.token), startAfter),
+      );
+      transaction.notify(channels.wake);
+    });
+  }
+
+  /** Throws `claim-lost` (rolling back) unless the row matched and pg-boss settled the attempt. */
+  async #settled(claim: DispatchClaim, matched: number, settle: () => Promise<boolean>): Promise<void> {
+    if (matched !== 1 || !(await settle())) throw claimLostError(claim);
+  }
+}
