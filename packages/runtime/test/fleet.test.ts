@@ -206,6 +206,23 @@ describe('a fleet: clients submit, workers run, events cross over', () => {
     ]);
   });
 
+  it("gives a run's log the ending the store has when its worker died between the last commit and the append", async () => {
+    const { client, store } = fleet();
+    // A worker ran the run to its suspension and died before its events reached the log or it acknowledged the
+    // submission: the store has the waiting run, the log nothing, and the submission is delivered again.
+    const runId = 'died-after-commit';
+    const done = await workerRuntime(store).generate({ threadId: 't8', input: 'note tea', runId });
+    expect(done.status).toBe('waiting');
+    await client.send({ threadId: 't8', input: 'note tea', runId });
+    const records = await follow(client, runId);
+    expect(types(records)).toEqual(['run-end']);
+    expect(runEnd(records)).toMatchObject({ status: 'waiting', openTickets: done.openTickets });
+    expect((await store.listMessages('t8')).filter((record) => record.message.role === 'user')).toHaveLength(
+      1,
+    );
+    expect(executions).toEqual([]);
+  });
+
   it('hands a thread back while another process holds its lease, and runs it once the lease is free', async () => {
     const { client, store } = fleet();
     const elsewhere = workerRuntime(store);

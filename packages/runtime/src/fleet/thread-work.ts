@@ -1,10 +1,12 @@
 import {
+  type AgentEvent,
   type CancelRequest,
   type DispatchClaim,
   type Dispatcher,
   type InboxEntry,
   LunationError,
   type LunationStore,
+  type RunRecord,
 } from '@lunation/contract';
 import type { AgentRuntime, RunHandle } from '../agent-runtime.js';
 import { pipeEvents } from './event-pipe.js';
@@ -71,10 +73,17 @@ export class ThreadWork {
     }
   }
 
-  /** Continues the thread's latest run if a worker that died left it running. */
+  /**
+   * Continues the thread's latest run if a worker that died left it running; if that worker died after the run's
+   * last commit but before its `run-end` reached the log, gives the log the ending the store has.
+   */
   private async recover(): Promise<void> {
     const latest = await this.context.store.getLatestRun(this.claim.threadId);
-    if (latest?.status !== 'running') return;
+    if (latest === undefined) return;
+    if (latest.status !== 'running') {
+      await this.endLogLikeStore(latest);
+      return;
+    }
     const { threadId } = this.claim;
     await this.follow(
       await this.context.runtime.run({ threadId, ...this.signalOption(latest.identity.runId) }),
@@ -132,6 +141,37 @@ export class ThreadWork {
     }
   }
 
+  /**
+   * Followers of a run wait for its `run-end`. The store says how the run ended (or waits); when its log does not
+   * end that way (the worker died between the commit and the append), the `run-end` is appended from the record.
+   * A finished run whose log could have expired is left alone.
+   */
+  private async endLogLikeStore(run: RunRecord): Promise<void> {
+    const { dispatcher, eventTtlMs } = this.context;
+    const { termination } = run;
+    if (!termination || (run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs)) return;
+    const runId = run.identity.runId;
+    const last = await lastEvent(dispatcher, runId);
+    const tickets = (event: { openTickets: Array<{ id: string }> }) =>
+      event.openTickets.map((ticket) => ticket.id).join();
+    if (last?.type === 'run-end' && last.status === run.status && tickets(last) === tickets(run)) return;
+    await dispatcher.appendEvents(runId, [
+      {
+        type: 'run-end',
+        identity: run.identity,
+        seq: last === undefined ? 0 : last.seq + 1,
+        status: run.status,
+        termination,
+        finalText: run.finalText ?? '',
+        steps: run.steps,
+        usage: run.usage,
+        openTickets: run.openTickets,
+        timestamp: Date.now(),
+      },
+    ]);
+    if (run.status === 'done') await dispatcher.endEvents(runId, { ttlMs: eventTtlMs });
+  }
+
   /** A cancel request: stops the active run it names, or waits for the run it names to start. */
   private cancelled(request: CancelRequest): void {
     this.cancel = request;
@@ -160,5 +200,19 @@ export class ThreadWork {
       const delay = Number.isFinite(retryAfterMs) ? Math.min(Math.max(50, retryAfterMs), 1_000) : 1_000;
       return { type: 'busy', retryAfterMs: delay };
     }
+  }
+}
+
+/** The last event of a run's log, or undefined for an empty (or expired) log. */
+async function lastEvent(log: Dispatcher, runId: string): Promise<AgentEvent | undefined> {
+  let last: AgentEvent | undefined;
+  let after = '0';
+  for (;;) {
+    const page = await log.readEvents(runId, { after, limit: 1_000 });
+    const tail = page.events.at(-1);
+    if (tail === undefined) return last;
+    last = tail.event;
+    after = tail.id;
+    if (page.events.length < 1_000) return last;
   }
 }
