@@ -30,6 +30,11 @@ const { values } = parseArgs({
     source: { type: 'boolean', default: false },
     /** Re-render docs/ from bench/results/latest.json without running anything. */
     render: { type: 'boolean', default: false },
+    /**
+     * Merge a partial run's results (the `latest.json` it wrote) into bench/results/latest.json, replacing the
+     * tasks it ran (each marked with when and at which commit it ran), then re-render docs/.
+     */
+    merge: { type: 'string' },
     /** Internal: run the task in this JSON file and write its result next to it. */
     child: { type: 'string' },
     /** Internal: print this process's Node version, package versions and where Lunation loads from. */
@@ -178,6 +183,28 @@ function runTitle(id: RunId, node: string): string {
     : `Node ${node.slice(1)}, the workspace's packages (the newest peers that run on Node 20)`;
 }
 
+/** `into` with the results of `partial` in place of (or beside) its results of the same task on the same run. */
+function mergeResults(into: BenchResults, partial: BenchResults): BenchResults {
+  if (partial.smoke) throw new Error('--merge: a smoke run is not comparable with a full one');
+  for (const run of partial.runs) {
+    const target = into.runs.find((candidate) => candidate.id === run.id);
+    if (!target) throw new Error(`--merge: the results have no ${run.id} run to merge into`);
+    if (target.node !== run.node) {
+      throw new Error(`--merge: the ${run.id} run used Node ${target.node}, the partial run ${run.node}`);
+    }
+    for (const result of run.results) {
+      const marked = {
+        ...result,
+        measured: { date: partial.date, commit: partial.machine.commit, lunationFrom: run.lunationFrom },
+      };
+      const index = target.results.findIndex((candidate) => candidate.id === result.id);
+      if (index === -1) target.results.push(marked);
+      else target.results[index] = marked;
+    }
+  }
+  return into;
+}
+
 function writeDocs(bench: BenchResults): void {
   mkdirSync(join(repoDir, 'docs'), { recursive: true });
   writeFileSync(join(repoDir, 'docs/benchmarks.md'), renderMarkdown(bench, readBaseline()));
@@ -197,6 +224,17 @@ async function main(): Promise<void> {
   if (values.child) return child(values.child);
   if (values.info) {
     console.log(JSON.stringify(info()));
+    return;
+  }
+  if (values.merge) {
+    const target = join(benchDir, 'results/latest.json');
+    const bench = mergeResults(
+      normalize(JSON.parse(readFileSync(target, 'utf8'))),
+      normalize(JSON.parse(readFileSync(values.merge, 'utf8'))),
+    );
+    writeFileSync(target, `${JSON.stringify(bench, null, 2)}\n`);
+    writeDocs(bench);
+    console.log(renderSummary(bench));
     return;
   }
   if (values.render) {

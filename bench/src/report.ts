@@ -83,10 +83,24 @@ function findW1(run: BenchRun, framework: FrameworkId, mode: Mode, store: StoreK
   );
 }
 
-function findW2(run: BenchRun, framework: FrameworkId, mode: Mode = 'generate'): W2Result | undefined {
+function findW2(
+  run: BenchRun,
+  framework: FrameworkId,
+  mode: Mode = 'generate',
+  store: StoreKind = 'none',
+): W2Result | undefined {
   return w2Results(run).find(
-    (result) => result.status === 'ok' && result.framework === framework && result.mode === mode,
+    (result) =>
+      result.status === 'ok' &&
+      result.framework === framework &&
+      result.mode === mode &&
+      (result.store ?? 'none') === store,
   );
+}
+
+/** W2 without a store (the peers' comparison) and with one (Lunation checkpointing every step). */
+function isDurableW2(result: W2Result): boolean {
+  return (result.store ?? 'none') !== 'none';
 }
 
 function number(value: number, digits?: number): string {
@@ -317,6 +331,7 @@ function w2Table(runs: BenchRun[], commit: string): string {
     const bare = findW2(run, 'bare')?.wallMs?.median;
     const lunation = findW2(run, 'lunation')?.wallMs?.median;
     for (const result of w2Results(run)) {
+      if (isDurableW2(result)) continue;
       const framework = FRAMEWORKS[result.framework];
       const head = [
         nodeLabel(run),
@@ -355,6 +370,47 @@ function w2Table(runs: BenchRun[], commit: string): string {
     ],
     rows,
   );
+}
+
+/** Names the tasks measured in a later, partial run and merged in (`pnpm bench --merge`), with when and where. */
+function mergedNote(runs: BenchRun[]): string {
+  const lines: string[] = [];
+  for (const run of runs) {
+    const merged = run.results.filter((result) => result.measured);
+    const groups = new Map<string, string[]>();
+    for (const result of merged) {
+      const key = `${result.measured!.date.slice(0, 10)} at commit ${result.measured!.commit} (Lunation from ${result.measured!.lunationFrom})`;
+      groups.set(key, [...(groups.get(key) ?? []), `\`${result.id}\``]);
+    }
+    for (const [when, ids] of groups) lines.push(`- ${nodeLabel(run)}: ${ids.join(', ')} measured ${when}.`);
+  }
+  return lines.length === 0
+    ? ''
+    : `\nMeasured later, in a partial run merged into these results (the rest as above):\n\n${lines.join('\n')}\n`;
+}
+
+/** W2 with each store: what checkpointing every step costs under concurrency, against the in-process run. */
+function w2StoreTable(runs: BenchRun[]): string {
+  const rows: string[][] = [];
+  for (const run of runs) {
+    const inProcess = findW2(run, 'lunation')?.wallMs?.median;
+    for (const result of w2Results(run)) {
+      if (!isDurableW2(result)) continue;
+      const head = [nodeLabel(run), storeLabel('lunation', result.store!)];
+      if (result.status !== 'ok' || !result.wallMs || !result.memory) {
+        rows.push([...head, unavailable(result), '', '', '']);
+        continue;
+      }
+      rows.push([
+        ...head,
+        range(result.wallMs),
+        ratio(result.wallMs.median, result.idealMs),
+        ratio(result.wallMs.median, inProcess),
+        bytes(result.memory.heapPerRunBytes),
+      ]);
+    }
+  }
+  return table(['Node', 'Store', 'wall ms', '× ideal', '× in process', 'heap / in-flight run'], rows);
 }
 
 function w3Table(runs: BenchRun[]): string {
@@ -502,6 +558,16 @@ function targets(run: BenchRun): Target[] {
     (value) => value <= 10 * 1024,
     (value) => bytes(value),
   );
+  for (const store of ['postgres', 'redis'] as const) {
+    const durable = findW2(run, 'lunation', 'generate', store);
+    check(
+      `W2 with ${storeLabel('lunation', store)}: ≤4× in process`,
+      durable?.wallMs && w2Lunation?.wallMs ? durable.wallMs.median / w2Lunation.wallMs.median : undefined,
+      (value) => value <= 4,
+      (value) =>
+        `${number(value, 2)}× (${number(durable?.wallMs?.median ?? 0)} vs ${number(w2Lunation?.wallMs?.median ?? 0)} ms)`,
+    );
+  }
   const postgres = postgresRoundTrips(run);
   const [postgresOn, postgresOff] = POSTGRES_STORES.map((store) => postgresStepFigures(postgres, store));
   // Judged on both synchronous_commit settings: the setting changes how long a commit waits, not its round trips.
@@ -589,7 +655,8 @@ export function renderSummary(bench: BenchResults): string {
     }
     lines.push('W2: wall ms (median), RSS / heap per in-flight run');
     for (const result of w2Results(run)) {
-      const label = `  ${FRAMEWORKS[result.framework].name} [${result.mode}]`.padEnd(34);
+      const store = isDurableW2(result) ? ` ${result.store}` : '';
+      const label = `  ${FRAMEWORKS[result.framework].name} [${result.mode}]${store}`.padEnd(34);
       if (result.status !== 'ok' || !result.wallMs || !result.memory)
         lines.push(`${label} ${unavailable(result)}`);
       else
@@ -758,7 +825,7 @@ the frameworks' own cost. Every harness checks every run: exactly S model calls,
 **Machine:** ${machine.cpu}, ${machine.cores} cores, ${bytes(machine.memoryBytes)} memory, ${machine.platform}.
 
 ${runs.map((run) => runHeader(run, machine.commit, machine.cores)).join('\n')}
-
+${mergedNote(runs)}
 Figures taken while other work ran on the machine are slower and noisier than on an idle one.
 
 ## Targets
@@ -829,6 +896,12 @@ call, GC again, and (sample − baseline) ÷ ${config.w2.runs}. No store. RSS is
 the warm-up are reused, so RSS can rise less than the heap (or even fall); heap / in-flight run is the steadier one.
 
 ${w2Table(runs, machine.commit)}
+
+The same ${config.w2.runs} runs with a store, Lunation only: every step checkpointed, each run taking and releasing its
+thread's lease (the peers' W2 above keeps nothing). PostgresStore sends the calls that wait while all 10 of its
+connections are busy together, one round trip and one transaction for up to 32 (\`callBatching: 'auto'\`).
+
+${w2StoreTable(runs)}
 
 ## W3: many suspended threads (Lunation)
 
@@ -905,25 +978,34 @@ interface W5File {
   kill?: { trials: number; hits: number; killToRerunMs: { p50: number; p99: number; max: number } };
 }
 
-/** W5 comes from its own command (`bench:w5`, `bench/results/w5.json`), shown with what it ran on. */
+/** W5 comes from its own command (`bench:w5`, one results file per backend), shown with what it ran on. */
 function w5Section(): string {
   const intro = [
-    '## W5: a worker fleet (BullMQ, the Redis store)',
+    '## W5: a worker fleet',
     '',
-    'Worker processes (`AgentWorker`, Lunation from its built `dist/`) on the Redis store and the BullMQ dispatcher;',
-    'one process submits through a `FleetClient` and follows every run. Throughput: runs of S = 3 (the model',
-    'awaits 20 ms per call) submitted at once, from the first submit to the last `run-end`; submit → first',
-    "`step-start` as the client sees it. Kill → continue: a run's worker SIGKILLed mid-tool (two workers sharing",
-    'a lease owner, `leaseTtlMs` 6000, 2 s claim locks); from the kill to the cut-off call running again on the',
-    'other worker, as the client sees it. From `pnpm --filter @lunation/bench run bench:w5`',
-    "(`bench/results/w5.json`), not from the runs above. Every process shares the machine's cores (2 here): more",
-    'worker processes add throughput only while cores are idle.',
+    'Worker processes (`AgentWorker`, Lunation from its built `dist/`) on one backend: the Redis store and the BullMQ',
+    'dispatcher, or the PostgreSQL store and the pg-boss dispatcher; one process submits through a `FleetClient`',
+    'and follows every run. Throughput: runs of S = 3 (the model awaits 20 ms per call) submitted at once, from the',
+    'first submit to the last `run-end`; submit → first `step-start` as the client sees it. Kill → continue: a',
+    "run's worker SIGKILLed mid-tool (two workers sharing a lease owner, `leaseTtlMs` 6000, 2 s claim locks); from",
+    'the kill to the cut-off call running again on the other worker, as the client sees it. From',
+    '`pnpm --filter @lunation/bench run bench:w5 [--backend postgres]` (`bench/results/w5.json`,',
+    "`bench/results/w5-postgres.json`), not from the runs above. Every process shares the machine's cores (2",
+    'here): more worker processes add throughput only while cores are idle.',
   ].join('\n');
+  const sections = [
+    { file: 'w5.json', title: 'BullMQ, the Redis store' },
+    { file: 'w5-postgres.json', title: 'pg-boss, the PostgreSQL store' },
+  ].map(({ file, title }) => w5Backend(file, title));
+  return [intro, ...sections].join('\n\n');
+}
+
+function w5Backend(name: string, title: string): string {
   let file: W5File;
   try {
-    file = JSON.parse(readFileSync(join(benchDir, 'results/w5.json'), 'utf8')) as W5File;
+    file = JSON.parse(readFileSync(join(benchDir, 'results', name), 'utf8')) as W5File;
   } catch {
-    return `${intro}\n\nNo W5 results yet.`;
+    return `### ${title}\n\nNo results yet.`;
   }
   const load = file.loadAverage
     ? `; load average ${file.loadAverage.map((value) => value.toFixed(1)).join(' / ')}`
@@ -938,7 +1020,7 @@ function w5Section(): string {
     ? `Kill → the cut-off call running again on another worker (${file.kill.hits} kills that hit the run, of ${file.kill.trials}): p50 ${number(file.kill.killToRerunMs.p50 / 1000, 2)} s, p99 ${number(file.kill.killToRerunMs.p99 / 1000, 2)} s, max ${number(file.kill.killToRerunMs.max / 1000, 2)} s.`
     : '';
   return [
-    intro,
+    `### ${title}`,
     `**Node ${file.node.replace(/^v/, '')}** (${file.when.slice(0, 10)}${load} on 2 cores; Lunation from ${file.lunationFrom === 'dist' ? 'its built `dist/`' : 'TypeScript source'}; ${file.settings.runs} runs, ${file.settings.concurrencyPerWorker} threads per worker).`,
     table(['workers', 'runs/s', 'submit → first step p50 (ms)', 'p99 (ms)'], rows),
     kill,

@@ -7,7 +7,7 @@ export type Task =
   | { kind: 'w1'; framework: FrameworkId; mode: Mode; store: StoreKind }
   | { kind: 'w1-redis-round-trips' }
   | { kind: 'w1-postgres-round-trips' }
-  | { kind: 'w2'; framework: FrameworkId; mode: Mode }
+  | { kind: 'w2'; framework: FrameworkId; mode: Mode; store?: StoreKind }
   | { kind: 'w3'; store: W3Store };
 
 export type W3Store = 'sqlite' | 'redis' | PostgresStoreKind;
@@ -21,7 +21,7 @@ export function taskId(task: Task): string {
     case 'w1-postgres-round-trips':
       return 'w1:lunation:postgres-round-trips';
     case 'w2':
-      return `w2:${task.framework}:${task.mode}`;
+      return `w2:${task.framework}:${task.mode}${task.store && task.store !== 'none' ? `:${task.store}` : ''}`;
     case 'w3':
       return `w3:lunation:${task.store}`;
   }
@@ -36,6 +36,8 @@ export interface Outcome {
   seconds: number;
   /** Cores kept busy by other processes during the task, on average (Linux; includes Redis and PostgreSQL). */
   otherLoad?: number;
+  /** Set when the result comes from a later partial run merged in (`pnpm bench --merge`). */
+  measured?: { date: string; commit: string; lunationFrom: LoadedFrom };
 }
 
 export interface W1Result extends Outcome {
@@ -96,6 +98,8 @@ export interface W2Result extends Outcome {
   kind: 'w2';
   framework: FrameworkId;
   mode: Mode;
+  /** The store the runs checkpoint to; absent or `none` for no store. */
+  store?: StoreKind;
   runs: number;
   steps: number;
   modelDelayMs: number;

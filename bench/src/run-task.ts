@@ -45,6 +45,7 @@ export function emptyResult(
         kind: 'w2',
         framework: task.framework,
         mode: task.mode,
+        ...(task.store ? { store: task.store } : {}),
         runs: config.w2.runs,
         steps: config.w2.steps,
         modelDelayMs: config.w2.modelDelayMs,
@@ -131,6 +132,9 @@ export function allTasks(frameworks: readonly FrameworkId[]): Task[] {
   }
   if (has('lunation')) {
     tasks.push({ kind: 'w2', framework: 'lunation', mode: 'stream' });
+    for (const store of ['sqlite', 'redis', 'postgres', 'postgres-async'] as const) {
+      tasks.push({ kind: 'w2', framework: 'lunation', mode: 'generate', store });
+    }
     tasks.push({ kind: 'w3', store: 'sqlite' }, { kind: 'w3', store: 'redis' });
     tasks.push({ kind: 'w3', store: 'postgres' }, { kind: 'w3', store: 'postgres-async' });
   }

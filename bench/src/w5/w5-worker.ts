@@ -1,17 +1,15 @@
 /**
- * A W5 worker process: `w5-worker.ts '<json W5WorkerConfig>'`. Runs an AgentWorker on the Redis store and the
- * BullMQ dispatcher until SIGTERM; prints `ready`. Started without `--conditions=@lunation/source`, so
- * Lunation loads from its built dist/, like the other benchmarks' children.
+ * A W5 worker process: `w5-worker.ts '<json W5WorkerConfig>'`. Runs an AgentWorker on the backend's store and
+ * dispatcher (Redis + BullMQ, or PostgreSQL + pg-boss) until SIGTERM; prints `ready`. Started without
+ * `--conditions=@lunation/source`, so Lunation loads from its built dist/, like the other benchmarks' children.
  */
-import { BullMQDispatcher } from '@lunation/dispatch-bullmq';
 import { AgentWorker } from '@lunation/runtime';
-import { RedisStore } from '@lunation/store-redis';
 import { createW5Runtime } from './w5-agent.js';
+import { openW5Backend, type W5Backend } from './w5-backend.js';
 
 export interface W5WorkerConfig {
-  redisUrl: string;
-  storePrefix: string;
-  dispatchPrefix: string;
+  backend: W5Backend;
+  prefix: string;
   concurrency: number;
   modelDelayMs: number;
   leaseTtlMs: number;
@@ -19,8 +17,7 @@ export interface W5WorkerConfig {
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as W5WorkerConfig;
-const store = new RedisStore({ url: config.redisUrl, keyPrefix: config.storePrefix });
-const dispatcher = new BullMQDispatcher({ url: config.redisUrl, keyPrefix: config.dispatchPrefix });
+const { store, dispatcher } = await openW5Backend(config.backend, config.prefix);
 const worker = new AgentWorker({
   runtime: createW5Runtime({ store, ...config }),
   dispatcher,

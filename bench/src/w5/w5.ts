@@ -1,15 +1,16 @@
 /**
  * W5, a worker fleet: `pnpm --filter @lunation/bench run bench:w5` (after `pnpm build`).
  *
- * Worker processes (`w5-worker.ts`, Lunation from dist/) run AgentWorkers on the Redis store and the BullMQ
- * dispatcher; this process submits through a FleetClient and follows every run's events.
+ * Worker processes (`w5-worker.ts`, Lunation from dist/) run AgentWorkers on a backend (`--backend bullmq`: the
+ * Redis store and the BullMQ dispatcher; `--backend postgres`: the PostgreSQL store and the pg-boss dispatcher);
+ * this process submits through a FleetClient and follows every run's events.
  * - Throughput with 1, 2 and 4 workers (`--workers`): `--runs` runs of S = 3 (the model awaits 20 ms per call,
  *   tools return at once) submitted at once; runs per second from the first submit to the last `run-end`, and
  *   submit → the run's first `step-start` as the client sees it (p50/p99).
  * - Kill → continue: a run whose tool takes 4 s, its worker SIGKILLed mid-tool (two workers sharing a lease owner,
- *   `leaseTtlMs` 6000, BullMQ's 2 s lock and 500 ms stalled check); the time from the kill to the cut-off
- *   call's re-run on the other worker, as the client sees it (p50/p99 over `--kills` trials).
- * Writes bench/results/w5.json.
+ *   `leaseTtlMs` 6000, the dispatchers' 2 s claim lock); the time from the kill to the cut-off call's re-run on
+ *   the other worker, as the client sees it (p50/p99 over `--kills` trials).
+ * Writes bench/results/w5.json (BullMQ) or bench/results/w5-postgres.json.
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -18,11 +19,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { AgentEvent } from '@lunation/contract';
-import { BullMQDispatcher } from '@lunation/dispatch-bullmq';
 import { FleetClient } from '@lunation/runtime';
-import { RedisStore } from '@lunation/store-redis';
-import { Redis } from 'ioredis';
 import { benchDir, lunationFrom } from '../machine.js';
+import { cleanupW5Backend, openW5Backend, type W5Backend } from './w5-backend.js';
 import type { W5WorkerConfig } from './w5-worker.js';
 
 const { values } = parseArgs({
@@ -31,6 +30,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '1,2,4' },
     concurrency: { type: 'string', default: '50' },
     kills: { type: 'string', default: '20' },
+    backend: { type: 'string', default: 'bullmq' },
   },
   strict: true,
 });
@@ -38,7 +38,10 @@ const runs = Number(values.runs);
 const workerCounts = values.workers.split(',').map(Number);
 const concurrency = Number(values.concurrency);
 const killTrials = Number(values.kills);
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+if (values.backend !== 'bullmq' && values.backend !== 'postgres') {
+  throw new Error(`--backend must be bullmq or postgres, not ${values.backend}`);
+}
+const backend: W5Backend = values.backend;
 const modelDelayMs = 20;
 const label = `lunation-w5:${process.pid}`;
 
@@ -69,35 +72,19 @@ function percentile(values: number[], p: number): number {
   );
 }
 
-async function cleanup(prefix: string): Promise<void> {
-  const client = new Redis(redisUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-      cursor = next;
-      if (keys.length > 0) await client.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-}
-
 /** A fleet of `count` workers on fresh keys, and a client; `close()` stops and removes everything. */
 async function fleet(name: string, count: number, leaseTtlMs: number) {
   const prefix = `${label}:${name}:`;
   const config: W5WorkerConfig = {
-    redisUrl,
-    storePrefix: `${prefix}store:`,
-    dispatchPrefix: `${prefix}dispatch:`,
+    backend,
+    prefix,
     concurrency,
     modelDelayMs,
     leaseTtlMs,
     owner: `w5-${name}`,
   };
   const workers = await Promise.all(Array.from({ length: count }, () => startWorker(config)));
-  const store = new RedisStore({ url: redisUrl, keyPrefix: config.storePrefix });
-  const dispatcher = new BullMQDispatcher({ url: redisUrl, keyPrefix: config.dispatchPrefix });
+  const { store, dispatcher } = await openW5Backend(backend, prefix);
   const client = new FleetClient({ dispatcher, store });
   return {
     client,
@@ -112,7 +99,7 @@ async function fleet(name: string, count: number, leaseTtlMs: number) {
       );
       await dispatcher.close();
       await store.close();
-      await cleanup(prefix);
+      await cleanupW5Backend(backend, prefix);
     },
   };
 }
@@ -215,6 +202,7 @@ const results = {
   cpus: cpus().length,
   loadAverage: loadavg(),
   lunationFrom: loaded.from,
+  backend,
   settings: { runs, concurrencyPerWorker: concurrency, modelDelayMs, steps: 3, leaseTtlMs: 6_000 },
   throughput: [] as Awaited<ReturnType<typeof throughput>>[],
   kill: undefined as Awaited<ReturnType<typeof killToContinue>> | undefined,
@@ -233,6 +221,7 @@ if (killTrials > 0) {
     `W5 kill -> the cut-off call runs again on another worker (${hits} of ${trials} kills hit the run): p50 ${(killToRerunMs.p50 / 1000).toFixed(2)} s, p99 ${(killToRerunMs.p99 / 1000).toFixed(2)} s, max ${(killToRerunMs.max / 1000).toFixed(2)} s`,
   );
 }
-writeFileSync(join(benchDir, 'results', 'w5.json'), `${JSON.stringify(results, null, 2)}\n`);
-console.log(`Lunation from ${loaded.from}; wrote bench/results/w5.json`);
+const output = backend === 'bullmq' ? 'w5.json' : 'w5-postgres.json';
+writeFileSync(join(benchDir, 'results', output), `${JSON.stringify(results, null, 2)}\n`);
+console.log(`Lunation from ${loaded.from}; wrote bench/results/${output}`);
 process.exit(0);

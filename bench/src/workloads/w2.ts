@@ -25,7 +25,7 @@ export async function runW2(
   const script = new Script(scratch.runPrefix, modelDelayMs);
   const harness = await create({
     mode: task.mode,
-    store: 'none',
+    store: task.store ?? 'none',
     script,
     workDir: scratch.dir,
     redisUrl: scratch.redisUrl,

@@ -1,3 +1,4 @@
+export type { CallBatching } from './call-batcher.js';
 export { latestSchemaVersion } from './postgres-migrations.js';
 export {
   type PostgresPool,

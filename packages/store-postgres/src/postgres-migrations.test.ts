@@ -50,8 +50,9 @@ describe('PostgreSQL migrations', () => {
       '001_initial',
       '002_store_functions',
       '003_lease_incarnation',
+      '004_batched_calls',
     ]);
-    expect(latestSchemaVersion).toBe('003_lease_incarnation');
+    expect(latestSchemaVersion).toBe('004_batched_calls');
   });
 
   it('creates the schema, its tables, indexes and functions, and records the version', async () => {
@@ -80,7 +81,11 @@ describe('PostgreSQL migrations', () => {
       'begin_tool_execution',
       'commit_checkpoint',
       'complete_tool_execution',
+      'create_thread',
       'delete_thread',
+      'load_checkpoint',
+      'release_lease',
+      'run_batch',
     ]);
   });
 

@@ -314,6 +314,81 @@ $lunation$;
 }
 
 /**
+ * Group commit: `run_batch` runs several of the store's calls in one statement (one round trip, one transaction,
+ * one WAL flush), each in a subtransaction of its own so a rejected call rolls back alone and answers its error.
+ * The calls it takes become functions, called the same way alone and batched.
+ */
+function batchedCalls(s: string): string {
+  return `
+CREATE FUNCTION ${s}.create_thread(p_id text, p_resource_id text, p_metadata jsonb, p_now bigint)
+RETURNS text LANGUAGE sql AS $lunation$
+  INSERT INTO ${s}.threads (id, resource_id, metadata, created_at, updated_at)
+  VALUES (p_id, p_resource_id, p_metadata, p_now, p_now)
+  ON CONFLICT (id) DO NOTHING RETURNING 'true'::text
+$lunation$;
+
+-- One query, so one snapshot: the thread, its messages, state and latest run as of one moment.
+CREATE FUNCTION ${s}.load_checkpoint(p_thread_id text) RETURNS text LANGUAGE sql STABLE AS $lunation$
+  SELECT json_build_object(
+    'thread', json_build_object('id', t.id, 'resourceId', t.resource_id, 'metadata', t.metadata,
+      'messageCount', t.message_count, 'createdAt', t.created_at, 'updatedAt', t.updated_at),
+    'threadState', t.state,
+    'messages', (SELECT coalesce(json_agg(json_build_object('seq', m.seq, 'message', m.message,
+                   'runId', m.run_id, 'createdAt', m.created_at) ORDER BY m.seq), '[]'::json)
+                 FROM ${s}.messages m WHERE m.thread_id = t.id),
+    'latestRun', (SELECT r.record FROM ${s}.runs r WHERE r.thread_id = t.id
+                  ORDER BY r.created_at DESC, r.seq DESC LIMIT 1)
+  )::text
+  FROM ${s}.threads t WHERE t.id = p_thread_id
+$lunation$;
+
+CREATE FUNCTION ${s}.release_lease(p_thread_id text, p_token bigint) RETURNS text LANGUAGE sql AS $lunation$
+  UPDATE ${s}.leases SET expires_at = NULL
+  WHERE thread_id = p_thread_id AND token = p_token AND expires_at IS NOT NULL RETURNING 'true'::text
+$lunation$;
+
+-- p_calls: [{ "op": name, "a": [arguments, the thread id first] }]; jsonb arguments arrive as JSON text.
+-- Answers one element per call, in order: { "r": value or null } or { "e": SQLSTATE, "m": message, "d": detail }.
+CREATE FUNCTION ${s}.run_batch(p_calls jsonb) RETURNS jsonb LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_call jsonb;
+  v_a jsonb;
+  v_value text;
+  v_answers jsonb := '[]'::jsonb;
+  v_state text;
+  v_message text;
+  v_detail text;
+BEGIN
+  FOR v_call IN SELECT c.value FROM jsonb_array_elements(p_calls) AS c LOOP
+    v_a := v_call->'a';
+    BEGIN
+      CASE v_call->>'op'
+        WHEN 'commit' THEN
+          v_value := ${s}.commit_checkpoint(v_a->>0, (v_a->>1)::bigint, (v_a->>2)::bigint, (v_a->>3)::bigint,
+            (v_a->>4)::jsonb, v_a->>5, (v_a->>6)::jsonb, (v_a->>7)::bigint, (v_a->>8)::jsonb, (v_a->>9)::jsonb,
+            v_a->>10)::text;
+        WHEN 'acquire-lease' THEN
+          v_value := ${s}.acquire_lease(v_a->>0, v_a->>1, v_a->>2, v_a->>3, (v_a->>4)::bigint)::text;
+        WHEN 'load-checkpoint' THEN
+          v_value := ${s}.load_checkpoint(v_a->>0);
+        WHEN 'create-thread' THEN
+          v_value := ${s}.create_thread(v_a->>0, v_a->>1, (v_a->>2)::jsonb, (v_a->>3)::bigint);
+        WHEN 'release-lease' THEN
+          v_value := ${s}.release_lease(v_a->>0, (v_a->>1)::bigint);
+      END CASE;
+      v_answers := v_answers || jsonb_build_array(jsonb_build_object('r', v_value));
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
+      v_answers := v_answers || jsonb_build_array(jsonb_build_object('e', v_state, 'm', v_message, 'd', v_detail));
+    END;
+  END LOOP;
+  RETURN v_answers;
+END
+$lunation$;
+`;
+}
+
+/**
  * Every schema version for the schema `schema`, oldest first. Migrations are forward-only: once released, a
  * migration never changes; a new version gets a new entry (a changed function: `CREATE OR REPLACE` in a new one).
  */
@@ -333,6 +408,11 @@ export function postgresMigrations(schema: string): Record<string, Migration> {
     '003_lease_incarnation': {
       async up(db) {
         await sql.raw(leaseIncarnation(s)).execute(db);
+      },
+    },
+    '004_batched_calls': {
+      async up(db) {
+        await sql.raw(batchedCalls(s)).execute(db);
       },
     },
   };

@@ -10,11 +10,18 @@ export interface Statement {
   /** The prepared-statement name: unique per SQL text (the text names the schema). */
   readonly name: string;
   readonly text: string;
+  /**
+   * The call's name in `run_batch`, when the call can share a round trip with others (see `CallBatcher`);
+   * its values are the function's arguments in order, the thread id first.
+   */
+  readonly batchOperation?: string;
 }
 
-function statement(text: string): Statement {
+function statement(text: string, batchOperation?: string): Statement {
   const hash = createHash('sha256').update(text).digest('base64url').slice(0, 22);
-  return { name: `lunation_${hash}`, text };
+  return batchOperation === undefined
+    ? { name: `lunation_${hash}`, text }
+    : { name: `lunation_${hash}`, text, batchOperation };
 }
 
 /** Every statement the store runs against `schema`; each is one round trip. */
@@ -25,10 +32,7 @@ export function createStatements(schema: string) {
   const messageRecord = `json_build_object('seq', m.seq, 'message', m.message, 'runId', m.run_id,
     'createdAt', m.created_at)`;
   return {
-    createThread: statement(
-      `INSERT INTO ${s}.threads (id, resource_id, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-       ON CONFLICT (id) DO NOTHING RETURNING 'true' AS j`,
-    ),
+    createThread: statement(`SELECT ${s}.create_thread($1, $2, $3, $4) AS j`, 'create-thread'),
     getThread: statement(`SELECT ${thread}::text AS j FROM ${s}.threads t WHERE t.id = $1`),
     listThreads: statement(
       `SELECT ${thread}::text AS j FROM ${s}.threads t
@@ -63,19 +67,10 @@ export function createStatements(schema: string) {
 
     commit: statement(
       `SELECT ${s}.commit_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)::text AS j`,
+      'commit',
     ),
     // One statement, so one snapshot: the thread, its messages, state and latest run as of one moment.
-    loadCheckpoint: statement(
-      `SELECT json_build_object(
-         'thread', ${thread},
-         'threadState', t.state,
-         'messages', (SELECT coalesce(json_agg(${messageRecord} ORDER BY m.seq), '[]'::json)
-                      FROM ${s}.messages m WHERE m.thread_id = t.id),
-         'latestRun', (SELECT r.record FROM ${s}.runs r WHERE r.thread_id = t.id
-                       ORDER BY r.created_at DESC, r.seq DESC LIMIT 1)
-       )::text AS j
-       FROM ${s}.threads t WHERE t.id = $1`,
-    ),
+    loadCheckpoint: statement(`SELECT ${s}.load_checkpoint($1) AS j`, 'load-checkpoint'),
 
     beginToolExecution: statement(`SELECT ${s}.begin_tool_execution($1, $2, $3, $4, $5, $6, $7)::text AS j`),
     completeToolExecution: statement(`SELECT ${s}.complete_tool_execution($1, $2, $3, $4, $5)::text AS j`),
@@ -86,7 +81,7 @@ export function createStatements(schema: string) {
       `SELECT row_to_json(e)::text AS j FROM ${s}.tool_executions e WHERE e.run_id = $1 ORDER BY e.seq`,
     ),
 
-    acquireLease: statement(`SELECT ${s}.acquire_lease($1, $2, $3, $4, $5)::text AS j`),
+    acquireLease: statement(`SELECT ${s}.acquire_lease($1, $2, $3, $4, $5)::text AS j`, 'acquire-lease'),
     // Succeeds while the token is the latest issued and not released, also after the lease expired.
     renewLease: statement(
       `WITH renewed AS (
@@ -97,13 +92,13 @@ export function createStatements(schema: string) {
        SELECT json_build_object('lease', (SELECT row_to_json(r) FROM renewed r),
          'currentToken', (SELECT token FROM ${s}.leases WHERE thread_id = $1))::text AS j`,
     ),
-    releaseLease: statement(
-      `UPDATE ${s}.leases SET expires_at = NULL
-       WHERE thread_id = $1 AND token = $2::bigint AND expires_at IS NOT NULL RETURNING 'true' AS j`,
-    ),
+    releaseLease: statement(`SELECT ${s}.release_lease($1, $2) AS j`, 'release-lease'),
     getLease: statement(
       `SELECT row_to_json(l)::text AS j FROM ${s}.leases l WHERE l.thread_id = $1 AND l.expires_at > ${serverNowMs}`,
     ),
+
+    /** Several calls in one round trip and one transaction, each rolled back alone when it fails. */
+    runBatch: statement(`SELECT ${s}.run_batch($1)::text AS j`),
 
     dropSchema: statement(`DROP SCHEMA IF EXISTS ${s} CASCADE`),
   };

@@ -55,3 +55,20 @@ runStoreConformance({
   createSibling: (store) =>
     PostgresStore.open({ database: databases.get(store)!.kysely, schema: (store as PostgresStore).schema }),
 });
+
+runStoreConformance({
+  name: 'postgres (every call batched)',
+  // Every commit, lease acquire and release, thread creation and checkpoint load goes through run_batch.
+  create: () =>
+    PostgresStore.open({ connectionString: postgresUrl, schema: uniqueSchema(), callBatching: 'always' }),
+  async destroy(store) {
+    await store.close();
+    await dropSchema(admin, (store as PostgresStore).schema);
+  },
+  createSibling: (store) =>
+    PostgresStore.open({
+      connectionString: postgresUrl,
+      schema: (store as PostgresStore).schema,
+      callBatching: 'always',
+    }),
+});

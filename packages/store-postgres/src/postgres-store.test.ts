@@ -521,3 +521,91 @@ describe('PostgresStore', () => {
     });
   });
 });
+
+describe('PostgresStore group commit (callBatching: auto)', () => {
+  it('sends the calls that wait for a busy pool together, and a rejected call fails alone', async () => {
+    const wire = await WireCounter.start(postgresUrl);
+    const store = await PostgresStore.open({
+      connectionString: wire.url,
+      schema: freshSchema(),
+      maxConnections: 2,
+    });
+    try {
+      const threads = Array.from({ length: 60 }, (_, index) => `thread-${String(index).padStart(2, '0')}`);
+      await Promise.all(threads.map((id) => store.createThread({ id })));
+      const leases = await Promise.all(
+        threads.map((threadId) =>
+          store.acquireLease({ threadId, owner: 'w', runId: `run-${threadId}`, ttlMs: 30_000 }),
+        ),
+      );
+      // thread-00's lease is taken over, so its holder's commit below is fenced.
+      await store.releaseLease({ threadId: 'thread-00', token: leases[0]!.token });
+      await store.acquireLease({ threadId: 'thread-00', owner: 'other', runId: 'run-other', ttlMs: 30_000 });
+
+      wire.reset();
+      const outcomes = await Promise.allSettled(
+        threads.map((threadId, index) =>
+          store.commit({
+            threadId,
+            // thread-01 expects the wrong count: a conflict.
+            expectedMessageCount: threadId === 'thread-01' ? 5 : 0,
+            leaseToken: leases[index]!.token,
+            messages: [makeUserMessage(`hello ${threadId}`)],
+          }),
+        ),
+      );
+      // One Sync per statement (round trips on two connections can overlap on the wire).
+      const statements = wire.messages.get('S') ?? 0;
+
+      expect(outcomes[0]!.status).toBe('rejected');
+      expect(((outcomes[0] as PromiseRejectedResult).reason as LunationError).code).toBe('stale-lease');
+      expect(outcomes[1]!.status).toBe('rejected');
+      expect(((outcomes[1] as PromiseRejectedResult).reason as LunationError).code).toBe('store-conflict');
+      for (const outcome of outcomes.slice(2))
+        expect(outcome).toEqual({ status: 'fulfilled', value: { messageCount: 1 } });
+      // 60 commits on 2 connections: the first two alone, the rest in batches of up to 32.
+      expect(statements).toBeGreaterThanOrEqual(3);
+      expect(statements).toBeLessThanOrEqual(8);
+      const schema = store.schema;
+      expect(await count(`SELECT count(*) FROM "${schema}".messages`)).toBe(58);
+      expect(
+        await count(
+          `SELECT count(*) FROM "${schema}".messages WHERE thread_id IN ('thread-00', 'thread-01')`,
+        ),
+      ).toBe(0);
+      const loaded = await Promise.all(threads.map((threadId) => store.loadCheckpoint(threadId)));
+      expect(loaded.map((checkpoint) => checkpoint?.messages.length)).toEqual([
+        0,
+        0,
+        ...threads.slice(2).map(() => 1),
+      ]);
+    } finally {
+      await store.close();
+      await wire.close();
+    }
+  });
+
+  it("sends every call on its own with callBatching: 'off', and refuses an unknown mode", async () => {
+    const wire = await WireCounter.start(postgresUrl);
+    const store = await PostgresStore.open({
+      connectionString: wire.url,
+      schema: freshSchema(),
+      maxConnections: 2,
+      callBatching: 'off',
+    });
+    try {
+      wire.reset();
+      await Promise.all(Array.from({ length: 20 }, (_, index) => store.createThread({ id: `t-${index}` })));
+      expect(wire.messages.get('S')).toBe(20);
+    } finally {
+      await store.close();
+      await wire.close();
+    }
+    expect(
+      () =>
+        new PostgresStore({ connectionString: postgresUrl, callBatching: 'sometimes' as unknown as 'auto' }),
+    ).toThrow(
+      expect.objectContaining({ code: 'invalid-argument', message: expect.stringContaining("'auto'") }),
+    );
+  });
+});
