@@ -2,7 +2,7 @@ import { LunationError, type ModelRequest } from '@lunation/contract';
 import { collectStream, ScriptedServer } from '@lunation/provider-testkit';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { chunk, done, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
+import { chunk, done, insufficientQuota, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
 // Vendor edge cases replayed from recorded streams (issue #25): an exhausted quota, and DeepSeek reached through
@@ -33,15 +33,6 @@ function model(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
 function userRequest(text = 'Hi', extra: Partial<ModelRequest> = {}): ModelRequest {
   return { messages: [{ id: 'u1', role: 'user', content: [{ type: 'text', text }] }], tools: [], ...extra };
 }
-
-/** OpenAI's body for an account whose quota or credit is used up (HTTP 429, and inside streams). */
-export const insufficientQuota = {
-  message:
-    'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
-  type: 'insufficient_quota',
-  param: null,
-  code: 'insufficient_quota',
-};
 
 function expectQuotaError(error: unknown): void {
   expect(LunationError.hasCode(error, 'quota-exceeded')).toBe(true);
