@@ -167,3 +167,22 @@ describe('OpenAIModel: DeepSeek without the baseURL option', () => {
     expect(sentAssistant()).not.toHaveProperty('reasoning_content');
   });
 });
+
+describe('OpenAIModel: a server that reports no usage', () => {
+  it('yields a zero usage part marked unknown, not real zeros', async () => {
+    server.enqueue({
+      status: 200,
+      headers: streamHeaders(),
+      body: [chunk({ role: 'assistant', content: 'ok' }), chunk({}, 'stop'), done],
+    });
+    const { parts, error } = await collectStream(model().stream(userRequest()));
+    expect(error).toBeUndefined();
+    expect(parts.filter((part) => part.type === 'usage')).toEqual([
+      {
+        type: 'usage',
+        usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+        unknown: true,
+      },
+    ]);
+  });
+});

@@ -78,7 +78,8 @@ export async function* parseStream(
   if (finishReason === undefined) {
     throw streamInterruptedError(label, 'the response ended without a finish_reason');
   }
-  yield { type: 'usage', usage: usage ?? emptyUsage() };
+  // A server that reported no usage: the zeros are placeholders, not counts.
+  yield usage === undefined ? { type: 'usage', usage: emptyUsage(), unknown: true } : { type: 'usage', usage };
   yield {
     type: 'finish',
     stopReason: refused && finishReason === 'stop' ? 'refusal' : toStopReason(finishReason, calls.size > 0),
