@@ -52,7 +52,11 @@ export function approvalArguments(item: McpApprovalRequestItem): string {
   } catch {
     // Kept as the raw text.
   }
-  const value: McpApprovalArguments = { serverLabel: item.server_label, toolName: item.name, arguments: parsed };
+  const value: McpApprovalArguments = {
+    serverLabel: item.server_label,
+    toolName: item.name,
+    arguments: parsed,
+  };
   return JSON.stringify(value);
 }
 

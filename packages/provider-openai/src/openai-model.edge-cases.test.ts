@@ -63,7 +63,11 @@ describe('OpenAIModel: insufficient_quota', () => {
 
   it('an error frame with insufficient_quota inside a 200 stream is not retried either', async () => {
     server.enqueue(
-      { status: 200, headers: streamHeaders(), body: [`data: ${JSON.stringify({ error: insufficientQuota })}\n\n`] },
+      {
+        status: 200,
+        headers: streamHeaders(),
+        body: [`data: ${JSON.stringify({ error: insufficientQuota })}\n\n`],
+      },
       { status: 200, headers: streamHeaders(), body: [chunk({ content: 'never' }, 'stop'), done] },
     );
     const { parts, error } = await collectStream(model().stream(userRequest()));
@@ -112,7 +116,13 @@ describe('OpenAIModel: DeepSeek without the baseURL option', () => {
     body: [
       chunk({ role: 'assistant', content: '', reasoning_content: 'It is warm.' }),
       chunk({ content: '21 °C.' }, 'stop'),
-      usageChunk({ inputTokens: 30, outputTokens: 9, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }),
+      usageChunk({
+        inputTokens: 30,
+        outputTokens: 9,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        reasoningTokens: 0,
+      }),
       done,
     ],
   });
@@ -180,7 +190,13 @@ describe('OpenAIModel: a server that reports no usage', () => {
     expect(parts.filter((part) => part.type === 'usage')).toEqual([
       {
         type: 'usage',
-        usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+        usage: {
+          inputTokens: 0,
+          outputTokens: 0,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          reasoningTokens: 0,
+        },
         unknown: true,
       },
     ]);

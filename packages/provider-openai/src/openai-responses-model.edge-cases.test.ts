@@ -49,7 +49,8 @@ function userRequest(text = 'Hi', extra: Partial<ModelRequest> = {}): ModelReque
   return { messages: [{ id: 'u1', role: 'user', content: [{ type: 'text', text }] }], tools: [], ...extra };
 }
 
-const ok = () => responsesSse(new ResponsesStreamWriter().created().message('msg_ok', ['ok']).completed(usage));
+const ok = () =>
+  responsesSse(new ResponsesStreamWriter().created().message('msg_ok', ['ok']).completed(usage));
 
 function inputOf(index = 0): Array<Record<string, unknown>> {
   return (server.requests[index]!.body as { input: Array<Record<string, unknown>> }).input;
@@ -175,7 +176,11 @@ describe('OpenAIResponsesModel: MCP approval requests', () => {
     ]);
   });
 
-  function historyWith(result: { status: 'success' | 'error'; data?: unknown; message?: string }): ModelRequest {
+  function historyWith(result: {
+    status: 'success' | 'error';
+    data?: unknown;
+    message?: string;
+  }): ModelRequest {
     return {
       messages: [
         { id: 'u1', role: 'user', content: [{ type: 'text', text: 'Ask deepwiki about MCP transports.' }] },
@@ -189,7 +194,9 @@ describe('OpenAIResponsesModel: MCP approval requests', () => {
               toolCallId: approvalRequest.id,
               toolName: 'openai_mcp_approval',
               arguments: JSON.stringify(callArguments),
-              providerMetadata: { openai: { itemId: approvalRequest.id, mcpApprovalRequest: approvalRequest } },
+              providerMetadata: {
+                openai: { itemId: approvalRequest.id, mcpApprovalRequest: approvalRequest },
+              },
             },
           ],
         },
@@ -228,9 +235,7 @@ describe('OpenAIResponsesModel: MCP approval requests', () => {
   it('a declined call (or a payload with approve: false) goes back as approve: false with the reason', async () => {
     server.enqueue(ok(), ok());
     await collectStream(
-      model().stream(
-        historyWith({ status: 'error', message: 'The user declined this call: not that repo' }),
-      ),
+      model().stream(historyWith({ status: 'error', message: 'The user declined this call: not that repo' })),
     );
     await collectStream(
       model().stream(historyWith({ status: 'success', data: { approve: false, reason: 'too broad' } })),
@@ -379,7 +384,11 @@ describe('OpenAIResponsesModel: reasoning summaries, citations and usage', () =>
           id: 'a1',
           role: 'assistant',
           content: [
-            { type: 'reasoning', text: '**Reading** the question', providerMetadata: { openai: { itemId: 'rs_M' } } },
+            {
+              type: 'reasoning',
+              text: '**Reading** the question',
+              providerMetadata: { openai: { itemId: 'rs_M' } },
+            },
             {
               type: 'reasoning',
               text: '**Answering** briefly',
@@ -496,7 +505,12 @@ describe('OpenAIResponsesModel: reasoning summaries, citations and usage', () =>
   it('keeps the citations of a message that came only whole', async () => {
     const writer = new ResponsesStreamWriter().created();
     const index = writer.nextOutputIndex();
-    const part = { type: 'output_text', annotations: [citation], logprobs: [], text: 'Sunny, per example.com.' };
+    const part = {
+      type: 'output_text',
+      annotations: [citation],
+      logprobs: [],
+      text: 'Sunny, per example.com.',
+    };
     const item = { id: 'msg_W', type: 'message', status: 'completed', role: 'assistant', content: [part] };
     writer.event('response.output_item.added', { output_index: index, item: { ...item, content: [] } });
     writer.event('response.output_item.done', { output_index: index, item });
@@ -514,8 +528,15 @@ describe('OpenAIResponsesModel: reasoning summaries, citations and usage', () =>
 
   it("reports an incomplete response's all-zero usage as unknown, and real usage as known", async () => {
     server.enqueue(
-      responsesSse(new ResponsesStreamWriter().created().message('msg_Z', ['Par']).incomplete('max_output_tokens', zero)),
-      responsesSse(new ResponsesStreamWriter().created().message('msg_Y', ['Par']).incomplete('max_output_tokens', usage)),
+      responsesSse(
+        new ResponsesStreamWriter().created().message('msg_Z', ['Par']).incomplete('max_output_tokens', zero),
+      ),
+      responsesSse(
+        new ResponsesStreamWriter()
+          .created()
+          .message('msg_Y', ['Par'])
+          .incomplete('max_output_tokens', usage),
+      ),
     );
     const unknown = await collectStream(model().stream(userRequest()));
     const usageParts = (parts: ModelStreamPart[]) => parts.filter((part) => part.type === 'usage');
@@ -532,6 +553,8 @@ describe('OpenAIResponsesModel: reasoning summaries, citations and usage', () =>
     });
     server.enqueue(responsesSse(writer));
     const { parts } = await collectStream(model().stream(userRequest()));
-    expect(parts.filter((part) => part.type === 'usage')).toEqual([{ type: 'usage', usage: zero, unknown: true }]);
+    expect(parts.filter((part) => part.type === 'usage')).toEqual([
+      { type: 'usage', usage: zero, unknown: true },
+    ]);
   });
 });

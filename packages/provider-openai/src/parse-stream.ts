@@ -79,7 +79,9 @@ export async function* parseStream(
     throw streamInterruptedError(label, 'the response ended without a finish_reason');
   }
   // A server that reported no usage: the zeros are placeholders, not counts.
-  yield usage === undefined ? { type: 'usage', usage: emptyUsage(), unknown: true } : { type: 'usage', usage };
+  yield usage === undefined
+    ? { type: 'usage', usage: emptyUsage(), unknown: true }
+    : { type: 'usage', usage };
   yield {
     type: 'finish',
     stopReason: refused && finishReason === 'stop' ? 'refusal' : toStopReason(finishReason, calls.size > 0),

@@ -102,7 +102,11 @@ export async function* parseResponsesStream(
         const item = items.get(event.output_index);
         if (item?.kind === 'reasoning' && event.summary_index > 0 && item.text !== '') {
           item.text = '';
-          yield { type: 'reasoning-delta', delta: '', providerMetadata: { [providerId]: { itemId: item.id } } };
+          yield {
+            type: 'reasoning-delta',
+            delta: '',
+            providerMetadata: { [providerId]: { itemId: item.id } },
+          };
         }
         break;
       }
@@ -226,7 +230,11 @@ function* closeItem(
       const summaries = item.summary.map((part) => part.text).filter((text) => text !== '');
       if (summaries.length > 0) {
         for (const text of summaries.slice(0, -1)) {
-          yield { type: 'reasoning-delta', delta: text, providerMetadata: { [providerId]: { itemId: item.id } } };
+          yield {
+            type: 'reasoning-delta',
+            delta: text,
+            providerMetadata: { [providerId]: { itemId: item.id } },
+          };
         }
         delta = summaries.at(-1)!;
       } else {
