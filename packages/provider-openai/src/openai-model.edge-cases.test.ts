@@ -202,3 +202,83 @@ describe('OpenAIModel: a server that reports no usage', () => {
     ]);
   });
 });
+
+describe('OpenAIModel: a tool call cut off by the token limit (finish_reason "length")', () => {
+  const weatherTool = {
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
+
+  it('fails with a typed, non-retryable error instead of ending the call with half its JSON', async () => {
+    server.enqueue(
+      {
+        status: 200,
+        headers: streamHeaders(),
+        body: [
+          chunk({ role: 'assistant', content: null }),
+          chunk({
+            tool_calls: [
+              { index: 0, id: 'call_L', type: 'function', function: { name: 'get_weather', arguments: '' } },
+            ],
+          }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Pa' } }] }),
+          chunk({}, 'length'),
+          usageChunk({
+            inputTokens: 50,
+            outputTokens: 8,
+            cacheReadTokens: 0,
+            cacheWriteTokens: 0,
+            reasoningTokens: 0,
+          }),
+          done,
+        ],
+      },
+      { status: 200, headers: streamHeaders(), body: [chunk({ content: 'never' }, 'stop'), done] },
+    );
+    const { parts, error } = await collectStream(
+      model().stream(userRequest('Weather?', { tools: [weatherTool] })),
+    );
+    expect(LunationError.hasCode(error, 'tool-invalid-arguments')).toBe(true);
+    expect((error as LunationError).isRetryable).toBe(false);
+    expect((error as Error).message).toContain('"get_weather"');
+    expect((error as Error).message).toContain('overrides.maxTokens');
+    expect((error as LunationError).details).toMatchObject({
+      toolCallId: 'call_L',
+      toolName: 'get_weather',
+      arguments: '{"city":"Pa',
+    });
+    expect(parts.map((part) => part.type)).toEqual(['tool-call-start', 'tool-call-delta']);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('a whole call before the limit still ends normally, with stop reason max-tokens', async () => {
+    server.enqueue({
+      status: 200,
+      headers: streamHeaders(),
+      body: [
+        chunk({
+          role: 'assistant',
+          tool_calls: [
+            {
+              index: 0,
+              id: 'call_M',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+          ],
+        }),
+        chunk({}, 'length'),
+        done,
+      ],
+    });
+    const { parts, error } = await collectStream(
+      model().stream(userRequest('Weather?', { tools: [weatherTool] })),
+    );
+    expect(error).toBeUndefined();
+    expect(parts.find((part) => part.type === 'tool-call-end')).toMatchObject({
+      arguments: '{"city":"Paris"}',
+    });
+    expect(parts.at(-1)).toMatchObject({ type: 'finish', stopReason: 'max-tokens' });
+  });
+});

@@ -2,7 +2,7 @@ import {
   type ErrorCode,
   errorCodeForErrorType,
   type JsonObject,
-  LunationError,
+  type LunationError,
   type ModelStreamPart,
   type ProviderLabel,
   providerError,
@@ -16,6 +16,7 @@ import type {
   ResponseStreamEvent,
   ResponseUsage,
 } from 'openai/resources/responses/responses';
+import { cutOffCallError } from './cut-off-call-error.js';
 import { approvalArguments, mcpApprovalTool } from './mcp-approval.js';
 
 type ItemState =
@@ -172,7 +173,8 @@ export async function* parseResponsesStream(
         const response = event.response;
         for (const item of items.values()) {
           if (item.kind !== 'function' || item.ended) continue;
-          if (event.type === 'response.incomplete') throw cutOffCallError(item, response, label);
+          if (event.type === 'response.incomplete')
+            throw cutOffCallError(label, item, response.incomplete_details?.reason ?? 'max_output_tokens');
           yield* endCall(item, providerId);
         }
         yield usagePart(response);
@@ -245,7 +247,7 @@ function* closeItem(
     if (state.source === 'content') metadata.reasoningSource = 'content';
     yield { type: 'reasoning-delta', delta, providerMetadata: { [providerId]: metadata } };
   } else if (state?.kind === 'function' && item.type === 'function_call') {
-    if (item.status === 'incomplete') throw cutOffCallError(state, undefined, label);
+    if (item.status === 'incomplete') throw cutOffCallError(label, state, 'max_output_tokens');
     if (state.arguments === '' && item.arguments) {
       state.arguments = item.arguments;
       yield { type: 'tool-call-delta', toolCallId: state.callId, argumentsDelta: item.arguments };
@@ -301,38 +303,6 @@ function* approvalCall(
       [providerId]: { itemId: item.id, mcpApprovalRequest: item as unknown as JsonObject },
     },
   };
-}
-
-/**
- * A function call the response ended in the middle of (`max_output_tokens`, a content filter): its arguments
- * are a fragment, so it must not reach the tool loop. The stream fails, typed and not retryable (the same
- * request would stop at the same limit).
- */
-function cutOffCallError(
-  call: Extract<ItemState, { kind: 'function' }>,
-  response: Response | undefined,
-  label: ProviderLabel,
-): LunationError {
-  const reason = response?.incomplete_details?.reason ?? 'max_output_tokens';
-  const fix =
-    reason === 'max_output_tokens'
-      ? 'Raise `overrides.maxTokens` (max_output_tokens; reasoning tokens count against it) or ask for less at once.'
-      : 'Rephrase the request; the answer was stopped by a content filter.';
-  return new LunationError(
-    'tool-invalid-arguments',
-    `${label.name} ended the response (incomplete: ${reason}) in the middle of a call to the tool "${call.name}" (${call.callId}) for model "${label.model}": its arguments are cut off, so the call was dropped and nothing ran. ${fix}`,
-    {
-      retryable: false,
-      details: {
-        provider: label.name,
-        model: label.model,
-        toolCallId: call.callId,
-        toolName: call.name,
-        arguments: call.arguments,
-        incompleteReason: reason,
-      },
-    },
-  );
 }
 
 /**
