@@ -15,6 +15,8 @@ import { z } from 'zod';
  * - `cancelled` — the operation was aborted through its AbortSignal.
  * - `timeout` — the model provider timed out (408 / 504 / client timeout).
  * - `rate-limited` — the provider answered 429; `retryAfterMs` carries Retry-After.
+ * - `quota-exceeded` — the account's quota or credit is used up (OpenAI's `insufficient_quota`); retrying does
+ *   not help until its plan or billing changes, so it is not retryable.
  * - `overloaded` — the provider is overloaded (529 / 503), or a dispatcher's queue is at its depth cap.
  * - `provider-error` — the provider failed (500 / 502 or an error event).
  * - `unauthorized` — bad or missing credentials (401 / 403).
@@ -50,6 +52,7 @@ export const errorCodeSchema = z.enum([
   'cancelled',
   'timeout',
   'rate-limited',
+  'quota-exceeded',
   'overloaded',
   'provider-error',
   'unauthorized',

@@ -148,8 +148,16 @@ export const toolCallEndPartSchema = z.object({
   arguments: z.string(),
   providerMetadata: providerMetadataSchema.optional(),
 });
-/** The call's token usage; exactly one per stream, before `finish`. */
-export const usagePartSchema = z.object({ type: z.literal('usage'), usage: usageSchema });
+/**
+ * The call's token usage; exactly one per stream, before `finish`. `unknown: true` says the provider reported
+ * no usage for the call (none at all, or an incomplete response's all-zero placeholder): the zeros in `usage`
+ * are not counts.
+ */
+export const usagePartSchema = z.object({
+  type: z.literal('usage'),
+  usage: usageSchema,
+  unknown: z.boolean().optional(),
+});
 /** The end of the stream, with the stop reason; exactly one, last. */
 export const finishPartSchema = z.object({
   type: z.literal('finish'),

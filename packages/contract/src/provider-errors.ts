@@ -4,9 +4,14 @@ import { parseRetryAfter } from './provider-retry.js';
 const CONTEXT_OVERFLOW =
   /context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|context window|input is too long|too many (input )?tokens|exceeds? the (model's )?(maximum )?context/i;
 
-/** The error code for an HTTP status; `bodyText` decides between `context-overflow` and `invalid-request`. */
+const QUOTA_EXCEEDED = /insufficient_quota/;
+
+/**
+ * The error code for an HTTP status; `bodyText` decides between `context-overflow` and `invalid-request`, and
+ * between `rate-limited` and `quota-exceeded` (a 429 naming `insufficient_quota`).
+ */
 export function errorCodeForStatus(status: number, bodyText: string): ErrorCode {
-  if (status === 429) return 'rate-limited';
+  if (status === 429) return QUOTA_EXCEEDED.test(bodyText) ? 'quota-exceeded' : 'rate-limited';
   if (status === 503 || status === 529) return 'overloaded';
   if (status === 408 || status === 504) return 'timeout';
   if (status === 401 || status === 403) return 'unauthorized';
@@ -23,6 +28,8 @@ export function errorCodeForErrorType(type: string | undefined, bodyText: string
     case 'tokens':
     case 'requests':
       return 'rate-limited';
+    case 'insufficient_quota':
+      return 'quota-exceeded';
     case 'overloaded_error':
       return 'overloaded';
     case 'timeout_error':
@@ -86,7 +93,15 @@ export function providerError(input: ProviderErrorInput): LunationError {
     status: input.status,
     retryAfterMs:
       code === 'rate-limited' || code === 'overloaded' ? parseRetryAfter(input.headers) : undefined,
-    retryable: shouldRetry === 'true' ? true : shouldRetry === 'false' ? false : undefined,
+    // An exhausted quota stays exhausted, whatever `x-should-retry` says.
+    retryable:
+      code === 'quota-exceeded'
+        ? false
+        : shouldRetry === 'true'
+          ? true
+          : shouldRetry === 'false'
+            ? false
+            : undefined,
     details,
   });
 }
@@ -116,6 +131,8 @@ function hint(code: ErrorCode, label: ProviderLabel): string {
   switch (code) {
     case 'rate-limited':
       return 'Wait and retry, or lower the request rate.';
+    case 'quota-exceeded':
+      return "The account's quota or credit is used up: check the plan and billing details of the API key's account; retrying will not help until then.";
     case 'overloaded':
       return 'The provider is overloaded; retry later.';
     case 'timeout':

@@ -121,47 +121,90 @@ describe('AnthropicModel: a stalled stream', () => {
 });
 
 describe('AnthropicModel: a second message_start', () => {
-  const secondStart = event({
-    type: 'message_start',
-    message: {
-      id: 'msg_duplicate',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-haiku-4-5',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 99, output_tokens: 1 },
-    },
-  });
+  const FIRST_ID = 'msg_01XFDUDYJgAACzvnptvVoYEL';
+  function startOf(id: string, usage: Record<string, unknown>) {
+    return event({
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-haiku-4-5',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage,
+      },
+    });
+  }
+  // A gateway repeating the frame of the same message (same id).
+  const duplicate = startOf(FIRST_ID, { input_tokens: 99, output_tokens: 1 });
+  // An intermediary that lost its upstream mid-generation and spliced a retried generation into the body.
+  const spliced = startOf('msg_02SplicedRetryGeneration', { input_tokens: 40, output_tokens: 1 });
 
-  it('is a typed error, not merged into the first message', async () => {
+  it('a repeated frame of the same message is ignored: parts once, usage not overwritten', async () => {
     server.enqueue(
       sse(
         messageStart({ input_tokens: 10, output_tokens: 1 }),
-        secondStart,
+        duplicate,
         blockStart(0, { type: 'text', text: '' }),
-        blockDelta(0, { type: 'text_delta', text: 'ok' }),
+        blockDelta(0, { type: 'text_delta', text: 'Par' }),
+        duplicate,
+        blockDelta(0, { type: 'text_delta', text: 'is' }),
         blockStop(0),
         messageDelta('end_turn', { output_tokens: 2 }),
         messageStop,
       ),
     );
     const { parts, error } = await collectStream(model().stream(userRequest()));
-    expect(LunationError.hasCode(error, 'provider-error')).toBe(true);
-    expect((error as Error).message).toContain('second message_start (message msg_duplicate)');
-    expect((error as LunationError).details).toMatchObject({ messageId: 'msg_duplicate' });
-    expect(parts).toEqual([]);
+    expect(error).toBeUndefined();
+    assertStreamInvariants(parts);
+    expect(parts.filter((part) => part.type === 'text-delta')).toEqual([
+      { type: 'text-delta', delta: 'Par' },
+      { type: 'text-delta', delta: 'is' },
+    ]);
+    expect(parts.find((part) => part.type === 'usage')).toMatchObject({
+      usage: { inputTokens: 10, outputTokens: 2 },
+    });
+    expect(server.requests).toHaveLength(1);
   });
 
-  it('after parts were streamed, keeps them and does not retry', async () => {
+  it('a spliced generation before any part was streamed replaces the cut-off one: nothing of the first is kept', async () => {
+    server.enqueue(
+      sse(
+        messageStart({ input_tokens: 10, output_tokens: 1 }),
+        ping,
+        // The cut-off generation had only opened a thinking block: nothing of it was streamed yet.
+        blockStart(0, { type: 'thinking', thinking: '', signature: '' }),
+        spliced,
+        blockStart(0, { type: 'text', text: '' }),
+        blockDelta(0, { type: 'text_delta', text: 'ok' }),
+        blockStop(0),
+        messageDelta('end_turn', { output_tokens: 3 }),
+        messageStop,
+      ),
+      textReply('never served'),
+    );
+    const { parts, error } = await collectStream(model().stream(userRequest()));
+    expect(error).toBeUndefined();
+    assertStreamInvariants(parts);
+    expect(summarizeParts(parts).text).toBe('ok');
+    expect(parts.filter((part) => part.type === 'reasoning-delta')).toEqual([]);
+    expect(parts.find((part) => part.type === 'usage')).toMatchObject({
+      usage: { inputTokens: 40, outputTokens: 3 },
+    });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('a spliced generation after parts were streamed fails, typed and not retried: the parts streamed stand, nothing of the second generation is added', async () => {
     server.enqueue(
       sse(
         messageStart(),
         blockStart(0, { type: 'text', text: '' }),
         blockDelta(0, { type: 'text_delta', text: 'Par' }),
-        secondStart,
-        blockDelta(0, { type: 'text_delta', text: 'is' }),
+        spliced,
+        blockStart(0, { type: 'text', text: '' }),
+        blockDelta(0, { type: 'text_delta', text: 'Paris is the capital.' }),
         blockStop(0),
         messageDelta('end_turn', { output_tokens: 2 }),
         messageStop,
@@ -171,7 +214,15 @@ describe('AnthropicModel: a second message_start', () => {
     const { parts, error } = await collectStream(
       model({ retry: { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 2 } }).stream(userRequest()),
     );
-    expect(LunationError.hasCode(error, 'provider-error')).toBe(true);
+    expect(LunationError.hasCode(error, 'stream-interrupted')).toBe(true);
+    expect((error as LunationError).isRetryable).toBe(false);
+    expect((error as Error).message).toContain(
+      `second message_start (message msg_02SplicedRetryGeneration) while message ${FIRST_ID} was still open`,
+    );
+    expect((error as LunationError).details).toMatchObject({
+      messageId: 'msg_02SplicedRetryGeneration',
+      openMessageId: FIRST_ID,
+    });
     expect(parts).toEqual([{ type: 'text-delta', delta: 'Par' }]);
     expect(server.requests).toHaveLength(1);
   });

@@ -53,7 +53,13 @@ export interface ParseState {
 /**
  * Turns one Messages API event stream into contract content parts (no `usage` / `finish`: the caller adds them
  * once per answer) and returns how the response ended. The response counts as complete only once
- * `message_stop` arrived; `ping` and unknown events are ignored; a second `message_start` is an error.
+ * `message_stop` arrived; `ping` and unknown events are ignored.
+ *
+ * A valid stream has one `message_start`; intermediaries break that in two ways. A gateway that repeats the
+ * frame of the same message (same id) is ignored. One that lost its upstream and splices a retried generation
+ * into the body (a `message_start` with another id) replaces the cut-off generation when nothing of it was
+ * streamed yet; once parts were streamed they cannot be taken back, so the stream fails (`stream-interrupted`,
+ * not retried) rather than merging two generations into one answer.
  */
 export async function* parseStream(
   events: AsyncIterable<RawMessageStreamEvent>,
@@ -61,21 +67,57 @@ export async function* parseStream(
   providerId: string,
   state: ParseState,
 ): AsyncGenerator<ModelStreamPart, SegmentOutcome> {
+  // Whether a part left this stream yet: once one did, a spliced generation cannot replace the first.
+  const progress = { streamed: false };
+  const parts = parseEvents(events, label, providerId, state, progress);
+  try {
+    for (;;) {
+      const next = await parts.next();
+      if (next.done) return next.value;
+      progress.streamed = true;
+      yield next.value;
+    }
+  } finally {
+    await parts.return(undefined as never);
+  }
+}
+
+async function* parseEvents(
+  events: AsyncIterable<RawMessageStreamEvent>,
+  label: ProviderLabel,
+  providerId: string,
+  state: ParseState,
+  progress: { readonly streamed: boolean },
+): AsyncGenerator<ModelStreamPart, SegmentOutcome> {
   const blocks = new Map<number, BlockState>();
-  const usage: WireUsage = {};
+  let usage: WireUsage = {};
   let stopReason: string | null = null;
   let stopDetails: JsonObject | null = null;
   let container: JsonObject | null = null;
-  let started = false;
+  let messageId: string | undefined;
   let stopped = false;
+  const initialState = { ...state };
 
   for await (const event of events) {
     switch (event.type) {
-      case 'message_start':
-        if (started) throw secondMessageStart(label, event.message.id);
-        started = true;
+      case 'message_start': {
+        const id = event.message.id;
+        if (messageId !== undefined) {
+          if (id === messageId) break;
+          if (progress.streamed) throw splicedMessageStart(label, id, messageId);
+          // Nothing of the cut-off generation was streamed: start over with the new one.
+          blocks.clear();
+          usage = {};
+          stopReason = null;
+          stopDetails = null;
+          container = null;
+          stopped = false;
+          Object.assign(state, initialState);
+        }
+        messageId = id;
         mergeUsage(usage, event.message.usage);
         break;
+      }
       case 'content_block_start': {
         const block = event.content_block as unknown as JsonObject & { type: string };
         if (block.type === 'text') {
@@ -242,11 +284,11 @@ function refusalText(stopDetails: JsonObject | null): string {
     : 'The model declined to answer.';
 }
 
-function secondMessageStart(label: ProviderLabel, messageId: string): LunationError {
+function splicedMessageStart(label: ProviderLabel, messageId: string, openMessageId: string): LunationError {
   return new LunationError(
-    'provider-error',
-    `${label.name} sent a second message_start (message ${messageId}) inside one stream for model "${label.model}"; the answer cannot be trusted, so it was dropped. Retry the call.`,
-    { details: { provider: label.name, model: label.model, messageId } },
+    'stream-interrupted',
+    `${label.name} sent a second message_start (message ${messageId}) while message ${openMessageId} was still open, for model "${label.model}": an intermediary spliced a new generation into the stream after parts of the first had been streamed. The two cannot be merged into one answer, so it was dropped. Retry the call.`,
+    { retryable: false, details: { provider: label.name, model: label.model, messageId, openMessageId } },
   );
 }
 

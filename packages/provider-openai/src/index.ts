@@ -1,5 +1,6 @@
 export type { RetryOptions } from '@lunation/contract';
 export type { MaxTokensField, ReasoningHistory } from './build-request.js';
+export { type McpApprovalArguments, mcpApprovalTool } from './mcp-approval.js';
 export { type OpenAIClient, OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 export {
   type OpenAIResponsesClient,

@@ -312,6 +312,7 @@ describe('OpenAIModel refusals', () => {
           cacheWriteTokens: 0,
           reasoningTokens: 0,
         },
+        unknown: true,
       },
       { type: 'finish', stopReason: 'refusal', rawStopReason: 'stop' },
     ]);

@@ -56,7 +56,8 @@ export interface OpenAIModelOptions {
    * Which reasoning parts go back as `reasoning_content` on assistant messages. DeepSeek's thinking mode and
    * Moonshot's Kimi K2 need the reasoning of the assistant turns that called tools sent back while the tool
    * loop runs; OpenAI takes none.
-   * @default 'tool-call-turns' for api.deepseek.com and api.moonshot.ai / .cn, otherwise 'omit'
+   * @default 'tool-call-turns' when the server (the injected client's `baseURL`, the `baseURL` option or
+   * OPENAI_BASE_URL) is api.deepseek.com or api.moonshot.ai / .cn, otherwise 'omit'
    */
   reasoningHistory?: ReasoningHistory;
   /**
@@ -107,7 +108,7 @@ export class OpenAIModel implements ModelProvider {
     const body = buildRequest(request, {
       model: this.modelId,
       maxTokensField: this.#options.maxTokensField ?? 'max_completion_tokens',
-      reasoningHistory: this.#options.reasoningHistory ?? defaultReasoningHistory(this.#options.baseURL),
+      reasoningHistory: this.#options.reasoningHistory ?? defaultReasoningHistory(this.#serverURL()),
       strictSchemas: this.#options.strictSchemas ?? 'auto',
       providerOptions: request.providerOptions?.[this.provider] as JsonObject | undefined,
       providerId: this.provider,
@@ -156,6 +157,19 @@ export class OpenAIModel implements ModelProvider {
       maxRetries: 0,
     });
     return this.#client;
+  }
+
+  /**
+   * The server the calls go to: the injected client's `baseURL`, else the `baseURL` option, else
+   * OPENAI_BASE_URL (as the SDK reads it).
+   */
+  #serverURL(): string | undefined {
+    const { baseURL, client } = this.#options;
+    if (client !== undefined) {
+      const clientURL = (client as { baseURL?: unknown }).baseURL;
+      return typeof clientURL === 'string' ? clientURL : undefined;
+    }
+    return baseURL ?? (globalThis.process?.env?.OPENAI_BASE_URL?.trim() || undefined);
   }
 
   #label(model: string): ProviderLabel {

@@ -284,7 +284,8 @@ describe('OpenAIResponsesModel stream', () => {
     expect(parts).toEqual([
       { type: 'reasoning-delta', delta: '**Plan**' },
       { type: 'reasoning-delta', delta: '\n\nCheck' },
-      { type: 'reasoning-delta', delta: '\n\n' },
+      // Each summary part is a reasoning block of its own (sent back as its own summary part).
+      { type: 'reasoning-delta', delta: '', providerMetadata: { openai: { itemId: 'rs_A' } } },
       { type: 'reasoning-delta', delta: ' the units.' },
       {
         type: 'reasoning-delta',

@@ -9,6 +9,7 @@ import {
 } from '@lunation/contract';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
+import { cutOffCallError } from './cut-off-call-error.js';
 
 interface ToolCallState {
   index: number;
@@ -70,7 +71,7 @@ export async function* parseStream(
       }
       if (choice.finish_reason) {
         finishReason = choice.finish_reason;
-        yield* endCalls(calls, label);
+        yield* endCalls(calls, label, finishReason === 'length');
       }
     }
   }
@@ -78,7 +79,10 @@ export async function* parseStream(
   if (finishReason === undefined) {
     throw streamInterruptedError(label, 'the response ended without a finish_reason');
   }
-  yield { type: 'usage', usage: usage ?? emptyUsage() };
+  // A server that reported no usage: the zeros are placeholders, not counts.
+  yield usage === undefined
+    ? { type: 'usage', usage: emptyUsage(), unknown: true }
+    : { type: 'usage', usage };
   yield {
     type: 'finish',
     stopReason: refused && finishReason === 'stop' ? 'refusal' : toStopReason(finishReason, calls.size > 0),
@@ -86,9 +90,24 @@ export async function* parseStream(
   };
 }
 
-function* endCalls(calls: Map<number, ToolCallState>, label: ProviderLabel): Generator<ModelStreamPart> {
+/**
+ * Ends every open call. At the token limit (`cutOff`), a call whose arguments are not whole JSON was cut off in
+ * the middle: it throws instead of reaching the loop with half its arguments.
+ */
+function* endCalls(
+  calls: Map<number, ToolCallState>,
+  label: ProviderLabel,
+  cutOff: boolean,
+): Generator<ModelStreamPart> {
   for (const call of [...calls.values()].sort((a, b) => a.index - b.index)) {
     if (call.ended) continue;
+    if (cutOff && call.started && call.arguments !== '' && !isJson(call.arguments)) {
+      throw cutOffCallError(
+        label,
+        { callId: call.id!, name: call.name!, arguments: call.arguments },
+        'length',
+      );
+    }
     if (!call.started || call.id === undefined || call.name === undefined) {
       throw new LunationError(
         'provider-error',
@@ -102,6 +121,15 @@ function* endCalls(calls: Map<number, ToolCallState>, label: ProviderLabel): Gen
     }
     call.ended = true;
     yield { type: 'tool-call-end', toolCallId: call.id, toolName: call.name, arguments: call.arguments };
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

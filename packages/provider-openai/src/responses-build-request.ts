@@ -20,6 +20,7 @@ import type {
   Tool,
 } from 'openai/resources/responses/responses';
 import { toReasoningEffort } from './build-request.js';
+import { approvalResponse, mcpApprovalTool } from './mcp-approval.js';
 import { mergeExtraBody } from './merge-extra-body.js';
 import { type StrictSchemas, strictFor } from './strict-schema.js';
 
@@ -50,6 +51,10 @@ export interface OpenAIItemMetadata {
   encryptedContent?: string;
   /** `content` when the reasoning came as raw reasoning text rather than a summary. */
   reasoningSource?: 'summary' | 'content';
+  /** A message's citations (`annotations` of its output text), sent back with the text. */
+  annotations?: JsonObject[];
+  /** On a call of `mcpApprovalTool`: the `mcp_approval_request` item it came as. */
+  mcpApprovalRequest?: JsonObject;
 }
 
 /** The Responses API streaming body for a contract request. */
@@ -64,13 +69,16 @@ export function buildResponsesRequest(
       'The OpenAI Responses API has no stop sequences; remove `overrides.stopSequences` or use OpenAIModel (Chat Completions), which sends them as `stop`.',
     );
   }
+  const approvals = new Set<string>();
   const body: ResponseCreateParamsStreaming = {
     model: overrides.model ?? settings.model,
-    input: request.messages.flatMap((message) => toInputItems(message, settings.providerId)),
+    input: request.messages.flatMap((message) => toInputItems(message, settings.providerId, approvals)),
     stream: true,
     store: settings.store,
   };
-  const tools: Tool[] = request.tools.map((tool) => ({
+  // The approval tool stands for OpenAI's MCP approval requests; the model must not call it itself.
+  const functionTools = request.tools.filter((tool) => tool.name !== mcpApprovalTool.name);
+  const tools: Tool[] = functionTools.map((tool) => ({
     type: 'function',
     name: tool.name,
     description: tool.description,
@@ -115,20 +123,25 @@ export function toTextFormat(
   };
 }
 
-function toInputItems(message: Message, providerId: string): ResponseInputItem[] {
+/** `approvals` collects the ids of MCP approval requests, whose results go back as approval responses. */
+function toInputItems(message: Message, providerId: string, approvals: Set<string>): ResponseInputItem[] {
   switch (message.role) {
     case 'system':
       return [{ role: 'system', content: message.content.map((part) => part.text).join('\n\n') }];
     case 'user':
       return [{ role: 'user', content: userContent(message) }];
     case 'assistant':
-      return assistantItems(message, providerId);
+      return assistantItems(message, providerId, approvals);
     case 'tool':
-      return message.content.map((part) => ({
-        type: 'function_call_output',
-        call_id: part.toolCallId,
-        output: toolResultText(part.result),
-      }));
+      return message.content.map((part) =>
+        approvals.has(part.toolCallId)
+          ? (approvalResponse(part.toolCallId, part.result) as unknown as ResponseInputItem)
+          : {
+              type: 'function_call_output',
+              call_id: part.toolCallId,
+              output: toolResultText(part.result),
+            },
+      );
   }
 }
 
@@ -147,16 +160,21 @@ function imageUrl(part: ImagePart): string {
 }
 
 type OutputContent =
-  | { type: 'output_text'; text: string; annotations: unknown[] }
+  | { type: 'output_text'; text: string; annotations: JsonObject[] }
   | { type: 'refusal'; refusal: string };
 
 /**
- * The assistant's parts as output items, in order: text and refusals as message items (one per message
- * item id), reasoning this provider produced as reasoning items with their encrypted content, tool calls as
- * `function_call` items, and this provider's `provider-content` parts as the items they came as. Reasoning
- * and blocks of other providers have no equivalent and are left out.
+ * The assistant's parts as output items, in order: text (with its citations) and refusals as message items
+ * (one per message item id), reasoning this provider produced as reasoning items with their encrypted content
+ * (consecutive parts of one item as its summary parts), tool calls as `function_call` items (calls of the MCP
+ * approval tool as the `mcp_approval_request` items they came as), and this provider's `provider-content` parts
+ * as the items they came as. Reasoning and blocks of other providers have no equivalent and are left out.
  */
-function assistantItems(message: AssistantMessage, providerId: string): ResponseInputItem[] {
+function assistantItems(
+  message: AssistantMessage,
+  providerId: string,
+  approvals: Set<string>,
+): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
   let pending: OutputContent[] = [];
   const flush = (id: string | undefined) => {
@@ -172,9 +190,10 @@ function assistantItems(message: AssistantMessage, providerId: string): Response
   for (const part of message.content) {
     switch (part.type) {
       case 'text': {
-        if (part.text !== '') pending.push({ type: 'output_text', text: part.text, annotations: [] });
-        const id = itemMetadata(part.providerMetadata, providerId).itemId;
-        if (id !== undefined) flush(id);
+        const metadata = itemMetadata(part.providerMetadata, providerId);
+        if (part.text !== '')
+          pending.push({ type: 'output_text', text: part.text, annotations: metadata.annotations ?? [] });
+        if (metadata.itemId !== undefined) flush(metadata.itemId);
         break;
       }
       case 'refusal':
@@ -184,19 +203,29 @@ function assistantItems(message: AssistantMessage, providerId: string): Response
         flush(undefined);
         const metadata = itemMetadata(part.providerMetadata, providerId);
         if (metadata.itemId === undefined || part.redacted) break;
-        const reasoning: ResponseReasoningItem = { type: 'reasoning', id: metadata.itemId, summary: [] };
+        // The summary parts of one reasoning item arrive as consecutive parts with its id: one item again.
+        const last = items.at(-1) as ResponseReasoningItem | undefined;
+        const sameItem = last?.type === 'reasoning' && last.id === metadata.itemId;
+        const reasoning: ResponseReasoningItem = sameItem
+          ? last
+          : { type: 'reasoning', id: metadata.itemId, summary: [] };
         if (part.text !== '') {
           if (metadata.reasoningSource === 'content')
-            reasoning.content = [{ type: 'reasoning_text', text: part.text }];
-          else reasoning.summary = [{ type: 'summary_text', text: part.text }];
+            reasoning.content = [...(reasoning.content ?? []), { type: 'reasoning_text', text: part.text }];
+          else reasoning.summary = [...reasoning.summary, { type: 'summary_text', text: part.text }];
         }
         if (metadata.encryptedContent !== undefined) reasoning.encrypted_content = metadata.encryptedContent;
-        items.push(reasoning);
+        if (!sameItem) items.push(reasoning);
         break;
       }
       case 'tool-call': {
         flush(undefined);
-        const id = itemMetadata(part.providerMetadata, providerId).itemId;
+        const { itemId: id, mcpApprovalRequest } = itemMetadata(part.providerMetadata, providerId);
+        if (mcpApprovalRequest !== undefined) {
+          approvals.add(part.toolCallId);
+          items.push(mcpApprovalRequest as unknown as ResponseInputItem);
+          break;
+        }
         items.push({
           type: 'function_call',
           call_id: part.toolCallId,
@@ -223,7 +252,13 @@ function itemMetadata(metadata: ProviderMetadata | undefined, providerId: string
     ...(typeof own.itemId === 'string' ? { itemId: own.itemId } : {}),
     ...(typeof own.encryptedContent === 'string' ? { encryptedContent: own.encryptedContent } : {}),
     ...(own.reasoningSource === 'content' ? { reasoningSource: 'content' as const } : {}),
+    ...(Array.isArray(own.annotations) ? { annotations: own.annotations as JsonObject[] } : {}),
+    ...(isObject(own.mcpApprovalRequest) ? { mcpApprovalRequest: own.mcpApprovalRequest } : {}),
   };
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function toToolChoice(choice: ToolChoice): NonNullable<ResponseCreateParamsStreaming['tool_choice']> {

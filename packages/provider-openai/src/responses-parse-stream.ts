@@ -16,10 +16,20 @@ import type {
   ResponseStreamEvent,
   ResponseUsage,
 } from 'openai/resources/responses/responses';
+import { cutOffCallError } from './cut-off-call-error.js';
+import { approvalArguments, mcpApprovalTool } from './mcp-approval.js';
 
 type ItemState =
   | { kind: 'message'; id: string; text: boolean }
-  | { kind: 'reasoning'; id: string; text: string; source: 'summary' | 'content' }
+  | {
+      kind: 'reasoning';
+      id: string;
+      /** The text of the summary part (or raw reasoning) streaming now. */
+      text: string;
+      /** Whether any reasoning text was streamed (else the finished item carries it whole). */
+      streamed: boolean;
+      source: 'summary' | 'content';
+    }
   | {
       kind: 'function';
       id: string | undefined;
@@ -33,9 +43,12 @@ type ItemState =
 /**
  * Turns Responses API stream events into contract parts. Output items arrive one after another (keyed by
  * `output_index`): a message's text and refusal deltas, a reasoning item's summary (or raw reasoning) deltas,
- * a function call's argument deltas; each item's `output_item.done` closes its block and carries the ids and
- * encrypted reasoning kept in `providerMetadata[providerId]`. Items of hosted tools become `provider-content`
- * parts. `response.completed` / `response.incomplete` end the stream; `response.failed` and error events throw.
+ * a function call's argument deltas; each item's `output_item.done` closes its block and carries the ids,
+ * citations and encrypted reasoning kept in `providerMetadata[providerId]`. Each summary part of a reasoning
+ * item is a reasoning block of its own. Items of hosted tools become `provider-content` parts, except an MCP
+ * approval request, which is a call of {@link mcpApprovalTool}. `response.completed` / `response.incomplete`
+ * end the stream (a function call an incomplete response cut off throws); `response.failed` and error events
+ * throw.
  */
 export async function* parseResponsesStream(
   events: AsyncIterable<ResponseStreamEvent>,
@@ -59,7 +72,13 @@ export async function* parseResponsesStream(
         if (item.type === 'message')
           items.set(event.output_index, { kind: 'message', id: item.id, text: false });
         else if (item.type === 'reasoning') {
-          items.set(event.output_index, { kind: 'reasoning', id: item.id, text: '', source: 'summary' });
+          items.set(event.output_index, {
+            kind: 'reasoning',
+            id: item.id,
+            text: '',
+            streamed: false,
+            source: 'summary',
+          });
         } else if (item.type === 'function_call') {
           const call: ItemState = {
             kind: 'function',
@@ -80,10 +99,15 @@ export async function* parseResponsesStream(
         break;
       }
       case 'response.reasoning_summary_part.added': {
+        // A new summary part: the one before it closes as a block of its own (sent back as its own part).
         const item = items.get(event.output_index);
         if (item?.kind === 'reasoning' && event.summary_index > 0 && item.text !== '') {
-          item.text += '\n\n';
-          yield { type: 'reasoning-delta', delta: '\n\n' };
+          item.text = '';
+          yield {
+            type: 'reasoning-delta',
+            delta: '',
+            providerMetadata: { [providerId]: { itemId: item.id } },
+          };
         }
         break;
       }
@@ -93,6 +117,7 @@ export async function* parseResponsesStream(
         if (item?.kind !== 'reasoning' || event.delta === '') break;
         if (event.type === 'response.reasoning_text.delta') item.source = 'content';
         item.text += event.delta;
+        item.streamed = true;
         yield { type: 'reasoning-delta', delta: event.delta };
         break;
       }
@@ -120,6 +145,12 @@ export async function* parseResponsesStream(
       }
       case 'response.output_item.done': {
         let state = items.get(event.output_index);
+        if (event.item.type === 'mcp_approval_request') {
+          calls += 1;
+          yield* approvalCall(event.item, providerId);
+          items.delete(event.output_index);
+          break;
+        }
         if (state === undefined && event.item.type === 'function_call') {
           // A call sent only whole.
           state = {
@@ -133,17 +164,20 @@ export async function* parseResponsesStream(
           calls += 1;
           yield { type: 'tool-call-start', toolCallId: state.callId, toolName: state.name };
         }
-        yield* closeItem(state, event.item, providerId);
+        yield* closeItem(state, event.item, providerId, label);
         items.delete(event.output_index);
         break;
       }
       case 'response.completed':
       case 'response.incomplete': {
-        for (const item of items.values()) {
-          if (item.kind === 'function' && !item.ended) yield* endCall(item, providerId);
-        }
         const response = event.response;
-        yield { type: 'usage', usage: toResponsesUsage(response.usage) };
+        for (const item of items.values()) {
+          if (item.kind !== 'function' || item.ended) continue;
+          if (event.type === 'response.incomplete')
+            throw cutOffCallError(label, item, response.incomplete_details?.reason ?? 'max_output_tokens');
+          yield* endCall(item, providerId);
+        }
+        yield usagePart(response);
         const { stopReason, rawStopReason } = stopReasonOf(response, calls > 0, refused && !answered);
         yield {
           type: 'finish',
@@ -175,32 +209,45 @@ function* closeItem(
   state: ItemState | undefined,
   item: ResponseOutputItem,
   providerId: string,
+  label: ProviderLabel,
 ): Generator<ModelStreamPart> {
   if (state?.kind === 'message' && item.type === 'message') {
+    const annotations = item.content.flatMap((part) => (part.type === 'output_text' ? part.annotations : []));
+    const metadata: JsonObject = { itemId: item.id };
+    if (annotations.length > 0) metadata.annotations = annotations as unknown as JsonObject[];
     if (!state.text) {
       // Text that came only whole (no deltas).
       const text = item.content.flatMap((part) => (part.type === 'output_text' ? [part.text] : [])).join('');
       if (text === '') return;
-      yield { type: 'text-delta', delta: text, providerMetadata: { [providerId]: { itemId: item.id } } };
+      yield { type: 'text-delta', delta: text, providerMetadata: { [providerId]: metadata } };
       return;
     }
-    const annotations = item.content.flatMap((part) => (part.type === 'output_text' ? part.annotations : []));
-    const metadata: JsonObject = { itemId: item.id };
-    if (annotations.length > 0) metadata.annotations = annotations as unknown as JsonObject[];
     yield { type: 'text-delta', delta: '', providerMetadata: { [providerId]: metadata } };
   } else if (state?.kind === 'reasoning' && item.type === 'reasoning') {
-    let delta = '';
-    if (state.text === '') {
-      // Reasoning that came only whole: the summary parts (or raw reasoning text) of the finished item.
-      const content = item.content?.map((part) => part.text) ?? [];
-      delta = item.summary.map((part) => part.text).join('\n\n') || content.join('\n\n');
-      if (delta !== '' && item.summary.length === 0) state.source = 'content';
-    }
     const metadata: JsonObject = { itemId: item.id };
     if (item.encrypted_content) metadata.encryptedContent = item.encrypted_content;
+    let delta = '';
+    if (!state.streamed) {
+      // Reasoning that came only whole: each summary part a block of its own (or the raw reasoning text).
+      const summaries = item.summary.map((part) => part.text).filter((text) => text !== '');
+      if (summaries.length > 0) {
+        for (const text of summaries.slice(0, -1)) {
+          yield {
+            type: 'reasoning-delta',
+            delta: text,
+            providerMetadata: { [providerId]: { itemId: item.id } },
+          };
+        }
+        delta = summaries.at(-1)!;
+      } else {
+        delta = (item.content?.map((part) => part.text) ?? []).join('\n\n');
+        if (delta !== '') state.source = 'content';
+      }
+    }
     if (state.source === 'content') metadata.reasoningSource = 'content';
     yield { type: 'reasoning-delta', delta, providerMetadata: { [providerId]: metadata } };
   } else if (state?.kind === 'function' && item.type === 'function_call') {
+    if (item.status === 'incomplete') throw cutOffCallError(label, state, 'max_output_tokens');
     if (state.arguments === '' && item.arguments) {
       state.arguments = item.arguments;
       yield { type: 'tool-call-delta', toolCallId: state.callId, argumentsDelta: item.arguments };
@@ -233,6 +280,41 @@ function* endCall(
     arguments: call.arguments,
     ...(call.id === undefined ? {} : { providerMetadata: { [providerId]: { itemId: call.id } } }),
   };
+}
+
+/**
+ * An MCP approval request as a whole call of {@link mcpApprovalTool}: its id is the call id, and the request item
+ * is kept in the call's metadata so the next request can send it back before its `mcp_approval_response`.
+ */
+function* approvalCall(
+  item: Extract<ResponseOutputItem, { type: 'mcp_approval_request' }>,
+  providerId: string,
+): Generator<ModelStreamPart> {
+  const toolName = mcpApprovalTool.name;
+  const args = approvalArguments(item);
+  yield { type: 'tool-call-start', toolCallId: item.id, toolName };
+  yield { type: 'tool-call-delta', toolCallId: item.id, argumentsDelta: args };
+  yield {
+    type: 'tool-call-end',
+    toolCallId: item.id,
+    toolName,
+    arguments: args,
+    providerMetadata: {
+      [providerId]: { itemId: item.id, mcpApprovalRequest: item as unknown as JsonObject },
+    },
+  };
+}
+
+/**
+ * The usage part. A response without usage, or an incomplete one reporting all zeros (a placeholder, not a
+ * count: no call reads zero input tokens), is `unknown`.
+ */
+function usagePart(response: Response): ModelStreamPart {
+  const usage = toResponsesUsage(response.usage ?? undefined);
+  const unknown =
+    response.usage == null ||
+    (response.status === 'incomplete' && usage.inputTokens === 0 && usage.outputTokens === 0);
+  return unknown ? { type: 'usage', usage, unknown: true } : { type: 'usage', usage };
 }
 
 /** Responses usage already has cache reads ⊆ input and reasoning ⊆ output. */

@@ -230,3 +230,12 @@ export const openaiWire: ProviderWire = {
     stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'content-filter'],
   },
 };
+
+/** OpenAI's body for an account whose quota or credit is used up (HTTP 429, and inside streams). */
+export const insufficientQuota = {
+  message:
+    'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
+  type: 'insufficient_quota',
+  param: null,
+  code: 'insufficient_quota',
+};
