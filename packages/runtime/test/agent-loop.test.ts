@@ -254,6 +254,43 @@ describe('agent loop', () => {
     expect(runtime.activeRun('t')).toBeUndefined();
   });
 
+  it('never runs a call whose stream started it but never ended it, and tells the model why', async () => {
+    let runs = 0;
+    // No required field: empty arguments would pass validation, so only the loop can keep it from running.
+    const ping = defineTool({
+      name: 'ping',
+      description: 'pings',
+      input: z.object({ host: z.string().optional() }),
+      execute: () => {
+        runs++;
+        return 'pong';
+      },
+    });
+    const model = new ScriptedModel([
+      {
+        parts: [
+          { type: 'tool-call-start', toolCallId: 'cut-1', toolName: 'ping' },
+          { type: 'tool-call-delta', toolCallId: 'cut-1', argumentsDelta: '{"ho' },
+          { type: 'finish', stopReason: 'max-tokens' },
+        ],
+      },
+      reply('I could not finish the call'),
+    ]);
+    const runtime = runtimeWith(model, { tools: [ping] });
+    const result = await runtime.generate({ threadId: 't', input: 'ping it' });
+    expect(runs).toBe(0);
+    expect(result.finalText).toBe('I could not finish the call');
+    const request = model.requests[1]?.messages ?? [];
+    expect(request.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(request[3]?.content[0]).toMatchObject({
+      toolCallId: 'cut-1',
+      result: {
+        status: 'error',
+        message: expect.stringContaining("cut off before this tool call's arguments were complete"),
+      },
+    });
+  });
+
   it('answers a call cut off by cancellation as cancelled, and never runs it again on the next run', async () => {
     let runs = 0;
     let started: () => void = () => {};

@@ -175,11 +175,16 @@ class Answer {
   finish(): Inference {
     const { scope } = this;
     // A call that started but never ended (a stream cut short) has no arguments to run with: it is kept, with
-    // empty arguments, so the model is told it did not run.
-    if (this.startedId !== undefined) this.cutShort(this.startedId, this.startedName);
-    if (this.startedMore) for (const [id, name] of this.startedMore) this.cutShort(id, name);
+    // empty arguments, and never runs; the model is told why.
+    const cutShort: ToolCallPart[] = [];
+    if (this.startedId !== undefined) cutShort.push(this.cutShort(this.startedId, this.startedName));
+    if (this.startedMore) for (const [id, name] of this.startedMore) cutShort.push(this.cutShort(id, name));
     const toolCalls = this.toolCalls ?? [];
-    const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
+    let rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
+    for (const call of cutShort) {
+      rejectedCalls ??= new Map();
+      if (!rejectedCalls.has(call.toolCallId)) rejectedCalls.set(call.toolCallId, cutShortProblem);
+    }
     const usage = this.usage ?? emptyUsage();
     scope.progress.usage = addUsage(scope.progress.usage, usage);
     const message: AssistantMessage = {
@@ -205,8 +210,10 @@ class Answer {
   }
 
   /** A call that started but never ended: kept with empty arguments. */
-  private cutShort(toolCallId: string, toolName: string): void {
-    this.addCall({ type: 'tool-call', toolCallId, toolName, arguments: '' });
+  private cutShort(toolCallId: string, toolName: string): ToolCallPart {
+    const call: ToolCallPart = { type: 'tool-call', toolCallId, toolName, arguments: '' };
+    this.addCall(call);
+    return call;
   }
 
   private closeBlocks(): void {
@@ -215,6 +222,9 @@ class Answer {
     this.openRefusal = undefined;
   }
 }
+
+const cutShortProblem =
+  "The model's response was cut off before this tool call's arguments were complete, so it was not run. Call the tool again if it is still needed.";
 
 /**
  * Every call needs an id of its own: the ledger, tickets and results are keyed by it. A call whose id is
