@@ -62,9 +62,12 @@ function invalidCommit(problem: string): LunationError {
   return new LunationError('invalid-argument', `Invalid commit: ${problem}`);
 }
 
+const messageRoles: ReadonlySet<unknown> = new Set(['system', 'user', 'assistant', 'tool']);
+
 /**
- * The checks every store makes on a commit before writing anything: ids, counts, the lease token, that the
- * run and ledger entries belong to the commit's thread. Shapes of messages and runs are not re-validated.
+ * The checks every store makes on a commit before writing anything: ids, counts, the lease token, that each
+ * message is an object with a known `role` and a `content` array, that the run and ledger entries belong to
+ * the commit's thread. Message parts and runs are not re-validated (the runtime builds them from the schemas).
  */
 export function assertCheckpointCommit(commit: CheckpointCommit): void {
   const { threadId, run } = commit;
@@ -72,6 +75,21 @@ export function assertCheckpointCommit(commit: CheckpointCommit): void {
   assertInteger(commit.expectedMessageCount, 'expectedMessageCount', 0);
   if (commit.leaseToken !== undefined) assertInteger(commit.leaseToken, 'leaseToken', 1);
   if (!Array.isArray(commit.messages)) throw invalidCommit('messages must be an array');
+  for (let index = 0; index < commit.messages.length; index++) {
+    const message = commit.messages[index] as unknown;
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+      throw invalidCommit(`messages[${index}] must be a message object, got ${describe(message)}`);
+    }
+    const { role, content } = message as { role?: unknown; content?: unknown };
+    if (!messageRoles.has(role)) {
+      throw invalidCommit(
+        `messages[${index}].role must be "system", "user", "assistant" or "tool", got ${describe(role)}`,
+      );
+    }
+    if (!Array.isArray(content)) {
+      throw invalidCommit(`messages[${index}].content must be an array of parts, got ${describe(content)}`);
+    }
+  }
   if (run !== undefined) {
     const runId = run.identity.runId;
     assertId(runId, 'run.identity.runId');
@@ -96,6 +114,24 @@ export function assertCheckpointCommit(commit: CheckpointCommit): void {
       throw invalidCommit(`toolExecutions[${index}] belongs to thread "${execution.threadId}"`);
     }
   }
+}
+
+/** `lease-lost` for a commit carrying a lease token above the thread's latest: a token that was never issued. */
+export function unissuedLeaseToken(threadId: string, token: number, latestToken: number): LunationError {
+  return new LunationError(
+    'lease-lost',
+    `Lease token ${token} of thread "${threadId}" was never issued (the latest is ${latestToken}); nothing was written, acquire the thread's lease and use its token`,
+    { details: { threadId, token, latestToken } },
+  );
+}
+
+/** `thread-busy` for a commit without a lease token while another writer holds the thread's live lease. */
+export function leaseHeldElsewhere(threadId: string, details: Record<string, unknown> = {}): LunationError {
+  return new LunationError(
+    'thread-busy',
+    `Thread "${threadId}" is leased by another writer, and this commit carries no lease token; nothing was written, acquire the lease (or wait for it to be released) and commit with its token`,
+    { details: { threadId, ...details } },
+  );
 }
 
 /** `invalid-argument` for a ledger entry that already belongs to another thread. */

@@ -84,14 +84,17 @@ export type ToolExecution = z.infer<typeof toolExecutionSchema>;
 /**
  * Everything one step changes, applied all-or-nothing: new messages appended after `expectedMessageCount`,
  * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted; a
- * `completed` entry is final and stays as it is). A stale `expectedMessageCount` raises `store-conflict`, a
- * stale `leaseToken` raises `stale-lease`, and in both cases nothing is written.
+ * `completed` entry is final and stays as it is). A stale `expectedMessageCount` raises `store-conflict`; a
+ * `leaseToken` below the thread's latest raises `stale-lease`, one above it (never issued) `lease-lost`; no
+ * `leaseToken` while another writer holds the thread's unexpired lease raises `thread-busy`. In every case
+ * nothing is written.
  *
  * @remarks Also `invalid-argument`, writing nothing: `run.identity.threadId` or a `toolExecutions[].threadId`
  * differs from `threadId`, the run id already belongs to another thread, or a ledger entry (same `runId` and
- * `toolCallId`) already belongs to another thread. Stores check ids, counts, tokens
- * and that values serialise to JSON; the shapes of messages and runs are the runtime's responsibility (it
- * builds them from these schemas), so stores need not re-validate them on this hot path. A run's position in
+ * `toolCallId`) already belongs to another thread, or a message is not an object with a known `role` and a
+ * `content` array. Stores check ids, counts, tokens, message roles and that values serialise to JSON; the
+ * parts of messages and runs are the runtime's responsibility (it builds them from these schemas), so stores
+ * need not re-validate them on this hot path. A run's position in
  * `listRuns` / `getLatestRun` is fixed by its first commit.
  */
 export const checkpointCommitSchema = z.object({
@@ -103,7 +106,7 @@ export const checkpointCommitSchema = z.object({
   toolExecutions: z.array(toolExecutionSchema).optional(),
   /** The run that wrote `messages` (their `MessageRecord.runId`). @default run?.identity.runId */
   runId: z.string().min(1).optional(),
-  /** The fencing token of the writer's lease; omitted by writers that hold no lease. */
+  /** The fencing token of the writer's lease; omitted by writers that hold no lease (refused while one is held). */
   leaseToken: z.number().int().positive().optional(),
 });
 /** Everything one step changes; see {@link checkpointCommitSchema}. */
@@ -324,10 +327,12 @@ export interface LeaseManager {
  *   page holding the last item, even when that page is exactly full. A malformed cursor is `invalid-argument`.
  * - The per-thread lease token counter survives release, expiry and `deleteThread`; `renewLease` after
  *   `releaseLease` is `lease-lost`.
- * - A `leaseToken` is stale only when a higher token was issued for the thread: a thread never leased accepts
- *   any token, and the latest token still commits after its lease expired.
- * - A commit checks, in order: the thread exists (`not-found`), the lease token (`stale-lease`), the message
- *   count (`store-conflict`).
+ * - A `leaseToken` is stale only when a higher token was issued for the thread, and the latest token still
+ *   commits after its lease expired. A commit's token above the latest (never issued; on a thread never
+ *   leased, any token) is `lease-lost`; a commit without a token while an unexpired lease is held is
+ *   `thread-busy`. Ledger writes (`beginToolExecution`, `completeToolExecution`) check only for stale tokens.
+ * - A commit checks, in order: the thread exists (`not-found`), the lease (`stale-lease`, `lease-lost`,
+ *   `thread-busy`), the message count (`store-conflict`).
  * - Completing an already completed ledger entry returns it unchanged (the first result wins); a repeated
  *   `beginToolExecution` keeps the first `startedAt`.
  */

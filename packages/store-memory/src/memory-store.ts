@@ -15,6 +15,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  leaseHeldElsewhere,
   ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
@@ -23,6 +24,7 @@ import {
   type ThreadRecord,
   type ToolExecution,
   type ToolResult,
+  unissuedLeaseToken,
 } from '@lunation/contract';
 import { copyJson } from './json-copy.js';
 import {
@@ -239,7 +241,7 @@ export class MemoryStore implements LunationStore {
     assertCheckpointCommit(commit);
     const { threadId } = commit;
     const slot = this.requireThread(threadId);
-    this.assertFreshLease(threadId, commit.leaseToken);
+    this.assertCommitLease(threadId, commit.leaseToken);
     if (commit.expectedMessageCount !== slot.messageCount) {
       throw new LunationError(
         'store-conflict',
@@ -479,6 +481,25 @@ export class MemoryStore implements LunationStore {
       this.backend.leases.set(threadId, slot);
     }
     return slot;
+  }
+
+  /** A commit's fence: its token is the latest issued, or it has none and no one holds a live lease. */
+  private assertCommitLease(threadId: string, leaseToken: number | undefined): void {
+    const leases = this.backend.leases.get(threadId);
+    if (leaseToken === undefined) {
+      const held = leases?.lease;
+      if (held !== undefined && held.expiresAt > this.now()) {
+        throw leaseHeldElsewhere(threadId, {
+          owner: held.owner,
+          runId: held.runId,
+          expiresAt: held.expiresAt,
+        });
+      }
+      return;
+    }
+    this.assertFreshLease(threadId, leaseToken);
+    const latest = leases?.highestToken ?? 0;
+    if (leaseToken > latest) throw unissuedLeaseToken(threadId, leaseToken, latest);
   }
 
   private assertFreshLease(threadId: string, leaseToken: number | undefined): void {

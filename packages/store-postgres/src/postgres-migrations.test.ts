@@ -51,8 +51,9 @@ describe('PostgreSQL migrations', () => {
       '002_store_functions',
       '003_lease_incarnation',
       '004_batched_calls',
+      '005_commit_fences',
     ]);
-    expect(latestSchemaVersion).toBe('004_batched_calls');
+    expect(latestSchemaVersion).toBe('005_commit_fences');
   });
 
   it('creates the schema, its tables, indexes and functions, and records the version', async () => {

@@ -389,6 +389,105 @@ $lunation$;
 }
 
 /**
+ * Fences on commit: a lease token above the latest issued is refused (`LN411`, never issued), and a commit
+ * without a token while an unexpired lease is held (`LN423`, thread busy). Same signature, so processes of the
+ * previous version keep calling it (and get the stricter checks).
+ */
+function commitFences(s: string): string {
+  return `
+CREATE OR REPLACE FUNCTION ${s}.commit_checkpoint(
+  p_thread_id text, p_expected_count bigint, p_lease_token bigint, p_now bigint, p_messages jsonb,
+  p_run_id text, p_run jsonb, p_run_created_at bigint, p_state jsonb, p_tool_executions jsonb,
+  p_message_run_id text
+) RETURNS bigint LANGUAGE plpgsql AS $lunation$
+DECLARE
+  v_added bigint := jsonb_array_length(p_messages);
+  v_count bigint;
+  v_token bigint;
+  v_owner text;
+  v_lease_run text;
+  v_expires bigint;
+  v_entry record;
+BEGIN
+  -- Locks the thread row: commits of one thread run one after another. A rejection below rolls this back.
+  UPDATE ${s}.threads
+  SET message_count = message_count + v_added, updated_at = greatest(updated_at, p_now),
+    state = coalesce(p_state, state)
+  WHERE id = p_thread_id
+  RETURNING message_count - v_added INTO v_count;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN404', MESSAGE = 'thread not found';
+  END IF;
+  -- FOR SHARE: a concurrent acquireLease waits for this commit, so a token is never issued mid-commit.
+  SELECT token, owner, run_id, expires_at INTO v_token, v_owner, v_lease_run, v_expires
+  FROM ${s}.leases WHERE thread_id = p_thread_id FOR SHARE;
+  IF p_lease_token IS NOT NULL THEN
+    IF v_token > p_lease_token THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN410', MESSAGE = 'stale lease', DETAIL = v_token::text;
+    END IF;
+    IF coalesce(v_token, 0) < p_lease_token THEN
+      RAISE EXCEPTION USING ERRCODE = 'LN411', MESSAGE = 'lease token never issued',
+        DETAIL = coalesce(v_token, 0)::text;
+    END IF;
+  ELSIF v_expires IS NOT NULL AND v_expires > ${serverNowMs} THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN423', MESSAGE = 'thread busy',
+      DETAIL = json_build_object('owner', v_owner, 'runId', v_lease_run, 'expiresAt', v_expires)::text;
+  END IF;
+  IF v_count <> p_expected_count THEN
+    RAISE EXCEPTION USING ERRCODE = 'LN409', MESSAGE = 'message count differs', DETAIL = v_count::text;
+  END IF;
+  IF v_added > 0 THEN
+    INSERT INTO ${s}.messages (thread_id, seq, message, run_id, created_at)
+    SELECT p_thread_id, v_count + m.ordinality, m.value, coalesce(p_message_run_id, p_run_id), p_now
+    FROM jsonb_array_elements(p_messages) WITH ORDINALITY AS m;
+  END IF;
+  IF p_run_id IS NOT NULL THEN
+    -- A run keeps the position (created_at, seq) of its first commit; later commits replace the record.
+    UPDATE ${s}.runs SET record = p_run WHERE run_id = p_run_id AND thread_id = p_thread_id;
+    IF NOT FOUND THEN
+      INSERT INTO ${s}.runs (run_id, thread_id, record, created_at)
+      VALUES (p_run_id, p_thread_id, p_run, p_run_created_at)
+      ON CONFLICT (run_id) DO NOTHING;
+      IF NOT FOUND THEN
+        SELECT thread_id INTO v_owner FROM ${s}.runs WHERE run_id = p_run_id;
+        RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'run of another thread',
+          DETAIL = json_build_object('runId', p_run_id, 'threadId', v_owner)::text;
+      END IF;
+    END IF;
+  END IF;
+  IF p_tool_executions IS NOT NULL THEN
+    -- An entry never changes thread: one of another thread rejects the commit, writing nothing.
+    FOR v_entry IN
+      SELECT e."runId" AS run_id, e."toolCallId" AS tool_call_id
+      FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text)
+    LOOP
+      SELECT t.thread_id INTO v_owner FROM ${s}.tool_executions t
+      WHERE t.run_id = v_entry.run_id AND t.tool_call_id = v_entry.tool_call_id;
+      IF FOUND AND v_owner <> p_thread_id THEN
+        RAISE EXCEPTION USING ERRCODE = 'LN400', MESSAGE = 'tool execution of another thread',
+          DETAIL = json_build_object('runId', v_entry.run_id, 'toolCallId', v_entry.tool_call_id,
+            'threadId', v_owner)::text;
+      END IF;
+    END LOOP;
+    -- A completed entry is final: it keeps its result.
+    INSERT INTO ${s}.tool_executions AS t (run_id, tool_call_id, thread_id, tool_name, idempotency_key, status,
+      attempts, result, started_at, completed_at)
+    SELECT e."runId", e."toolCallId", p_thread_id, e."toolName", e."idempotencyKey", e.status, e.attempts,
+      e.result, e."startedAt", e."completedAt"
+    FROM jsonb_to_recordset(p_tool_executions) AS e("runId" text, "toolCallId" text, "toolName" text,
+      "idempotencyKey" text, status text, attempts integer, result jsonb, "startedAt" bigint, "completedAt" bigint)
+    ON CONFLICT (run_id, tool_call_id) DO UPDATE SET tool_name = excluded.tool_name,
+      idempotency_key = excluded.idempotency_key, status = excluded.status, attempts = excluded.attempts,
+      result = excluded.result, started_at = excluded.started_at, completed_at = excluded.completed_at
+    WHERE t.status <> 'completed';
+  END IF;
+  RETURN v_count + v_added;
+END
+$lunation$;
+`;
+}
+
+/**
  * Every schema version for the schema `schema`, oldest first. Migrations are forward-only: once released, a
  * migration never changes; a new version gets a new entry (a changed function: `CREATE OR REPLACE` in a new one).
  */
@@ -413,6 +512,11 @@ export function postgresMigrations(schema: string): Record<string, Migration> {
     '004_batched_calls': {
       async up(db) {
         await sql.raw(batchedCalls(s)).execute(db);
+      },
+    },
+    '005_commit_fences': {
+      async up(db) {
+        await sql.raw(commitFences(s)).execute(db);
       },
     },
   };

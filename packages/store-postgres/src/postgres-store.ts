@@ -16,6 +16,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  leaseHeldElsewhere,
   type MessageRecord,
   type Page,
   pageLimit,
@@ -27,6 +28,7 @@ import {
   type ToolExecution,
   type ToolResult,
   toJsonText,
+  unissuedLeaseToken,
 } from '@lunation/contract';
 import {
   CompiledQuery,
@@ -409,6 +411,10 @@ export class PostgresStore implements LunationStore {
             return threadNotFound(threadId);
           case 'LN410':
             return staleLease(threadId, leaseToken!, Number(detail));
+          case 'LN411':
+            return unissuedLeaseToken(threadId, leaseToken!, Number(detail));
+          case 'LN423':
+            return leaseHeldElsewhere(threadId, JSON.parse(detail) as Record<string, unknown>);
           case 'LN409': {
             const messageCount = Number(detail);
             return new LunationError(

@@ -134,7 +134,12 @@ local count = redis.call('HGET', key, 'messageCount')
 if not count then return {'not-found'} end
 if ARGV[4] ~= '' then
   local latest = latestLeaseToken(threadId)
-  if tonumber(ARGV[4]) < latest then return {'stale-lease', latest} end
+  local token = tonumber(ARGV[4])
+  if token < latest then return {'stale-lease', latest} end
+  if token > latest then return {'lease-lost', latest} end
+else
+  local held = redis.call('HMGET', key .. ':lease', 'owner', 'runId', 'expiresAt')
+  if held[1] then return {'thread-busy', held[1], held[2] or '', held[3] or ''} end
 end
 count = tonumber(count)
 if count ~= tonumber(ARGV[3]) then return {'store-conflict', count} end

@@ -16,6 +16,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  leaseHeldElsewhere,
   ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
@@ -27,6 +28,7 @@ import {
   type ThreadRecord,
   type ToolExecution,
   toJsonText,
+  unissuedLeaseToken,
 } from '@lunation/contract';
 import { Redis } from 'ioredis';
 import { type LuaScript, redisScripts } from './redis-scripts.js';
@@ -282,6 +284,14 @@ export class RedisStore implements LunationStore {
         throw threadNotFound(threadId);
       case 'stale-lease':
         throw staleLease(threadId, leaseToken!, Number(value));
+      case 'lease-lost':
+        throw unissuedLeaseToken(threadId, leaseToken!, Number(value));
+      case 'thread-busy':
+        throw leaseHeldElsewhere(threadId, {
+          owner: String(value),
+          runId: ids[0] ?? '',
+          ...(ids[1] ? { expiresAt: Number(ids[1]) } : {}),
+        });
       case 'store-conflict':
         throw new LunationError(
           'store-conflict',

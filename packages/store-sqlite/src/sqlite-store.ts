@@ -16,6 +16,7 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
+  leaseHeldElsewhere,
   ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
@@ -27,6 +28,7 @@ import {
   type ThreadRecord,
   type ToolExecution,
   toJsonText,
+  unissuedLeaseToken,
 } from '@lunation/contract';
 import Database from 'better-sqlite3';
 import {
@@ -145,6 +147,8 @@ interface RecordRow {
 interface CommitHead {
   messageCount: number;
   leaseToken: number | null;
+  /** NULL once released. */
+  leaseExpiresAt: number | null;
 }
 
 interface LeaseRow {
@@ -163,7 +167,8 @@ const threadColumns = `t.id, t.resource_id AS resourceId, t.metadata, coalesce(m
 const threadsWithLastMessage = `lunation_threads t LEFT JOIN lunation_messages m
   ON m.thread_id = t.id AND m.seq = (SELECT max(seq) FROM lunation_messages WHERE thread_id = t.id)`;
 const commitHeadColumns = `coalesce((SELECT max(seq) FROM lunation_messages WHERE thread_id = lunation_threads.id), 0) AS messageCount,
-  (SELECT token FROM lunation_leases WHERE thread_id = lunation_threads.id) AS leaseToken`;
+  (SELECT token FROM lunation_leases WHERE thread_id = lunation_threads.id) AS leaseToken,
+  (SELECT expires_at FROM lunation_leases WHERE thread_id = lunation_threads.id) AS leaseExpiresAt`;
 const leaseColumns =
   'token, owner, incarnation, run_id AS runId, renewed_at AS renewedAt, expires_at AS expiresAt';
 
@@ -371,7 +376,7 @@ const operations = {
       messages.length === 0 || stateJson !== undefined
         ? yield* statements.touchThread([now, stateJson ?? null, threadId])
         : yield* statements.commitHead([threadId]);
-    const rejection = commitRejection(commit, head);
+    const rejection = commitRejection(commit, head, now);
     if (rejection) throw rejection;
     let seq = expectedMessageCount;
     for (const message of messages) {
@@ -966,11 +971,22 @@ function* readThreadState(threadId: string): SqliteOperation<Record<string, unkn
 }
 
 /** Why a commit must not be written, checked in the contract's order: thread, lease token, message count. */
-function commitRejection(commit: CheckpointCommit, head: CommitHead | undefined): LunationError | undefined {
+function commitRejection(
+  commit: CheckpointCommit,
+  head: CommitHead | undefined,
+  now: number,
+): LunationError | undefined {
   const { threadId, expectedMessageCount, leaseToken } = commit;
   if (!head) return threadNotFound(threadId);
-  if (leaseToken !== undefined && head.leaseToken !== null && leaseToken < head.leaseToken) {
-    return staleLease(threadId, leaseToken, head.leaseToken);
+  const latest = head.leaseToken ?? 0;
+  if (leaseToken === undefined) {
+    if (head.leaseExpiresAt !== null && head.leaseExpiresAt > now) {
+      return leaseHeldElsewhere(threadId, { expiresAt: head.leaseExpiresAt });
+    }
+  } else if (leaseToken < latest) {
+    return staleLease(threadId, leaseToken, latest);
+  } else if (leaseToken > latest) {
+    return unissuedLeaseToken(threadId, leaseToken, latest);
   }
   if (head.messageCount === expectedMessageCount) return undefined;
   return new LunationError(

@@ -33,6 +33,41 @@ export const breakages: Record<string, Breakage> = {
     const commit = store.commit.bind(store);
     store.commit = async ({ leaseToken: _ignored, ...input }: CheckpointCommit) => commit(input);
   },
+  'accepts a commit without a token while the thread is leased': (store) => {
+    const commit = store.commit.bind(store);
+    store.commit = async (input: CheckpointCommit) => {
+      const lease = input.leaseToken === undefined ? await store.getLease(input.threadId) : undefined;
+      return commit(lease === undefined ? input : { ...input, leaseToken: lease.token });
+    };
+  },
+  'accepts lease tokens that were never issued': (store) => {
+    const commit = store.commit.bind(store);
+    store.commit = async ({ leaseToken, ...input }: CheckpointCommit) => {
+      const latest = store.backend.leases.get(input.threadId)?.highestToken ?? 0;
+      if (leaseToken === undefined || leaseToken <= latest) {
+        return commit(leaseToken === undefined ? input : { ...input, leaseToken });
+      }
+      return commit(latest === 0 ? input : { ...input, leaseToken: latest });
+    };
+  },
+  'stores messages without checking their role and content': (store) => {
+    const commit = store.commit.bind(store);
+    store.commit = async (input: CheckpointCommit) =>
+      commit({
+        ...input,
+        messages: input.messages.map((message) =>
+          typeof message === 'object' && message !== null
+            ? {
+                ...message,
+                role: (['system', 'user', 'assistant', 'tool'] as unknown[]).includes(message.role)
+                  ? message.role
+                  : 'user',
+                content: Array.isArray(message.content) ? message.content : [],
+              }
+            : { id: 'replaced', role: 'user', content: [] },
+        ) as CheckpointCommit['messages'],
+      });
+  },
   'takes the latest run by insertion, not createdAt': (store) => {
     const inserted = new Map<string, string[]>();
     const commit = store.commit.bind(store);

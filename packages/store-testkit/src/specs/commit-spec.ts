@@ -308,17 +308,70 @@ export function commitSpec(context: StoreSpecContext): void {
       expect(result).toEqual({ messageCount: 1 });
     });
 
-    it('accepts a leaseToken on a thread that never had a lease, and commits without a token', async () => {
+    it('refuses a lease token that was never issued (lease-lost) and writes nothing', async () => {
+      const thread = await createThread(context.store);
+      // A thread never leased: any token is one that was never issued.
+      await expectLunationError(
+        context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage()],
+          leaseToken: 1,
+        }),
+        'lease-lost',
+      );
+      const lease = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'a',
+        runId: 'r1',
+        ttlMs: 60_000,
+      });
+      const error = await expectLunationError(
+        context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage()],
+          leaseToken: lease.token + 1,
+        }),
+        'lease-lost',
+      );
+      expect(error.details).toMatchObject({
+        threadId: thread.id,
+        token: lease.token + 1,
+        latestToken: lease.token,
+      });
+      expect(await context.store.listMessages(thread.id)).toEqual([]);
+      expect(
+        await context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage()],
+          leaseToken: lease.token,
+        }),
+      ).toEqual({ messageCount: 1 });
+    });
+
+    it('refuses a commit without a lease token while the thread is leased (thread-busy), and accepts it once released', async () => {
       const thread = await createThread(context.store);
       expect(
         await context.store.commit({
           threadId: thread.id,
           expectedMessageCount: 0,
           messages: [makeUserMessage()],
-          leaseToken: 1,
         }),
       ).toEqual({ messageCount: 1 });
-      await context.store.acquireLease({ threadId: thread.id, owner: 'a', runId: 'r1', ttlMs: 60_000 });
+      const lease = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'a',
+        runId: 'r1',
+        ttlMs: 60_000,
+      });
+      await expectLunationError(
+        context.store.commit({ threadId: thread.id, expectedMessageCount: 1, messages: [makeUserMessage()] }),
+        'thread-busy',
+      );
+      expect(await context.store.listMessages(thread.id)).toHaveLength(1);
+      expect(await context.store.releaseLease({ threadId: thread.id, token: lease.token })).toBe(true);
       expect(
         await context.store.commit({
           threadId: thread.id,
@@ -326,6 +379,43 @@ export function commitSpec(context: StoreSpecContext): void {
           messages: [makeUserMessage()],
         }),
       ).toEqual({ messageCount: 2 });
+    });
+
+    it('accepts a commit without a lease token once the lease expired', async () => {
+      const thread = await createThread(context.store);
+      await context.store.acquireLease({ threadId: thread.id, owner: 'a', runId: 'r1', ttlMs: 50 });
+      await sleep(80);
+      expect(
+        await context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 0,
+          messages: [makeUserMessage()],
+        }),
+      ).toEqual({ messageCount: 1 });
+    });
+
+    it('refuses messages without a known role or a content array (invalid-argument) and writes nothing', async () => {
+      const thread = await createThread(context.store);
+      const malformed: unknown[] = [
+        { id: 'm1', content: [{ type: 'text', text: 'no role' }] },
+        { id: 'm2', role: 'robot', content: [] },
+        { id: 'm3', role: 'user' },
+        { id: 'm4', role: 'user', content: 'text, not parts' },
+        null,
+        'a string',
+      ];
+      for (const message of malformed) {
+        await expectLunationError(
+          context.store.commit({
+            threadId: thread.id,
+            expectedMessageCount: 0,
+            messages: [makeUserMessage(), message as never],
+          }),
+          'invalid-argument',
+        );
+      }
+      expect(await context.store.listMessages(thread.id)).toEqual([]);
+      expect((await context.store.getThread(thread.id))?.messageCount).toBe(0);
     });
 
     it('of two racing commits on one store with the same expectedMessageCount, exactly one succeeds', async () => {
