@@ -1,4 +1,5 @@
 import {
+  emptyUsage,
   LunationError,
   type Message,
   statusForTermination,
@@ -148,6 +149,7 @@ export class AgentLoop {
     scope.switchAgentIfHandedOff();
     this.inbox.drain();
     scope.progress.step++;
+    scope.stepUsage = emptyUsage();
     const step = scope.progress.step;
     if (scope.listening) scope.emit({ type: 'step-start', step });
     if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
@@ -272,7 +274,7 @@ export class AgentLoop {
       type: 'step-end',
       step: scope.progress.step,
       stopReason: scope.lastStopReason,
-      usage: scope.progress.usage,
+      usage: scope.stepUsage,
     });
   }
 

@@ -181,7 +181,7 @@ class Answer {
     const toolCalls = this.toolCalls ?? [];
     const rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
     const usage = this.usage ?? emptyUsage();
-    scope.progress.usage = addUsage(scope.progress.usage, usage);
+    scope.addUsage(usage);
     const message: AssistantMessage = {
       id: createId(),
       role: 'assistant',
