@@ -61,4 +61,22 @@ describe('step-end usage', () => {
     ]);
     expect(tokens(eventsOfType(events, 'run-end')[0]!.usage)).toEqual([140, 15]);
   });
+
+  it('a session reports each step once, so the step-end usages add up to the run-end total', async () => {
+    const model = new ScriptedModel([
+      reply('One.', { usage: { inputTokens: 40, outputTokens: 10 } }),
+      reply('Two.', { usage: { inputTokens: 100, outputTokens: 5 } }),
+    ]);
+    const runtime = createRuntime().model('m', model).agent({ id: 'a', model: 'm' }).build();
+    const session = runtime.session('s1');
+    expect(await session.send('first')).toBe('One.');
+    expect(await session.send('second')).toBe('Two.');
+    await session.close();
+    const events = await collectEvents(session.events!);
+    expect(eventsOfType(events, 'step-end').map((event) => [event.step, ...tokens(event.usage)])).toEqual([
+      [1, 40, 10],
+      [2, 100, 5],
+    ]);
+    expect(tokens(eventsOfType(events, 'run-end')[0]!.usage)).toEqual([140, 15]);
+  });
 });

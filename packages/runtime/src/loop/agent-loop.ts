@@ -39,6 +39,8 @@ export class AgentLoop {
   private inferenceAbort = new AbortController();
   private inferring = false;
   private interrupted = false;
+  /** The step whose `step-end` was emitted last (-1: none yet). */
+  private stepEnded = -1;
   private deadline: ReturnType<typeof setTimeout> | undefined;
   private readonly output: OutputSpec | undefined;
   /** The abort reason of a run that reached its `timeout` stop condition. */
@@ -262,6 +264,9 @@ export class AgentLoop {
   private emitStepEnd(): void {
     const { scope } = this;
     if (!scope.listening) return;
+    // Once per step: a kept-alive run reports its step when it waits, and must not again when input comes.
+    if (this.stepEnded === scope.progress.step) return;
+    this.stepEnded = scope.progress.step;
     if (scope.options.emitStateSnapshots) {
       const snapshot = scope.state.snapshot();
       scope.emit({
