@@ -122,7 +122,11 @@ export async function runChat(options: ChatOptions): Promise<void> {
       for (const ticket of open) {
         const decision = await ask(ticket);
         if (!decision) {
-          printer.line(`The approval stays open; answer it later with: ${continueCommand}`);
+          printer.line(
+            store.kind === 'memory'
+              ? 'The approval stays open until the app exits (the memory store forgets the thread then)'
+              : `The approval stays open; answer it later with: ${continueCommand}`,
+          );
           return false;
         }
         decisions.push(decision);
