@@ -2,7 +2,9 @@
 # Installs the packages as a user outside this workspace would: packs every package (after `pnpm build`),
 # installs all tarballs together with npm into a temporary project, compiles the runtime README's quick start
 # with `tsc --strict` against the installed types and runs it against a local OpenAI-compatible server,
-# checking that it prints what the README shows. Then checks the packed SQLite store: with better-sqlite3's
+# checking that it prints what the README shows. Compiles the README examples that import drivers themselves
+# (better-sqlite3, pg, the AI SDK) under `tsc --strict` with skipLibCheck off: they fail without the @types
+# packages the READMEs name and compile with them. Then checks the packed SQLite store: with better-sqlite3's
 # install script skipped it must fail with the error that names the fix, and with the driver built it works.
 # Usage: pnpm build && bash scripts/check-install.sh
 set -euo pipefail
@@ -56,6 +58,61 @@ base_url=$(head -n 1 "$work/server-url")
 exec 3>&-
 diff -u "$work/expected.txt" "$work/actual.txt"
 echo "the quick start printed what the README shows"
+
+echo "compiling the README examples that bring their own drivers (tsc --strict, skipLibCheck off)"
+# A README example under `# <file> <heading> <n>`: the n-th ```ts block (any info string) after the heading.
+readme_block() {
+  node -e '
+    const [file, heading, n] = process.argv.slice(1);
+    const lines = require("fs").readFileSync(file, "utf8").split("\n");
+    let seen = false, count = 0, inside = false; const out = [];
+    for (const line of lines) {
+      if (!seen) { seen = line.startsWith(heading); continue; }
+      if (!inside && /^```ts\b/.test(line)) { count++; inside = count === Number(n); continue; }
+      if (inside && line.startsWith("```")) { process.stdout.write(out.join("\n") + "\n"); process.exit(0); }
+      if (inside) out.push(line);
+    }
+    console.error(`no block ${n} after "${heading}" in ${file}`); process.exit(1);
+  ' "$@"
+}
+types_dir="$project/readme-types"
+mkdir -p "$types_dir"
+readme_block "$root/packages/store-sqlite/README.md" '### With Kysely' 1 >"$types_dir/sqlite-kysely.ts"
+readme_block "$root/packages/store-postgres/README.md" 'The options are typed' 1 >"$types_dir/postgres-pool.ts"
+readme_block "$root/packages/provider-ai-sdk/README.md" '## ' 1 >"$types_dir/ai-sdk-quick.ts"
+readme_block "$root/packages/provider-ai-sdk/README.md" '## ' 2 >"$types_dir/ai-sdk-options.ts"
+readme_block "$root/packages/provider-ai-sdk/README.md" '## ' 3 >"$types_dir/ai-sdk-structured.ts"
+ai_sdk="$root/packages/provider-ai-sdk/node_modules"
+(cd "$project" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
+  "kysely@$(version_of "$root/packages/store-sqlite/node_modules/kysely")" \
+  "pg@$(version_of "$root/packages/store-postgres/node_modules/pg")" \
+  "ai@$(version_of "$ai_sdk/ai")" \
+  "@ai-sdk/openai@$(version_of "$ai_sdk/@ai-sdk/openai")" \
+  "@ai-sdk/anthropic@$(version_of "$ai_sdk/@ai-sdk/anthropic")")
+compile_types() {
+  (cd "$types_dir" && npx tsc --strict --noEmit --skipLibCheck false --module nodenext \
+    --moduleResolution nodenext --target es2023 --types node ./*.ts)
+}
+# What the READMEs say: without these type packages the examples do not compile...
+if compile_types >"$work/types-before.txt" 2>&1; then
+  echo "the README examples compiled without @types/better-sqlite3, @types/pg and @types/json-schema:" >&2
+  echo "the READMEs' note on type packages is out of date" >&2
+  exit 1
+fi
+for module in better-sqlite3 pg json-schema; do
+  grep -q "declaration file for module '$module'\|Cannot find module '$module'" "$work/types-before.txt" || {
+    echo "expected a missing-types error for '$module'; tsc said:" >&2
+    cat "$work/types-before.txt" >&2
+    exit 1
+  }
+done
+# ...and with them they do.
+(cd "$project" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
+  "@types/better-sqlite3@$(version_of "$root/packages/store-sqlite/node_modules/@types/better-sqlite3")" \
+  "@types/pg@$(version_of "$root/packages/store-postgres/node_modules/@types/pg")" \
+  "@types/json-schema@^7.0.15")
+compile_types
+echo "the README examples compile under tsc --strict with the type packages the READMEs name"
 
 cat >"$project/open-sqlite.mjs" <<'EOF'
 import { SqliteStore } from '@lunation/store-sqlite';

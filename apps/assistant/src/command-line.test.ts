@@ -20,6 +20,7 @@ describe('parseCommandLine', () => {
       type: 'chat',
       threadId: undefined,
       create: false,
+      continueFlags: [],
       settings: {
         store: 'sqlite',
         sqlitePath: join(DEFAULT_DATA_DIR, 'assistant.sqlite'),
@@ -80,6 +81,40 @@ describe('parseCommandLine', () => {
         sqlitePath: '/home/me/state/assistant.sqlite',
         sandbox: '/srv/docs',
       },
+      continueFlags: [
+        '--provider',
+        'anthropic',
+        '--model',
+        'claude-x',
+        '--data-dir',
+        '/home/me/state',
+        '--sandbox',
+        '/srv/docs',
+      ],
+    });
+  });
+
+  it('gives the flags that reach the same store again, a password hidden and odd values quoted', () => {
+    const command = parse([
+      '--store',
+      'postgres',
+      '--postgres-url',
+      'postgres://app:secret@db:5432/app',
+      '--postgres-schema',
+      "it's mine",
+    ]);
+    expect(command).toMatchObject({
+      continueFlags: [
+        '--store',
+        'postgres',
+        '--postgres-url',
+        "'postgres://app:***@db:5432/app'",
+        '--postgres-schema',
+        `'it'\\''s mine'`,
+      ],
+    });
+    expect(parse(['--store', 'redis', '--redis-url', 'redis://cache:6380'])).toMatchObject({
+      continueFlags: ['--store', 'redis', '--redis-url', 'redis://cache:6380'],
     });
   });
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LunationError } from '@lunation/contract';
 import type { ProviderKind } from './create-model.js';
-import type { StoreKind } from './open-store.js';
+import { redactPassword, type StoreKind } from './open-store.js';
 import { parseTokens } from './token-auth.js';
 
 /** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis, or pg-boss on PostgreSQL. */
@@ -35,6 +35,11 @@ export type Command =
       threadId: string | undefined;
       /** Start `threadId` when it does not exist yet. */
       create: boolean;
+      /**
+       * The flags that reach the same store (and model) again, for the "continue it later" hint: `--store` and
+       * its options, `--data-dir`, `--sandbox`, `--provider`, `--model` as given (a password in a URL as `***`).
+       */
+      continueFlags: string[];
     }
   | {
       type: 'serve';
@@ -212,7 +217,23 @@ export function parseCommandLine(
   if (command === 'chat') {
     const threadId = nonEmpty('thread', values.thread);
     if (values.create && threadId === undefined) throw usageError('--create needs --thread <id>');
-    return { type: 'chat', settings, threadId, create: values.create === true };
+    const continueFlags: string[] = [];
+    const keep = (
+      flag: keyof typeof values,
+      value: string | undefined = values[flag] as string | undefined,
+    ) => {
+      if (value !== undefined) continueFlags.push(`--${flag}`, shellWord(value));
+    };
+    keep('provider');
+    keep('model');
+    keep('store');
+    keep('redis-url');
+    const postgresUrl = values['postgres-url'];
+    keep('postgres-url', postgresUrl === undefined ? undefined : redactPassword(postgresUrl));
+    keep('postgres-schema');
+    keep('data-dir', values['data-dir'] === undefined ? undefined : dataDir);
+    keep('sandbox', values.sandbox === undefined ? undefined : settings.sandbox);
+    return { type: 'chat', settings, threadId, create: values.create === true, continueFlags };
   }
   if (command === 'worker') {
     const { dispatch } = settings;
@@ -254,6 +275,11 @@ function parseFlags(argv: string[]) {
 function nonEmpty(flag: string, value: string | undefined): string | undefined {
   if (value !== undefined && value.trim() === '') throw usageError(`--${flag} needs a value`);
   return value;
+}
+
+/** `value` as one shell word: as it is when it is plain, else in single quotes. */
+export function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
 }
 
 /** True for addresses only this machine can reach. */

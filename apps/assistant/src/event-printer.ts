@@ -3,6 +3,7 @@ import { styleText } from 'node:util';
 import {
   type AgentEvent,
   type JsonValue,
+  type Message,
   type SuspensionTicket,
   type ToolResult,
   toolResultText,
@@ -39,6 +40,8 @@ export class EventPrinter {
   private lastError: string | undefined;
   private readonly spinnerFrameMs: number;
   private spinner: NodeJS.Timeout | undefined;
+  /** The arguments of calls made before this process started, by call id (a re-run shows them). */
+  private readonly earlierCalls = new Map<string, string>();
 
   constructor(options: EventPrinterOptions) {
     this.output = options.output;
@@ -69,6 +72,18 @@ export class EventPrinter {
       case 'tool-call-end':
         this.line(this.style('dim', `  → ${event.toolName} ${event.arguments}`));
         break;
+      case 'tool-execution-start':
+        if (event.rerun) {
+          // A call cut off by a crash or a kill runs again: say so, since its `→` line was printed long ago.
+          const args = this.earlierCalls.get(event.toolCallId);
+          this.line(
+            this.style(
+              'yellow',
+              `  ↻ ${event.toolName}${args === undefined ? '' : ` ${args}`} (interrupted; running it again)`,
+            ),
+          );
+        }
+        break;
       case 'tool-progress':
         this.stopThinking();
         this.progress(`  … ${event.toolName} ${describeProgress(event.progress)}`);
@@ -86,6 +101,16 @@ export class EventPrinter {
       case 'run-end':
         this.runEnd(event);
         break;
+    }
+  }
+
+  /** Remembers the calls of earlier messages, so a call re-run after a crash is shown with its arguments. */
+  rememberCalls(messages: readonly Message[]): void {
+    for (const message of messages) {
+      if (message.role !== 'assistant') continue;
+      for (const part of message.content) {
+        if (part.type === 'tool-call') this.earlierCalls.set(part.toolCallId, part.arguments);
+      }
     }
   }
 

@@ -55,6 +55,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
           store,
           threadId: command.threadId,
           create: command.create,
+          continueFlags: command.continueFlags,
           input: process.stdin,
           output: process.stdout,
           banner,
@@ -81,19 +82,11 @@ function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: s
   return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}`;
 }
 
-/**
- * The exit code after an error the app reported in one line. Under a package manager's `start` script
- * (`pnpm start`) a non-zero code makes the package manager print its own report (ELIFECYCLE, the command
- * line, the exit status) after that line, so there the app exits 0 and its line is the whole report.
- */
-function reportedErrorExitCode(env: NodeJS.ProcessEnv): number {
-  return env.npm_lifecycle_event === 'start' ? 0 : 2;
-}
-
 main(process.argv.slice(2), process.env).catch((error: unknown) => {
   if (LunationError.isInstance(error)) {
     process.stderr.write(`error: ${error.message}\n`);
-    process.exitCode = reportedErrorExitCode(process.env);
+    // Non-zero under `pnpm start` too: a script or a CI step must see the failure (pnpm adds one line of its own).
+    process.exitCode = 2;
   } else {
     console.error(error);
     process.exitCode = 1;

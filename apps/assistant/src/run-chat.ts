@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   LunationError,
   type LunationStore,
@@ -9,6 +10,7 @@ import {
 } from '@lunation/contract';
 import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
 import { CHAT_HELP, parseChatCommand, unknownCommandText } from './chat-commands.js';
+import { shellWord } from './command-line.js';
 import { EventPrinter } from './event-printer.js';
 import { LineReader } from './line-reader.js';
 import { RECAP_MESSAGES, recapLines } from './thread-recap.js';
@@ -23,6 +25,8 @@ export interface ChatOptions {
   create?: boolean;
   input: Readable & { isTTY?: boolean };
   output: Writable & { isTTY?: boolean };
+  /** The flags that reach the same store again, for the "continue it later" hints (see `parseCommandLine`). */
+  continueFlags?: readonly string[];
   /** Printed first: the model and store in use. */
   banner: string;
   color: boolean;
@@ -49,6 +53,9 @@ export async function runChat(options: ChatOptions): Promise<void> {
   });
   const reader = new LineReader(options.input, options.output);
   const threadId = options.threadId ?? randomUUID();
+  const continueCommand = ['pnpm start --thread', shellWord(threadId), ...(options.continueFlags ?? [])].join(
+    ' ',
+  );
   let active: RunHandle | undefined;
   const interrupt = () => {
     if (active) active.cancel('interrupted with Ctrl-C');
@@ -98,7 +105,9 @@ export async function runChat(options: ChatOptions): Promise<void> {
   const printRecap = async (thread: ThreadRecord): Promise<void> => {
     // The tail of the thread is enough: a recap shows at most a few texts, skipping tool messages.
     const fromSeq = Math.max(1, thread.messageCount - RECAP_MESSAGES * 4 + 1);
-    const lines = recapLines(await store.listMessages(threadId, { fromSeq }));
+    const records = await store.listMessages(threadId, { fromSeq });
+    printer.rememberCalls(records.map((record) => record.message));
+    const lines = recapLines(records);
     printer.line(
       `Continuing thread ${threadId} (${thread.messageCount} messages)${lines.length > 0 ? '. The last ones:' : '.'}`,
     );
@@ -113,7 +122,11 @@ export async function runChat(options: ChatOptions): Promise<void> {
       for (const ticket of open) {
         const decision = await ask(ticket);
         if (!decision) {
-          printer.line(`The approval stays open; answer it later with --thread ${threadId}`);
+          printer.line(
+            store.kind === 'memory'
+              ? 'The approval stays open until the app exits (the memory store forgets the thread then)'
+              : `The approval stays open; answer it later with: ${continueCommand}`,
+          );
           return false;
         }
         decisions.push(decision);
@@ -127,10 +140,17 @@ export async function runChat(options: ChatOptions): Promise<void> {
   try {
     printer.line(printer.style('dim', options.banner));
     if (existing) await printRecap(existing);
-    else printer.line(`Thread ${threadId} (new). Continue it later with: pnpm start --thread ${threadId}`);
+    else if (store.kind === 'memory')
+      printer.line(`Thread ${threadId} (new; the memory store forgets it on exit).`);
+    else printer.line(`Thread ${threadId} (new). Continue it later with: ${continueCommand}`);
     printer.line(printer.style('dim', CHAT_HELP));
     const latest = existing ? await store.getLatestRun(threadId) : undefined;
-    if (latest?.status === 'waiting' && !(await settle(latest.openTickets))) return;
+    if (latest?.status === 'running') {
+      // The process running it died (a crash, kill -9, a closed terminal): continue it now, without new input.
+      printer.line('The last run stopped in the middle (the app was closed or crashed); continuing it now.');
+      const run = await whenThreadFree(() => runtime.run({ threadId, resourceId: LOCAL_RESOURCE }), printer);
+      if (!(await settle(await follow(run)))) return;
+    } else if (latest?.status === 'waiting' && !(await settle(latest.openTickets))) return;
     while (true) {
       const line = await reader.read(printer.style('bold', 'you> '));
       if (line === undefined) return;
@@ -159,5 +179,32 @@ export async function runChat(options: ChatOptions): Promise<void> {
   } finally {
     process.off('SIGINT', interrupt);
     reader.close();
+  }
+}
+
+/** How long a continued run waits at most for the lease of a process that died. */
+const TAKE_OVER_WAIT_MS = 15_000;
+
+/**
+ * Starts a run once the thread's lease can be had: a process that died mid-run holds it until this app (same
+ * data folder, same lease owner) may take it over, at most 3 s later. `thread-busy` after that is a live twin.
+ */
+async function whenThreadFree(start: () => Promise<RunHandle>, printer: EventPrinter): Promise<RunHandle> {
+  const until = Date.now() + TAKE_OVER_WAIT_MS;
+  let told = false;
+  while (true) {
+    try {
+      return await start();
+    } catch (error) {
+      if (!LunationError.isInstance(error) || error.code !== 'thread-busy' || Date.now() > until) throw error;
+      const retryAfterMs = Number(error.details?.retryAfterMs);
+      if (!told) {
+        printer.line(
+          printer.style('dim', "  (waiting for the stopped process's hold on the thread to lapse)"),
+        );
+        told = true;
+      }
+      await sleep(Number.isFinite(retryAfterMs) ? Math.min(Math.max(retryAfterMs, 100), 1_000) : 500);
+    }
   }
 }

@@ -84,6 +84,8 @@ describe('the CLI chat in a terminal (pseudo-terminal, slow OpenAI-compatible se
     await app.waitFor(/Commands \(also at an approval prompt\)[^\n]*\n\s+allow\? .*: $/);
     app.type('/exit');
     expect(await app.exited).toBe(0);
-    expect(app.text).toMatch(/The approval stays open; answer it later with --thread [0-9a-f-]{36}\n$/);
+    expect(app.text).toMatch(
+      /The approval stays open; answer it later with: pnpm start --thread [0-9a-f-]{36} --provider demo --data-dir \S+\n$/,
+    );
   });
 });

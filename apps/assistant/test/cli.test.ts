@@ -60,7 +60,7 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(await first.exited).toBe(0);
     const threadId = first.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1];
     expect(threadId).toBeDefined();
-    expect(first.stdout).toContain('The approval stays open; answer it later with --thread');
+    expect(first.stdout).toContain('The approval stays open; answer it later with: pnpm start --thread');
     expect(first.stdout).not.toContain('← read_file');
 
     const second = start(['--provider', 'demo', '--data-dir', dataDir.path, '--thread', threadId as string]);
@@ -85,6 +85,41 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(out).toContain('assistant> 12 * (3 + 4) = 84.');
   });
 
+  it('continues at once a run killed (kill -9) mid-tool, showing the interrupted call as such', async () => {
+    const first = start(['--provider', 'demo', '--data-dir', dataDir.path]);
+    first.send(['run the slow task with 3 steps']);
+    await first.waitFor(/… slow_task \[###-------\] 1\/3 step 1 of 3/);
+    expect(await first.stop('SIGKILL')).toBeNull();
+    const threadId = first.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1] as string;
+    expect(first.stdout).not.toContain('← slow_task');
+
+    // Nothing typed: the cut-off call runs again as soon as the dead process's lease can be taken over.
+    const second = start(['--provider', 'demo', '--data-dir', dataDir.path, '--thread', threadId]);
+    await second.waitFor(/assistant> The slow task is done: All 3 steps finished\.\n+you> $/);
+    second.send(['/exit'], { end: true });
+    expect(await second.exited).toBe(0);
+    const out = second.stdout;
+    const expectedInOrder = [
+      `Continuing thread ${threadId} (2 messages). The last ones:`,
+      '  you> run the slow task with 3 steps',
+      'The last run stopped in the middle (the app was closed or crashed); continuing it now.',
+      '  ↻ slow_task {"steps":3} (interrupted; running it again)',
+      '  … slow_task [###-------] 1/3 step 1 of 3',
+      '  … slow_task [##########] 3/3 step 3 of 3',
+      '  ← slow_task: steps: 3, message: All 3 steps finished.',
+      'assistant> The slow task is done: All 3 steps finished.',
+      'you> /exit',
+    ];
+    let position = 0;
+    for (const expected of expectedInOrder) {
+      const found = out.indexOf(expected, position);
+      expect(found, `"${expected}" after position ${position} in:\n${out}`).toBeGreaterThanOrEqual(0);
+      position = found + expected.length;
+    }
+    expect(out.match(/slow_task \[#/g)).toHaveLength(3);
+    expect(second.stderr).toBe('');
+  });
+
   it('leaves at /exit typed at the approval prompt, without the input ending', async () => {
     const app = start(['--provider', 'demo', '--data-dir', dataDir.path]);
     app.send(['hello']);
@@ -98,7 +133,7 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
       '    allow? [y]es / [n]o / [a]lways: /undo\n    Unknown command /undo; nothing was sent to the model.',
     );
     expect(app.stdout).toMatch(
-      /: \/exit\nThe approval stays open; answer it later with --thread [0-9a-f-]{36}\n$/,
+      /: \/exit\nThe approval stays open; answer it later with: pnpm start --thread [0-9a-f-]{36} --provider demo --data-dir \S+\n$/,
     );
   });
 
@@ -148,9 +183,9 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     );
   });
 
-  it('shows only its own one-line error under pnpm start, without pnpm adding a failure report', async () => {
+  it("exits non-zero under pnpm start for a typo'd --thread, with its own one-line error", async () => {
     const root = fileURLToPath(new URL('../../..', import.meta.url));
-    const child = spawn('pnpm', ['start', '--colour', '--data-dir', dataDir.path], {
+    const child = spawn('pnpm', ['start', '--thread', 'my-thraed', '--data-dir', dataDir.path], {
       cwd: root,
       env: appEnvironment(),
     });
@@ -163,9 +198,12 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
       stderr += chunk;
     });
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(stderr).toBe('error: Unknown flag "--colour" (see --help)\n');
-    expect(stdout).not.toMatch(/ELIFECYCLE|ERR_PNPM|Exit status|Command failed/);
-    expect(code).toBe(0);
+    expect(stderr).toBe(
+      'error: There is no thread "my-thraed" in the sqlite store; check the id, or add --create to start a new thread with it\n',
+    );
+    expect(code).toBe(2);
+    // pnpm adds one line of its own, nothing more (no stack, no second report).
+    expect(stdout).not.toMatch(/\n\s+at |ERR_PNPM|Exit status/);
   });
 
   it('prints the help and exits 0', async () => {
@@ -246,13 +284,23 @@ describe('the CLI chat (child process, demo model, SQLite file)', { timeout: 60_
     expect(await first.exited).toBe(0);
     expect(first.stderr).toBe('');
     expect(first.stdout).toMatch(/^Model: offline demo model · Store: PostgreSQL postgres:\/\//m);
-    const threadId = first.stdout.match(/^Thread ([0-9a-f-]{36}) \(new\)/m)?.[1];
+    const hint = first.stdout.match(
+      /^Thread ([0-9a-f-]{36}) \(new\)\. Continue it later with: pnpm start (.*)$/m,
+    );
+    const threadId = hint?.[1];
     expect(threadId).toBeDefined();
+    // The hint names the store: following it reaches the same thread (DATABASE_URL stays in the environment).
+    expect(hint?.[2]).toBe(
+      `--thread ${threadId} --provider demo --store postgres --postgres-schema ${schema} --data-dir ${dataDir.path}`,
+    );
+    expect(first.stdout).toContain(
+      `The approval stays open; answer it later with: pnpm start --thread ${threadId} --provider demo --store postgres --postgres-schema ${schema} --data-dir ${dataDir.path}`,
+    );
     const store = new PostgresStore({ connectionString: postgresUrl, schema });
     try {
       const before = await store.listMessages(threadId!);
       expect(before[0]?.message).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'hello' }] });
-      const second = start([...flags, '--postgres-url', postgresUrl, '--thread', threadId!]);
+      const second = start(hint![2]!.split(' '), { DATABASE_URL: postgresUrl });
       second.send(['n', '/exit'], { end: true });
       expect(await second.exited).toBe(0);
       expect(second.stdout).toContain(`Continuing thread ${threadId} (${before.length} messages).`);

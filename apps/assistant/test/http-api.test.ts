@@ -1,4 +1,4 @@
-import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DemoModel } from '../src/demo-model.js';
 import { seedSandbox } from '../src/tools/seed-sandbox.js';
@@ -318,5 +318,37 @@ describe('decisions with several open tickets', () => {
       'cancelled',
     ]);
     expect(runEnd(events)).toMatchObject({ status: 'done', finalText: 'Read both.' });
+  });
+});
+
+describe('token usage over SSE', () => {
+  let sandbox: Awaited<ReturnType<typeof temporaryDir>>;
+  let api: TestServer | undefined;
+
+  afterEach(async () => {
+    await api?.close();
+    await sandbox?.remove();
+  });
+
+  it("step-end carries each step's own usage, run-end the run's total", async () => {
+    sandbox = await temporaryDir();
+    await seedSandbox(`${sandbox.path}/sandbox`);
+    const model = new ScriptedModel([
+      callTool('calculator', { expression: '1 + 2' }, { usage: { inputTokens: 40, outputTokens: 10 } }),
+      reply('3.', { usage: { inputTokens: 100, outputTokens: 5 } }),
+    ]);
+    api = await startServer(model, `${sandbox.path}/sandbox`);
+    const threadId = (
+      (await (await api.call('/threads', { method: 'POST' })).json()) as { thread: { id: string } }
+    ).thread.id;
+    const events = await collectEventStream(
+      await api.call(`/threads/${threadId}/messages`, { json: { text: 'what is 1 + 2' } }),
+    );
+    const steps = eventsOf(events, 'step-end') as Array<{ step: number; usage: Record<string, number> }>;
+    expect(steps.map(({ step, usage }) => [step, usage.inputTokens, usage.outputTokens])).toEqual([
+      [1, 40, 10],
+      [2, 100, 5],
+    ]);
+    expect(runEnd(events).usage).toMatchObject({ inputTokens: 140, outputTokens: 15 });
   });
 });

@@ -121,6 +121,11 @@ describe('the HTTP server as a child process on a SQLite file', { timeout: 90_00
     const events = await collectEventStream(response);
     const rerun = events.find((event) => event.event === 'tool-execution-start');
     expect(rerun?.data).toMatchObject({ toolName: 'slow_task', rerun: true });
+    // The stream says first that the run is continued and the call re-run, before its result and the new step.
+    const types = events.map((event) => event.event);
+    expect(events[0]?.data).toMatchObject({ type: 'run-start', resumed: true });
+    expect(types.indexOf('tool-execution-start')).toBeLessThan(types.indexOf('tool-result'));
+    expect(types.indexOf('tool-result')).toBeLessThan(types.indexOf('step-start'));
     expect(events.find((event) => event.event === 'tool-result')?.data).toMatchObject({
       toolName: 'slow_task',
       result: { status: 'success', data: { steps: 2 } },

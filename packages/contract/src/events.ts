@@ -125,12 +125,13 @@ export const stateSnapshotEventSchema = z.object({
   revision: z.number().int(),
   state: jsonObjectSchema,
 });
-/** A step ended, with its stop reason and token usage. */
+/** A step ended, with its stop reason and its own token usage (not a running total: `run-end` has the run's). */
 export const stepEndEventSchema = z.object({
   ...base,
   type: z.literal('step-end'),
   step: z.number().int(),
   stopReason: stopReasonSchema.optional(),
+  /** This step's token usage alone (its model calls, a compaction's included); the steps add up to the run's. */
   usage: usageSchema,
 });
 /** The run ended: its status, termination, final text, steps, usage and open tickets. Always the last event. */

@@ -21,6 +21,7 @@ import {
 import { MAX_JSON_DEPTH } from './loop/storable.js';
 import type { Persistence } from './persistence.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
+import { formatIssues } from './tool.js';
 
 // Decisions and new input that arrive while a thread waits on tickets, before any run continues it.
 
@@ -101,9 +102,7 @@ function checkPayload(decision: ResumeDecision, ticket: SuspensionTicket): void 
   if (parsed.success) return;
   throw new LunationError(
     'decision-invalid',
-    `Decision "${decision.decisionId}": the payload does not match ticket "${ticket.id}"'s response schema: ${parsed.error.issues
-      .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(payload)'}: ${issue.message}`)
-      .join('; ')}`,
+    `Decision "${decision.decisionId}": the payload does not match ticket "${ticket.id}"'s response schema: ${formatIssues(parsed.error, '(payload)')}`,
     { details: { ticketId: ticket.id } },
   );
 }

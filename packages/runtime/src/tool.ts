@@ -114,9 +114,44 @@ export function toJsonSchema(schema: z.ZodType | JsonSchema): JsonSchema {
   return schema;
 }
 
-/** Formats zod issues as `path: message; ...` for the model and for errors. */
-export function formatIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-    .join('; ');
+/**
+ * Formats zod issues as `path: message; ...` for the model and for errors. A value that matches no branch of a
+ * union is described by the branch it came closest to (`always: Invalid input: expected boolean, received
+ * string`), or by the types it could have had. `root` names the value itself. @default '(root)'
+ */
+export function formatIssues(error: z.ZodError, root = '(root)'): string {
+  return describeIssues(error.issues, [], root).join('; ');
+}
+
+type Issue = z.core.$ZodIssue;
+
+function describeIssues(issues: readonly Issue[], prefix: PropertyKey[], root: string): string[] {
+  return issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      // A branch that failed inside the value (not on its type) is the one the caller meant.
+      const closest = issue.errors.find(
+        (branch) =>
+          branch.length > 0 &&
+          !branch.every((inner) => inner.path.length === 0 && inner.code === 'invalid_type'),
+      );
+      if (closest) return describeIssues(closest, path, root);
+      const expected = new Set<string>();
+      let received: string | undefined;
+      for (const inner of issue.errors.flat()) {
+        if (inner.code !== 'invalid_type') continue;
+        expected.add(inner.expected);
+        received ??= /received (\w+)/.exec(inner.message)?.[1];
+      }
+      if (expected.size > 0) {
+        const what = `expected one of: ${[...expected].join(', ')}${received ? `, received ${received}` : ''}`;
+        return [`${pathText(path, root)}: ${what}`];
+      }
+    }
+    return [`${pathText(path, root)}: ${issue.message}`];
+  });
+}
+
+function pathText(path: readonly PropertyKey[], root: string): string {
+  return path.length > 0 ? path.map(String).join('.') : root;
 }

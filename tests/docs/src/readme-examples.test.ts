@@ -105,6 +105,28 @@ async function run(example: WrittenExample, env: Record<string, string>): Promis
   }
 }
 
+/** Runs one example like `run`, with `unset` removed from the environment; resolves with its exit code and output. */
+async function runUnset(
+  example: WrittenExample,
+  unset: readonly string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cwd = await mkdtemp(join(tmpdir(), 'lunation-readme-'));
+  const env = { ...process.env };
+  for (const name of unset) delete env[name];
+  try {
+    return await new Promise((resolve) => {
+      const child = execFile(
+        process.execPath,
+        ['--conditions=@lunation/source', '--import', tsx, example.path],
+        { cwd, env, timeout: 30_000 },
+        (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
+      );
+    });
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+  }
+}
+
 /** Lets at most `limit` examples run at once (the machine has two cores). */
 function limiter(limit: number) {
   let running = 0;
@@ -140,6 +162,21 @@ describe('README examples', { timeout: 120_000 }, () => {
 
   it('are found in the READMEs', () => {
     expect(examples.length).toBeGreaterThan(0);
+  });
+
+  it("the runtime's quick start without OPENAI_API_KEY says why and exits 1", async () => {
+    const quickStart = examples.find(
+      (example) => example.file === 'packages/runtime/README.md' && example.code.includes('new OpenAIModel('),
+    );
+    if (!quickStart) throw new Error('no quick start in packages/runtime/README.md');
+    const { code, stdout, stderr } = await slot(() =>
+      runUnset(quickStart, ['OPENAI_API_KEY', 'OPENAI_BASE_URL']),
+    );
+    expect(stdout).not.toContain('after 1 steps');
+    expect(stderr).toMatch(
+      /^\nThe run failed: The OpenAI client could not send the request .*OPENAI_API_KEY/,
+    );
+    expect(code).toBe(1);
   });
 
   describe.each(readmes.filter((file) => examples.some((example) => example.file === file)))('%s', (file) => {

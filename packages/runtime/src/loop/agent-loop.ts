@@ -1,4 +1,5 @@
 import {
+  emptyUsage,
   LunationError,
   type Message,
   statusForTermination,
@@ -38,6 +39,8 @@ export class AgentLoop {
   private inferenceAbort = new AbortController();
   private inferring = false;
   private interrupted = false;
+  /** The step whose `step-end` was emitted last (-1: none yet). */
+  private stepEnded = -1;
   private deadline: ReturnType<typeof setTimeout> | undefined;
   private readonly output: OutputSpec | undefined;
   /** The abort reason of a run that reached its `timeout` stop condition. */
@@ -148,6 +151,7 @@ export class AgentLoop {
     scope.switchAgentIfHandedOff();
     this.inbox.drain();
     scope.progress.step++;
+    scope.stepUsage = emptyUsage();
     const step = scope.progress.step;
     if (scope.listening) scope.emit({ type: 'step-start', step });
     if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
@@ -260,6 +264,9 @@ export class AgentLoop {
   private emitStepEnd(): void {
     const { scope } = this;
     if (!scope.listening) return;
+    // Once per step: a kept-alive run reports its step when it waits, and must not again when input comes.
+    if (this.stepEnded === scope.progress.step) return;
+    this.stepEnded = scope.progress.step;
     if (scope.options.emitStateSnapshots) {
       const snapshot = scope.state.snapshot();
       scope.emit({
@@ -272,7 +279,7 @@ export class AgentLoop {
       type: 'step-end',
       step: scope.progress.step,
       stopReason: scope.lastStopReason,
-      usage: scope.progress.usage,
+      usage: scope.stepUsage,
     });
   }
 

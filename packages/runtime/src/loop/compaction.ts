@@ -1,4 +1,4 @@
-import { addUsage, type ModelRequest } from '@lunation/contract';
+import type { ModelRequest } from '@lunation/contract';
 import {
   applyCompaction,
   DEFAULT_COMPACTION_PROMPT,
@@ -41,7 +41,7 @@ export async function compactIfNeeded(scope: RunScope): Promise<void> {
   let summary = '';
   for await (const part of scope.agent.model.stream(request, { signal: scope.signal })) {
     if (part.type === 'text-delta') summary += part.delta;
-    else if (part.type === 'usage') scope.progress.usage = addUsage(scope.progress.usage, part.usage);
+    else if (part.type === 'usage') scope.addUsage(part.usage);
   }
   scope.append({
     id: createId(),

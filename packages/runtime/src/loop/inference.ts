@@ -186,7 +186,7 @@ class Answer {
       if (!rejectedCalls.has(call.toolCallId)) rejectedCalls.set(call.toolCallId, cutShortProblem);
     }
     const usage = this.usage ?? emptyUsage();
-    scope.progress.usage = addUsage(scope.progress.usage, usage);
+    scope.addUsage(usage);
     const message: AssistantMessage = {
       id: createId(),
       role: 'assistant',

@@ -1,5 +1,6 @@
 import {
   type AgentEvent,
+  addUsage,
   emptyUsage,
   type JsonSchema,
   type JsonValue,
@@ -129,6 +130,8 @@ export class RunScope {
   /** Messages this run added. */
   readonly runMessages: Message[] = [];
   readonly progress: RunProgress;
+  /** The current step's own usage (its model calls, a compaction's included); `progress.usage` is the run's. */
+  stepUsage: Usage = emptyUsage();
   /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */
   readonly listening: boolean;
   finalText = '';
@@ -163,6 +166,12 @@ export class RunScope {
       consecutiveToolErrors: 0,
       startedAt: Date.now(),
     };
+  }
+
+  /** Counts a model call's usage toward the current step and the run. */
+  addUsage(usage: Usage): void {
+    this.stepUsage = addUsage(this.stepUsage, usage);
+    this.progress.usage = addUsage(this.progress.usage, usage);
   }
 
   /** The progress changed: it is written to state before the state is next read (once, however often it changes). */
