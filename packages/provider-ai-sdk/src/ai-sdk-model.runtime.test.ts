@@ -1,9 +1,6 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { createRuntime, type Tool } from '@lunation/runtime';
-import { collectEvents, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   blockDelta,
   blockStart,
@@ -13,8 +10,16 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
-import { chunk, done, streamHeaders as openaiHeaders, usageChunk } from './__fixtures__/openai-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import {
+  chunk,
+  done,
+  streamHeaders as openaiHeaders,
+  usageChunk,
+} from '@lunation/provider-testkit/wires/openai-chat';
+import { createRuntime, type Tool } from '@lunation/runtime';
+import { collectEvents, eventTypes, streamedText } from '@lunation/runtime/testing';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AiSdkModel } from './ai-sdk-model.js';
 
 const server = new ScriptedServer();

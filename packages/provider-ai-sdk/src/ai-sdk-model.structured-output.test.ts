@@ -3,9 +3,6 @@ import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { Usage } from '@lunation/contract';
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { createRuntime, defineTool } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { z } from 'zod';
 import {
   blockDelta,
   blockStart,
@@ -15,8 +12,16 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
-import { chunk, done, streamHeaders as openaiHeaders, usageChunk } from './__fixtures__/openai-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import {
+  chunk,
+  done,
+  streamHeaders as openaiHeaders,
+  usageChunk,
+} from '@lunation/provider-testkit/wires/openai-chat';
+import { createRuntime, defineTool } from '@lunation/runtime';
+import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import { AiSdkModel } from './ai-sdk-model.js';
 
 const server = new ScriptedServer();

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   blockDelta,
   blockStart,
@@ -9,7 +8,8 @@ import {
   messageStart,
   messageStop,
   streamHeaders,
-} from '../src/__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const server = new ScriptedServer();
 beforeAll(async () => {

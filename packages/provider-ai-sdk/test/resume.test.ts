@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   blockDelta,
   blockStart,
@@ -13,7 +12,8 @@ import {
   messageStart,
   messageStop,
   streamHeaders,
-} from '../src/__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BridgeProcessConfig } from './fixtures/bridge-process.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/bridge-process.ts', import.meta.url));

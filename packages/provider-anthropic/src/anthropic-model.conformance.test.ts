@@ -1,5 +1,5 @@
 import { runProviderConformance } from '@lunation/provider-testkit';
-import { anthropicWire } from './__fixtures__/anthropic-wire.js';
+import { anthropicWire } from '@lunation/provider-testkit/wires/anthropic-messages';
 import { AnthropicModel } from './anthropic-model.js';
 
 runProviderConformance({

@@ -5,8 +5,6 @@ import {
   ScriptedServer,
   summarizeParts,
 } from '@lunation/provider-testkit';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { messageDeltaWith, refusalStream } from './__fixtures__/anthropic-recorded.js';
 import {
   blockDelta,
   blockStart,
@@ -17,7 +15,9 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { messageDeltaWith, refusalStream } from './__fixtures__/anthropic-recorded.js';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 
 const server = new ScriptedServer();

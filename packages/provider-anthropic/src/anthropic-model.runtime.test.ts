@@ -1,7 +1,4 @@
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { createRuntime, type Tool } from '@lunation/runtime';
-import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   blockDelta,
   blockStart,
@@ -11,7 +8,10 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { createRuntime, type Tool } from '@lunation/runtime';
+import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnthropicModel } from './anthropic-model.js';
 
 const server = new ScriptedServer();

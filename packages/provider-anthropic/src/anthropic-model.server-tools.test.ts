@@ -5,6 +5,15 @@ import {
   ScriptedServer,
   summarizeParts,
 } from '@lunation/provider-testkit';
+import {
+  blockDelta,
+  blockStart,
+  blockStop,
+  messageStart,
+  messageStop,
+  ping,
+  streamHeaders,
+} from '@lunation/provider-testkit/wires/anthropic-messages';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -22,15 +31,6 @@ import {
   webSearchBlocks,
   webSearchResult,
 } from './__fixtures__/anthropic-recorded.js';
-import {
-  blockDelta,
-  blockStart,
-  blockStop,
-  messageStart,
-  messageStop,
-  ping,
-  streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 
 const server = new ScriptedServer();

@@ -1,8 +1,4 @@
 import { ScriptedServer } from '@lunation/provider-testkit';
-import { createRuntime, defineTool } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { z } from 'zod';
-import { refusalStream } from './__fixtures__/anthropic-recorded.js';
 import {
   blockDelta,
   blockStart,
@@ -12,7 +8,11 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { createRuntime, defineTool } from '@lunation/runtime';
+import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
+import { refusalStream } from './__fixtures__/anthropic-recorded.js';
 import { AnthropicModel } from './anthropic-model.js';
 
 const server = new ScriptedServer();

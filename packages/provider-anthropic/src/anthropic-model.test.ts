@@ -6,7 +6,6 @@ import {
   ScriptedServer,
   summarizeParts,
 } from '@lunation/provider-testkit';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   blockDelta,
   blockStart,
@@ -18,7 +17,8 @@ import {
   messageStop,
   ping,
   streamHeaders,
-} from './__fixtures__/anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 import { usesAdaptiveThinking } from './build-request.js';
 

@@ -1,7 +1,7 @@
 import { LunationError, type ModelRequest } from '@lunation/contract';
 import { assertStreamInvariants, collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { chunk, done, streamHeaders } from '@lunation/provider-testkit/wires/openai-chat';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { chunk, done, streamHeaders } from './__fixtures__/openai-wire.js';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
 const server = new ScriptedServer();

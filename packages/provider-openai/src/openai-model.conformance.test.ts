@@ -1,5 +1,5 @@
 import { runProviderConformance } from '@lunation/provider-testkit';
-import { openaiWire } from './__fixtures__/openai-wire.js';
+import { openaiWire } from '@lunation/provider-testkit/wires/openai-chat';
 import { OpenAIModel } from './openai-model.js';
 
 runProviderConformance({

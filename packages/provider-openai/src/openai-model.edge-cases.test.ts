@@ -1,8 +1,14 @@
 import { LunationError, type ModelRequest } from '@lunation/contract';
 import { collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import {
+  chunk,
+  done,
+  insufficientQuota,
+  streamHeaders,
+  usageChunk,
+} from '@lunation/provider-testkit/wires/openai-chat';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { chunk, done, insufficientQuota, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
 // Vendor edge cases replayed from recorded streams (issue #25): an exhausted quota, and DeepSeek reached through

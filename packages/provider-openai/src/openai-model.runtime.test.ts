@@ -1,8 +1,8 @@
 import { ScriptedServer } from '@lunation/provider-testkit';
+import { chunk, done, streamHeaders, usageChunk } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chunk, done, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
 import { OpenAIModel } from './openai-model.js';
 
 const server = new ScriptedServer();

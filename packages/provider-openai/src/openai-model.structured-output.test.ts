@@ -1,8 +1,8 @@
 import { ScriptedServer } from '@lunation/provider-testkit';
+import { chunk, done, streamHeaders, usageChunk } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime, defineTool } from '@lunation/runtime';
 import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chunk, done, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
 import { OpenAIModel } from './openai-model.js';
 
 const server = new ScriptedServer();

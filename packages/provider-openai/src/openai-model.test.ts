@@ -5,9 +5,15 @@ import {
   ScriptedServer,
   summarizeParts,
 } from '@lunation/provider-testkit';
+import {
+  chunk,
+  done,
+  errorBody,
+  streamHeaders,
+  usageChunk,
+} from '@lunation/provider-testkit/wires/openai-chat';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { chunk, done, errorBody, streamHeaders, usageChunk } from './__fixtures__/openai-wire.js';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
 const server = new ScriptedServer();

@@ -1,5 +1,6 @@
 import { LunationError, type ModelRequest, type Usage } from '@lunation/contract';
 import { assertStreamInvariants, collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { errorBody } from '@lunation/provider-testkit/wires/openai-chat';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   RESPONSE_ID,
@@ -7,7 +8,6 @@ import {
   responsesSse,
   responsesStreamHeaders,
 } from './__fixtures__/openai-responses-wire.js';
-import { errorBody } from './__fixtures__/openai-wire.js';
 import { OpenAIResponsesModel, type OpenAIResponsesModelOptions } from './openai-responses-model.js';
 
 const server = new ScriptedServer();

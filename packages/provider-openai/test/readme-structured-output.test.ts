@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ScriptedServer } from '@lunation/provider-testkit';
+import { chunk, done, streamHeaders, usageChunk } from '@lunation/provider-testkit/wires/openai-chat';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { chunk, done, streamHeaders, usageChunk } from '../src/__fixtures__/openai-wire.js';
 
 const server = new ScriptedServer();
 beforeAll(async () => {

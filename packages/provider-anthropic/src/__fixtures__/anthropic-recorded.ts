@@ -6,7 +6,7 @@ import {
   messageStart,
   messageStop,
   ping,
-} from './anthropic-wire.js';
+} from '@lunation/provider-testkit/wires/anthropic-messages';
 
 /**
  * Recorded-style Messages API streams for server tools, MCP and refusals: the event order, block shapes and

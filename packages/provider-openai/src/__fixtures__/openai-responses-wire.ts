@@ -8,7 +8,7 @@ import {
   type ScriptedStream,
   scriptedStopReason,
 } from '@lunation/provider-testkit';
-import { errorBody } from './openai-wire.js';
+import { errorBody } from '@lunation/provider-testkit/wires/openai-chat';
 
 /**
  * The Responses API's streaming wire, as OpenAI sends it: `event: <type>` and `data: <json>` lines per event,

@@ -1,4 +1,11 @@
-// Copied from packages/provider-anthropic/src/__fixtures__/anthropic-wire.ts; the capabilities say what the V4 bridge carries.
+/**
+ * Anthropic's Messages API wire (streaming SSE events, error bodies, headers) for adapter tests:
+ * `anthropicWire` for `runProviderConformance` and `ScriptedServer`, and builders for hand-written streams.
+ * Adapters that carry less than the Messages API (no signatures, no refusal stop reason) override
+ * `capabilities`: `{ ...anthropicWire, capabilities: { ...anthropicWire.capabilities, redactedReasoning: false } }`.
+ *
+ * @module
+ */
 import type { StopReason, Usage } from '@lunation/contract';
 import {
   formatServerSentEvent,
@@ -9,7 +16,7 @@ import {
   type ScriptedEvent,
   type ScriptedStream,
   scriptedStopReason,
-} from '@lunation/provider-testkit';
+} from '../index.js';
 
 /** Headers Anthropic sends on a streaming Messages response. */
 export function streamHeaders(requestId = 'req_011CSHoEeqs5C35K2UUqR7Fy'): Record<string, string> {
@@ -26,6 +33,7 @@ export function event(data: { type: string } & Record<string, unknown>): string 
   return formatServerSentEvent(data, data.type);
 }
 
+/** The `message_start` event (a recorded message id and model), with `usage` over the recorded defaults. */
 export function messageStart(
   usage: Record<string, unknown> = { input_tokens: 25, output_tokens: 1 },
 ): string {
@@ -50,21 +58,27 @@ export function messageStart(
   });
 }
 
+/** The `ping` event Anthropic sends between blocks. */
 export const ping = event({ type: 'ping' });
+/** The `message_stop` event that ends a stream. */
 export const messageStop = event({ type: 'message_stop' });
 
+/** `content_block_start` of block `index` (`text`, `thinking`, `tool_use`, ...). */
 export function blockStart(index: number, contentBlock: Record<string, unknown>): string {
   return event({ type: 'content_block_start', index, content_block: contentBlock });
 }
 
+/** `content_block_delta` of block `index` (`text_delta`, `thinking_delta`, `input_json_delta`, ...). */
 export function blockDelta(index: number, delta: Record<string, unknown>): string {
   return event({ type: 'content_block_delta', index, delta });
 }
 
+/** `content_block_stop` of block `index`. */
 export function blockStop(index: number): string {
   return event({ type: 'content_block_stop', index });
 }
 
+/** `message_delta` with the stop reason (the wire's, e.g. `end_turn`) and the output usage. */
 export function messageDelta(
   stopReason: string,
   usage: Record<string, unknown>,
@@ -87,6 +101,8 @@ const stopReasons: Partial<Record<StopReason, string>> = {
   'max-tokens': 'max_tokens',
   'tool-use': 'tool_use',
   'stop-sequence': 'stop_sequence',
+  refusal: 'refusal',
+  // What an adapter without a refusal stop reason (the AI SDK's V4 stream) makes of Anthropic's `refusal`.
   'content-filter': 'refusal',
 };
 
@@ -282,18 +298,14 @@ function encodeError(error: ScriptedError): HttpResponseScript {
   };
 }
 
-/**
- * The Messages API wire as `AiSdkModel` over `@ai-sdk/anthropic` can carry it. The V4 stream has no signature or
- * redaction field (the signature travels in `providerMetadata.anthropic`, tested apart) and no refusal part
- * (Anthropic's `refusal` arrives as the unified `content-filter`).
- */
+/** The Messages API wire for `@lunation/provider-testkit`. */
 export const anthropicWire: ProviderWire = {
   encode: (response) => (response.type === 'stream' ? encodeStream(response) : encodeError(response)),
   capabilities: {
     reasoning: true,
-    reasoningSignature: false,
-    redactedReasoning: false,
+    reasoningSignature: true,
+    redactedReasoning: true,
     interleavedToolCalls: false,
-    stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'stop-sequence', 'content-filter'],
+    stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'stop-sequence', 'refusal'],
   },
 };

@@ -1,4 +1,11 @@
-// Copied from packages/provider-openai/src/__fixtures__/openai-wire.ts (Chat Completions, as `openai.chat()` speaks it).
+/**
+ * OpenAI's Chat Completions wire (streaming chunks, error bodies, headers) for adapter tests: `openaiWire` for
+ * `runProviderConformance` and `ScriptedServer`, and builders for hand-written streams. Adapters that do not
+ * read the `reasoning_content` extension override `capabilities`:
+ * `{ ...openaiWire, capabilities: { ...openaiWire.capabilities, reasoning: false } }`.
+ *
+ * @module
+ */
 import type { StopReason, Usage } from '@lunation/contract';
 import {
   formatServerSentEvent,
@@ -8,7 +15,7 @@ import {
   type ScriptedError,
   type ScriptedStream,
   scriptedStopReason,
-} from '@lunation/provider-testkit';
+} from '../index.js';
 
 /** Headers OpenAI sends on a streaming Chat Completions response. */
 export function streamHeaders(requestId = 'req_7f3e2b9c1d0a4e5f8a6b'): Record<string, string> {
@@ -44,8 +51,10 @@ export function usageChunk(usage: Usage): string {
   return formatServerSentEvent({ ...chunkBase, choices: [], usage: toWireUsage(usage) });
 }
 
+/** The `data: [DONE]` line that ends a Chat Completions stream. */
 export const done = 'data: [DONE]\n\n';
 
+/** A contract `Usage` as Chat Completions reports it (`prompt_tokens`, `completion_tokens`, details). */
 export function toWireUsage(usage: Usage): Record<string, unknown> {
   return {
     prompt_tokens: usage.inputTokens,
@@ -224,11 +233,19 @@ function encodeError(error: ScriptedError): HttpResponseScript {
 export const openaiWire: ProviderWire = {
   encode: (response) => (response.type === 'stream' ? encodeStream(response) : encodeError(response)),
   capabilities: {
-    // @ai-sdk/openai's Chat Completions model does not read the `reasoning_content` extension.
-    reasoning: false,
+    reasoning: true,
     reasoningSignature: false,
     redactedReasoning: false,
     interleavedToolCalls: true,
     stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'content-filter'],
   },
+};
+
+/** OpenAI's body for an account whose quota or credit is used up (HTTP 429, and inside streams). */
+export const insufficientQuota = {
+  message:
+    'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.',
+  type: 'insufficient_quota',
+  param: null,
+  code: 'insufficient_quota',
 };
