@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { LunationError, type PortableTool, type PortableToolContext } from '@lunation/contract';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_IDEMPOTENCY_KEY_META, McpToolset } from '../src/index.js';
@@ -239,5 +240,28 @@ describe('McpToolset', () => {
     ).toMatchObject({
       output: { status: 'success', message: 'archive ran' },
     });
+  });
+
+  it('reconnects to a stdio server that died, and lists its tools again', async () => {
+    const toolset = await open({ servers: [everythingServer({ tools: { include: ['echo'] } })] });
+    const echo = () => find(toolset.tools(), 'everything__echo');
+    expect(await echo().execute({ message: 'one' }, context('everything__echo'))).toMatchObject({
+      output: { status: 'success', message: 'Echo: one' },
+    });
+    const servers = () =>
+      execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes('server-everything'))
+        .map((line) => Number.parseInt(line.trim(), 10));
+    const [pid, ...others] = servers();
+    expect(others).toEqual([]);
+    process.kill(pid ?? 0, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await echo().execute({ message: 'two' }, context('everything__echo'))).toMatchObject({
+      output: { status: 'success', message: 'Echo: two' },
+    });
+    const [restarted] = servers();
+    expect(restarted).toEqual(expect.any(Number));
+    expect(restarted).not.toBe(pid);
   });
 });
