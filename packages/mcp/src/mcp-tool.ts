@@ -143,6 +143,13 @@ async function callMcpTool(
       return context.output(toToolResult(outcome, metadata()));
     }
     if (responses === undefined) {
+      if (context.decision !== undefined) {
+        // A call resumed by a decision (an approval) cannot suspend again.
+        return fail(
+          `The MCP server "${server}" asked for input to run "${toolName}" after the call was approved; call it again to answer.`,
+          { inputRequired: true },
+        );
+      }
       if (!elicitation) {
         return fail(
           `The MCP server "${server}" asked for input to run "${toolName}", but this agent cannot ask the user.`,

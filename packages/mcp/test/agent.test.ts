@@ -209,6 +209,29 @@ describe('MCP tools in an agent', () => {
     expect(seen[1]?.meta[MCP_IDEMPOTENCY_KEY_META]).toBe(seen[0]?.meta[MCP_IDEMPOTENCY_KEY_META]);
   });
 
+  it('gives an error result, not a pending one, when an approved call then asks for input', async () => {
+    const path = join(directory, 'approved-input.sqlite');
+    const steps: ScriptedResponse[] = [
+      { toolCalls: [{ toolName: 'notes__clear_with_confirmation', arguments: {} }] },
+      reply('Could not.'),
+    ];
+    const { runtime } = await processOn(path, steps, { elicitation: true });
+    const suspended = await runtime.generate({ threadId: 'approved-input', input: 'clear' });
+    expect(suspended.openTickets.map((ticket) => ticket.action)).toEqual(['approve']);
+    const outcome = await runtime.sendDecisions('approved-input', [
+      { decisionId: 'ok', ticketId: suspended.openTickets[0]?.id ?? '', action: 'resume' },
+    ]);
+    const done = await outcome.run?.result;
+    expect(done?.status).toBe('done');
+    expect(done?.openTickets).toEqual([]);
+    expect(results(done).at(-1)?.result).toMatchObject({
+      status: 'error',
+      message:
+        'The MCP server "notes" asked for input to run "clear_with_confirmation" after the call was approved; call it again to answer.',
+      metadata: { mcp: { inputRequired: true } },
+    });
+  });
+
   it('gives the model an error result when a server asks for input and the agent does not offer elicitation', async () => {
     const path = join(directory, 'no-input.sqlite');
     const { runtime } = await processOn(
