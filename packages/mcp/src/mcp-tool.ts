@@ -30,9 +30,9 @@ export interface McpInputTicketParameters {
 }
 
 /** The payload of a decision answering an {@link MCP_INPUT_ACTION} ticket: an elicitation result per key. */
-export interface McpInputDecisionPayload {
+export type McpInputDecisionPayload = {
   responses: Record<string, { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, JsonValue> }>;
-}
+};
 
 /** Milliseconds the runtime's own timeout of an MCP tool waits beyond the call's, so the call's fires first. */
 const RUNTIME_TIMEOUT_MARGIN_MS = 2_000;
