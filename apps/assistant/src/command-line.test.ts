@@ -31,6 +31,7 @@ describe('parseCommandLine', () => {
         dataDir: DEFAULT_DATA_DIR,
         sandbox: join(DEFAULT_DATA_DIR, 'sandbox'),
         dispatch: undefined,
+        mcpConfig: undefined,
       },
     } satisfies Command);
   });
