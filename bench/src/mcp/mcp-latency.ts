@@ -5,7 +5,8 @@
  * "done" at step S, S = 10, non-streaming) with `add` as a plain tool (`defineTool`), and as the `add` tool of
  * an MCP server written with the official SDK (`add-server.ts`, its own process) reached through
  * `@lunation/mcp` over stdio and over Streamable HTTP (loopback), each at 2026-07-28 and 2025. An MCP call's
- * added latency = (µs per run with MCP − µs per run with the plain tool) / (S − 1). Beside it, the SDK
+ * added latency = (µs per run with MCP − µs per run with the plain tool) / (S − 1), the plain tool timed again
+ * right before each variant (the machine is shared: its load drifts). Beside it, the SDK
  * client's own `callTool` round trip to the same server (no Lunation), so the share of the protocol and of
  * Lunation's wrapper can be told apart. Writes bench/results/mcp.json.
  */
@@ -120,12 +121,11 @@ interface Figure {
   transport: 'stdio' | 'http';
   protocol: string;
   usPerRun: number;
+  plainUsPerRun: number;
   addedUsPerCall: number;
   sdkUsPerCall: number;
 }
 
-const plainUsPerRun = await timeRuns([plainAdd], 'add');
-console.log(`plain tool: ${plainUsPerRun.toFixed(0)} µs per run of S=${STEPS} (${STEPS - 1} calls)`);
 const http = await startHttpServer();
 const figures: Figure[] = [];
 try {
@@ -135,6 +135,7 @@ try {
         transport === 'stdio'
           ? { name: 'bench', transport: 'stdio', ...stdioServer, protocol, env: { NODE_OPTIONS: '' } }
           : { name: 'bench', transport: 'http', url: http.url, protocol };
+      const plainUsPerRun = await timeRuns([plainAdd], 'add');
       const mcp = await McpToolset.connect({ servers: [server] });
       const version = mcp.protocolVersions().bench ?? 'unknown';
       let usPerRun: number;
@@ -159,12 +160,13 @@ try {
         transport,
         protocol: version,
         usPerRun,
+        plainUsPerRun,
         addedUsPerCall: (usPerRun - plainUsPerRun) / (STEPS - 1),
         sdkUsPerCall,
       };
       figures.push(figure);
       console.log(
-        `MCP ${transport} ${version}: ${usPerRun.toFixed(0)} µs per run; +${figure.addedUsPerCall.toFixed(0)} µs per call over the plain tool; the SDK client alone ${sdkUsPerCall.toFixed(0)} µs per call`,
+        `MCP ${transport} ${version}: ${usPerRun.toFixed(0)} µs per run (plain tool ${plainUsPerRun.toFixed(0)}); +${figure.addedUsPerCall.toFixed(0)} µs per call over the plain tool; the SDK client alone ${sdkUsPerCall.toFixed(0)} µs per call`,
       );
     }
   }
@@ -183,7 +185,6 @@ writeFileSync(
       loadAverage: loadavg(),
       lunationFrom: loaded.from,
       settings: { runs, warmup, rounds, steps: STEPS, store: 'none', streaming: false },
-      plainUsPerRun,
       figures,
     },
     null,

@@ -251,8 +251,8 @@ export class McpConnection {
    * which one asked: it is declined.
    */
   private elicit(request: ElicitRequest): ElicitResult {
-    if (this.rounds.size !== 1) return { action: 'decline' };
-    const [round] = this.rounds as unknown as [CallRound];
+    const [round, other] = this.rounds;
+    if (round === undefined || other !== undefined) return { action: 'decline' };
     round.asked += 1;
     const key = `elicitation-${round.asked}`;
     const answer = round.answers?.[key];
