@@ -274,6 +274,9 @@ export function callFailure(error: unknown): { reason: string; timedOut: boolean
   }
   if (LunationError.hasCode(error, 'mcp-unavailable'))
     return { reason: error.message, timedOut: false, disconnected: true };
+  // fetch's own failure: the HTTP connection was refused or cut off mid-call (the outcome is unknown).
+  if (error instanceof TypeError && error.message === 'fetch failed')
+    return { reason: error.message, timedOut: false, disconnected: true };
   return {
     reason: error instanceof Error ? error.message : String(error),
     timedOut: false,

@@ -151,6 +151,38 @@ describe('McpToolset', () => {
     expect(unreachable.output.message).toMatch(/^The MCP server "doomed" failed the call of "list_notes": /);
   });
 
+  it.each([
+    ['2026-07-28', 'auto' as const],
+    ['2025', 'legacy' as const],
+  ])(
+    'sends a call again, with the same key marked as a re-run, when its HTTP connection is cut mid-call (%s)',
+    async (_, protocol) => {
+      const cut = await startNotesServer();
+      try {
+        const toolset = await open({
+          servers: [{ name: 'notes', transport: 'http', url: cut.url, protocol }],
+        });
+        const pending = find(toolset.tools(), 'notes__wait_for_release').execute(
+          {},
+          context('notes__wait_for_release'),
+        );
+        await cut.nextCall('wait_for_release');
+        cut.dropConnections();
+        await cut.nextCall('wait_for_release', 1);
+        cut.release();
+        expect(await pending).toMatchObject({ output: { status: 'success', message: 'released' } });
+        expect(
+          cut.calls.map((call) => [call.meta[MCP_IDEMPOTENCY_KEY_META], call.meta['dev.lunation/rerun']]),
+        ).toEqual([
+          ['key-notes__wait_for_release', undefined],
+          ['key-notes__wait_for_release', true],
+        ]);
+      } finally {
+        await cut.close();
+      }
+    },
+  );
+
   it('namespaces several servers, filters their tools, and refuses a bad config with every problem named', async () => {
     const toolset = await open({
       servers: [
