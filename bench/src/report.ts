@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { FRAMEWORKS, type FrameworkId } from './frameworks/index.js';
 import type { Mode, StoreKind } from './harness.js';
 import { benchDir } from './machine.js';
+import { mcpSection } from './mcp-section.js';
 import type { Stats } from './measure.js';
 import type { PostgresStoreKind } from './postgres.js';
 import type {
@@ -955,6 +956,8 @@ Profiles: \`pnpm --filter @lunation/bench run profile -- w1:lunation:generate:sq
 ${w4Section()}
 
 ${w5Section()}
+
+${mcpSection()}
 `;
 }
 

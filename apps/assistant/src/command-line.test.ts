@@ -32,6 +32,7 @@ describe('parseCommandLine', () => {
         dataDir: DEFAULT_DATA_DIR,
         sandbox: join(DEFAULT_DATA_DIR, 'sandbox'),
         dispatch: undefined,
+        mcpConfig: undefined,
       },
     } satisfies Command);
   });
@@ -116,6 +117,19 @@ describe('parseCommandLine', () => {
     expect(parse(['--store', 'redis', '--redis-url', 'redis://cache:6380'])).toMatchObject({
       continueFlags: ['--store', 'redis', '--redis-url', 'redis://cache:6380'],
     });
+  });
+
+  it('reads --mcp, a file of MCP servers, resolved from the folder the command was run in', () => {
+    expect(
+      parse(['--mcp', 'servers/mcp.json']).type === 'chat' && parse(['--mcp', 'servers/mcp.json']),
+    ).toMatchObject({
+      settings: { mcpConfig: '/home/me/servers/mcp.json' },
+    });
+    expect(parse(['serve', '--mcp', '/etc/mcp.json'])).toMatchObject({
+      settings: { mcpConfig: '/etc/mcp.json' },
+    });
+    expect((parse([]) as Extract<Command, { type: 'chat' }>).settings.mcpConfig).toBeUndefined();
+    expect(refusal(['--mcp', ' '])).toBe('--mcp needs a value (see --help)');
   });
 
   it('reads serve flags and tokens from flags and ASSISTANT_TOKENS', () => {

@@ -25,6 +25,8 @@ export interface AssistantSettings {
   sandbox: string;
   /** Serve or work as part of a fleet through this dispatcher; undefined: one process does everything. */
   dispatch: DispatchKind | undefined;
+  /** A JSON file listing MCP servers whose tools the assistant gets (`--mcp`); undefined: none. */
+  mcpConfig: string | undefined;
 }
 
 export type Command =
@@ -93,6 +95,9 @@ Flags:
                                  worker: take work from it. Every server and worker of a fleet names
                                  the same store and dispatcher
   --concurrency <n>              worker: threads run at once (default: 4)
+  --mcp <file>                   a JSON file of MCP servers whose tools the assistant gets
+                                 ({"servers":[{"name":"everything","transport":"stdio",
+                                 "command":"npx","args":[...]}]}, see README)
   -h, --help                     show this help
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
@@ -115,6 +120,7 @@ const OPTIONS = {
   token: { type: 'string', multiple: true },
   dispatch: { type: 'string' },
   concurrency: { type: 'string' },
+  mcp: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -191,6 +197,7 @@ export function parseCommandLine(
     dataDir,
     sandbox: values.sandbox === undefined ? join(dataDir, 'sandbox') : path(values.sandbox),
     dispatch: oneOf('dispatch', values.dispatch, DISPATCHERS),
+    mcpConfig: values.mcp === undefined ? undefined : path(nonEmpty('mcp', values.mcp) ?? ''),
   };
   if (values['redis-url'] !== undefined && settings.store !== 'redis' && settings.dispatch !== 'redis') {
     throw usageError('--redis-url only applies with --store redis or --dispatch redis');

@@ -1,5 +1,5 @@
 import type { LunationStore, ModelProvider } from '@lunation/contract';
-import { type AgentRuntime, createRuntime, permissionPlugin } from '@lunation/runtime';
+import { type AgentRuntime, type AnyTool, createRuntime, permissionPlugin } from '@lunation/runtime';
 import { calculatorTool } from './tools/calculator-tool.js';
 import { currentTimeTool } from './tools/current-time-tool.js';
 import { createReadFileTool } from './tools/read-file-tool.js';
@@ -18,6 +18,8 @@ export interface AssistantRuntimeOptions {
    * servers started with one owner never run one thread at once.
    */
   owner?: string;
+  /** Tools of MCP servers (`McpToolset.tools()`); one that is not read-only needs the user's approval. */
+  mcpTools?: readonly AnyTool[];
   /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 6000 */
   leaseTtlMs?: number;
 }
@@ -28,9 +30,13 @@ export const ASSISTANT_LEASE_TTL_MS = 6_000;
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
 Use the calculator for any arithmetic, current_time for dates and times, read_file to read files the user
 mentions (paths are relative to a sandbox folder; "." lists it), and slow_task when asked for a slow job.
+Tools named <server>__<tool> come from MCP servers the user configured.
 If the user declines a tool call, accept it and carry on without it.`;
 
-/** The assistant: one agent with four tools; reading a file needs the user's approval. */
+/**
+ * The assistant: one agent with four tools and those of its MCP servers; reading a file, and an MCP tool that
+ * does not say it is read-only, need the user's approval.
+ */
 export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentRuntime {
   return createRuntime()
     .model('main', options.model)
@@ -44,6 +50,7 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
         currentTimeTool,
         createReadFileTool({ sandbox: options.sandbox }),
         createSlowTaskTool(options.slowTask),
+        ...(options.mcpTools ?? []),
       ],
       plugins: [
         {
@@ -54,6 +61,12 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
                 tool: 'read_file',
                 decision: 'ask',
                 message: 'The assistant wants to read a file in the sandbox.',
+              },
+              {
+                tool: '*__*',
+                annotations: { readOnlyHint: false },
+                decision: 'ask',
+                message: 'The assistant wants to use an MCP tool that may change things.',
               },
             ],
           },
@@ -66,4 +79,24 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
       ...(options.owner === undefined ? {} : { owner: options.owner }),
     })
     .build();
+}
+
+/** Gives the assistant agent a server's changed MCP tool list (its own tools stay). */
+export function replaceMcpTools(runtime: AgentRuntime, mcpTools: readonly AnyTool[]): void {
+  runtime.registry.update((set) => ({
+    ...set,
+    agents: set.agents.map((agent) =>
+      agent.id !== 'assistant'
+        ? agent
+        : {
+            ...agent,
+            tools: [
+              ...(agent.tools ?? []).filter(
+                (tool) => typeof tool === 'string' || !tool.descriptor.name.includes('__'),
+              ),
+              ...mcpTools,
+            ],
+          },
+    ),
+  }));
 }

@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { LunationError, type ModelProvider } from '@lunation/contract';
+import type { McpToolset } from '@lunation/mcp';
 import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
-import { createAssistantRuntime } from './create-assistant-runtime.js';
+import { createAssistantRuntime, replaceMcpTools } from './create-assistant-runtime.js';
 import { createModel } from './create-model.js';
 import { openDispatcher } from './open-dispatcher.js';
+import { openMcp } from './open-mcp.js';
 import { openStore, redactPassword } from './open-store.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
@@ -27,12 +29,21 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     postgresUrl: settings.postgresUrl,
     postgresSchema: settings.postgresSchema,
   });
+  let mcp: McpToolset | undefined;
   try {
     // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
-    const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox, owner });
-    const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());
+    mcp = settings.mcpConfig ? await openMcp(settings.mcpConfig) : undefined;
+    const runtime = createAssistantRuntime({
+      model,
+      store,
+      sandbox: settings.sandbox,
+      owner,
+      ...(mcp ? { mcpTools: mcp.tools() } : {}),
+    });
+    mcp?.onToolsChanged((tools) => replaceMcpTools(runtime, tools));
+    const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd(), mcp);
     const log = (line: string) => console.log(line);
     const dispatcher = settings.dispatch ? await openDispatcher(settings.dispatch, settings) : undefined;
     try {
@@ -66,11 +77,17 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       await dispatcher?.close();
     }
   } finally {
+    await mcp?.close();
     await store.close();
   }
 }
 
-function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: string): string {
+function describeSetup(
+  model: ModelProvider,
+  settings: AssistantSettings,
+  cwd: string,
+  mcp: McpToolset | undefined,
+): string {
   const show = (path: string) => (relative(cwd, path).startsWith('..') ? path : relative(cwd, path) || '.');
   const modelText = model.provider === 'demo' ? 'offline demo model' : `${model.provider} ${model.modelId}`;
   const storeText = {
@@ -79,7 +96,9 @@ function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: s
     redis: `Redis ${settings.redisUrl}`,
     postgres: `PostgreSQL ${redactPassword(settings.postgresUrl ?? '')}`,
   }[settings.store];
-  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}`;
+  const servers = Object.keys(mcp?.protocolVersions() ?? {});
+  const mcpText = mcp ? ` · MCP: ${servers.join(', ')} (${mcp.tools().length} tools)` : '';
+  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}${mcpText}`;
 }
 
 main(process.argv.slice(2), process.env).catch((error: unknown) => {

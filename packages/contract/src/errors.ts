@@ -37,6 +37,7 @@ import { z } from 'zod';
  * - `decision-invalid` — a resume decision was malformed or failed the ticket's response schema.
  * - `unknown-ticket` — a decision named a ticket that is not open.
  * - `output-invalid` — the model's final answer did not match the run's output schema, also after repair.
+ * - `mcp-unavailable` — an MCP server could not be started or reached, or its connection closed.
  * - `internal` — a bug: an invariant did not hold.
  */
 export const errorCodeSchema = z.enum([
@@ -73,6 +74,7 @@ export const errorCodeSchema = z.enum([
   'decision-invalid',
   'unknown-ticket',
   'output-invalid',
+  'mcp-unavailable',
   'internal',
 ]);
 /** One of the error codes listed on {@link errorCodeSchema}. */

@@ -7,6 +7,7 @@ export * from './events.js';
 export * from './json.js';
 export * from './messages.js';
 export * from './model.js';
+export * from './portable-tool.js';
 export * from './provider-errors.js';
 export * from './provider-retry.js';
 export * from './run.js';

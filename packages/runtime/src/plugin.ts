@@ -67,7 +67,11 @@ export type ToolGateDecision =
 
 /** A ToolGate hook: decides whether a tool call runs, waits, gets a result or blocks the run. */
 export type ToolGateHook = (
-  context: PhaseContext & { readonly toolCall: ToolCall & { readonly input: unknown } },
+  context: PhaseContext & {
+    readonly toolCall: ToolCall & { readonly input: unknown };
+    /** The agent's tool the call names (undefined for a frontend tool): its annotations, timeout, ... */
+    readonly tool?: AnyTool | undefined;
+  },
 ) => ToolGateDecision | undefined | void | Promise<ToolGateDecision | undefined | void>;
 
 /** Handles an action in its phase; may return further commands. */

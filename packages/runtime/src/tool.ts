@@ -3,6 +3,7 @@ import type {
   JsonValue,
   ResumeDecision,
   RunIdentity,
+  ToolAnnotations,
   ToolDescriptor,
   ToolResult,
 } from '@lunation/contract';
@@ -71,6 +72,8 @@ export interface Tool<Input = unknown> {
   readonly inputSchema: z.ZodType<Input> | undefined;
   /** Milliseconds a call may run before it times out (overrides the agent's `toolExecution.timeoutMs`). */
   readonly timeoutMs?: number;
+  /** Hints about what the tool does (read-only, destructive, ...); permission rules can match them. */
+  readonly annotations?: ToolAnnotations;
   /** Returns the data for a success result, or a ToolOutput. Throwing yields an error result. */
   execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -86,6 +89,8 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   input: Schema;
   /** Milliseconds a call may run before it times out; 0 disables. @default the agent's `toolExecution.timeoutMs` */
   timeoutMs?: number;
+  /** Hints about what the tool does; permission rules can match them. */
+  annotations?: ToolAnnotations;
   /** Runs the tool with validated input; returns the result's data or a ToolOutput. */
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -101,6 +106,7 @@ export function defineTool<Schema extends z.ZodType>(
     inputSchema: definition.input as z.ZodType<z.infer<Schema>>,
     execute: definition.execute,
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
+    ...(definition.annotations === undefined ? {} : { annotations: definition.annotations }),
   };
 }
 

@@ -314,4 +314,68 @@ describe('permission plugin', () => {
     expect(later.finalText).toBe('fetched again without asking');
     expect(ran).toEqual(['calc', 'fetch_url', 'fetch_url']);
   });
+
+  it('matches rules on tool annotations: destructive tools ask, read-only tools pass, unannotated tools fall to the default', async () => {
+    const ran: string[] = [];
+    const tool = (name: string, annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean }) =>
+      defineTool({
+        name,
+        description: name,
+        input: z.object({}),
+        ...(annotations ? { annotations } : {}),
+        execute: () => {
+          ran.push(name);
+          return 'ok';
+        },
+      });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'srv__drop_table', arguments: {} },
+          { toolName: 'srv__list_tables', arguments: {} },
+          { toolName: 'srv__plain', arguments: {} },
+        ],
+      },
+      reply('done'),
+    ]);
+    const runtime = createRuntime()
+      .model('m', model)
+      .agent({
+        id: 'a',
+        model: 'm',
+        tools: [
+          tool('srv__drop_table', { readOnlyHint: false, destructiveHint: true }),
+          tool('srv__list_tables', { readOnlyHint: true }),
+          tool('srv__plain'),
+        ],
+        plugins: [
+          {
+            plugin: permissionPlugin,
+            config: {
+              defaultDecision: 'deny',
+              rules: [
+                { tool: 'srv__*', annotations: { readOnlyHint: true }, decision: 'allow' },
+                { tool: 'srv__*', annotations: { destructiveHint: true }, decision: 'ask' },
+              ],
+            },
+          },
+        ],
+      })
+      .build();
+    const suspended = await runtime.generate({ threadId: 't', input: 'go' });
+    expect(suspended.openTickets.map((ticket) => ticket.toolName)).toEqual(['srv__drop_table']);
+    expect(ran).toEqual(['srv__list_tables']);
+    const outcome = await runtime.sendDecisions('t', [
+      { decisionId: 'd1', ticketId: suspended.openTickets[0]?.id ?? '', action: 'resume' },
+    ]);
+    expect((await outcome.run?.result)?.finalText).toBe('done');
+    expect(ran).toEqual(['srv__list_tables', 'srv__drop_table']);
+    const results = model.requests[1]?.messages.flatMap((message) =>
+      message.role === 'tool' ? message.content : [],
+    );
+    expect(results?.find((part) => part.toolName === 'srv__plain')?.result).toMatchObject({
+      status: 'error',
+      metadata: { permission: 'denied' },
+    });
+  });
 });

@@ -28,6 +28,7 @@ export class ToolGate {
       ...scope.base(response, { ...plan.call, input: plan.input }),
       phase: 'ToolGate' as const,
       state: scope.state.snapshot(),
+      tool: scope.agent.tools.get(plan.call.toolName),
     };
     let decision: ToolGateDecision | undefined;
     try {

@@ -1,3 +1,4 @@
+import { type ToolAnnotations, toolAnnotationsSchema } from '@lunation/contract';
 import { z } from 'zod';
 import { definePlugin, type ToolGateDecision } from '../plugin.js';
 import { allowedToolsKey } from '../runtime-keys.js';
@@ -7,12 +8,17 @@ export const permissionDecisionSchema = z.enum(['allow', 'deny', 'ask']);
 /** What a rule decides: `allow`, `deny` or `ask`. */
 export type PermissionDecision = z.infer<typeof permissionDecisionSchema>;
 
-/** A permission rule: a tool-name glob, optional argument globs, a decision and a message. */
+/** A permission rule: a tool-name glob, optional argument globs and annotations, a decision and a message. */
 export const permissionRuleSchema = z.object({
   /** Tool name glob: `*` any characters, `?` one character. */
   tool: z.string().min(1),
   /** Argument globs by top-level argument name; every one must match (string values, others by JSON). */
   arguments: z.record(z.string(), z.string()).optional(),
+  /**
+   * Tool annotations every one of which must equal the tool's (e.g. `{ destructiveHint: true }`); a tool
+   * without that annotation does not match.
+   */
+  annotations: toolAnnotationsSchema.omit({ title: true }).optional(),
   decision: permissionDecisionSchema,
   /** Shown when asking or denying. */
   message: z.string().optional(),
@@ -42,16 +48,24 @@ function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${escaped}$`);
 }
 
-/** Which rule decides a call: deny beats ask beats allow; no match gives the default. */
+/**
+ * Which rule decides a call: deny beats ask beats allow; no match gives the default. `annotations` are the
+ * tool's, matched by rules that name some.
+ */
 export function evaluatePermission(
   rules: readonly PermissionRule[],
   defaultDecision: PermissionDecision,
   toolName: string,
   input: unknown,
+  annotations?: ToolAnnotations,
 ): { decision: PermissionDecision; rule: PermissionRule | undefined } {
   let best: PermissionRule | undefined;
   for (const rule of rules) {
     if (!globToRegExp(rule.tool).test(toolName)) continue;
+    if (rule.annotations) {
+      const wanted = Object.entries(rule.annotations) as Array<[keyof ToolAnnotations, unknown]>;
+      if (!wanted.every(([name, value]) => value === undefined || annotations?.[name] === value)) continue;
+    }
     if (rule.arguments) {
       const args = (input ?? {}) as Record<string, unknown>;
       const matches = Object.entries(rule.arguments).every(([name, glob]) => {
@@ -78,7 +92,13 @@ export const permissionPlugin = definePlugin<z.output<typeof permissionConfigSch
     const { rules, defaultDecision } = registrar.config ?? { rules: [], defaultDecision: 'allow' };
     registrar.toolGate((context): ToolGateDecision | undefined => {
       const { toolName, input } = context.toolCall;
-      const { decision, rule } = evaluatePermission(rules, defaultDecision, toolName, input);
+      const { decision, rule } = evaluatePermission(
+        rules,
+        defaultDecision,
+        toolName,
+        input,
+        context.tool?.annotations,
+      );
       if (decision === 'allow') return undefined;
       if (decision === 'deny') {
         return {
