@@ -44,7 +44,10 @@ export class ToolOutput {
 
 /** Everything a running tool may use. */
 export interface ToolContext {
+  /** The provider's id of this call (unique within its answer only; providers may reuse ids later). */
   readonly toolCallId: string;
+  /** The runtime's id of this call, unique in the thread. */
+  readonly callId: string;
   readonly toolName: string;
   readonly identity: RunIdentity;
   readonly state: StateSnapshot;

@@ -125,7 +125,13 @@ export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
       }
     }
     if (!answered.has(part.toolCallId)) {
-      calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, arguments: part.arguments });
+      const call: ToolCall = {
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        arguments: part.arguments,
+      };
+      if (part.callId !== undefined) call.callId = part.callId;
+      calls.push(call);
     }
   }
   return calls;

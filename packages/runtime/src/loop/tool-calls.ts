@@ -1,4 +1,10 @@
-import type { ResumeDecision, ToolCall, ToolMessage, ToolResultPart } from '@lunation/contract';
+import {
+  type ResumeDecision,
+  type ToolCall,
+  type ToolMessage,
+  type ToolResultPart,
+  toolCallIdentity,
+} from '@lunation/contract';
 import { DEFAULT_TOOL_CANCEL_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS, type ToolErrorPolicy } from '../agent.js';
 import { createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
@@ -204,7 +210,7 @@ export class ToolCalls {
       return plan;
     }
     // The process running this step died: the ledger tells what became of the call.
-    const entry = await this.checkpointer.lookup(plan.runId, call.toolCallId);
+    const entry = await this.checkpointer.lookup(plan.runId, call);
     if (entry?.status === 'completed' && entry.result) {
       plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
       plan.result = entry.result;
@@ -363,7 +369,7 @@ export class ToolCalls {
       const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
-    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, call.toolCallId);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, call);
     let rerun = false;
     if (scope.durable && plan.ledger === 'begin') {
       const entry = await checkpointer.begin(plan.runId, call);
@@ -397,6 +403,7 @@ export class ToolCalls {
         tool,
         plan.input,
         call.toolCallId,
+        toolCallIdentity(call),
         call.toolName,
         key,
         rerun,

@@ -238,6 +238,7 @@ export class ToolCallContext implements ToolContext, Watch {
     /** @internal */ readonly tool: AnyTool,
     /** @internal the parsed and validated arguments */ readonly input: unknown,
     readonly toolCallId: string,
+    readonly callId: string,
     readonly toolName: string,
     readonly idempotencyKey: string,
     readonly rerun: boolean,
