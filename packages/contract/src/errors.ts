@@ -35,6 +35,8 @@ import { z } from 'zod';
  * - `decision-invalid` — a resume decision was malformed or failed the ticket's response schema.
  * - `unknown-ticket` — a decision named a ticket that is not open.
  * - `output-invalid` — the model's final answer did not match the run's output schema, also after repair.
+ * - `unsupported` — the store (or another part) cannot do what was asked, e.g. a transactional tool effect on
+ *   a store without transactions.
  * - `internal` — a bug: an invariant did not hold.
  */
 export const errorCodeSchema = z.enum([
@@ -70,6 +72,7 @@ export const errorCodeSchema = z.enum([
   'decision-invalid',
   'unknown-ticket',
   'output-invalid',
+  'unsupported',
   'internal',
 ]);
 /** One of the error codes listed on {@link errorCodeSchema}. */

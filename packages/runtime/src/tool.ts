@@ -1,4 +1,5 @@
 import type {
+  InterruptPolicy,
   JsonSchema,
   JsonValue,
   ResumeDecision,
@@ -74,6 +75,8 @@ export interface Tool<Input = unknown> {
   readonly inputSchema: z.ZodType<Input> | undefined;
   /** Milliseconds a call may run before it times out (overrides the agent's `toolExecution.timeoutMs`). */
   readonly timeoutMs?: number;
+  /** What recovery does with a call found started but not finished (overrides the agent's `interruptPolicy`). */
+  readonly interruptPolicy?: InterruptPolicy;
   /** Returns the data for a success result, or a ToolOutput. Throwing yields an error result. */
   execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -89,6 +92,12 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   input: Schema;
   /** Milliseconds a call may run before it times out; 0 disables. @default the agent's `toolExecution.timeoutMs` */
   timeoutMs?: number;
+  /**
+   * What recovery does with a call found started but not finished after a crash: `rerun` (same idempotency
+   * key, `rerun: true`), `fail` (never again: an error result) or `ask` (an `interrupted-call` ticket).
+   * @default the agent's `interruptPolicy` ('rerun')
+   */
+  interruptPolicy?: InterruptPolicy;
   /** Runs the tool with validated input; returns the result's data or a ToolOutput. */
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -104,6 +113,7 @@ export function defineTool<Schema extends z.ZodType>(
     inputSchema: definition.input as z.ZodType<z.infer<Schema>>,
     execute: definition.execute,
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
+    ...(definition.interruptPolicy === undefined ? {} : { interruptPolicy: definition.interruptPolicy }),
   };
 }
 
