@@ -236,7 +236,10 @@ function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefin
           ? `The provider gave this tool call the same id as another call of this answer ("${id}"), so it was not run. Call the tool again if it is still needed.`
           : undefined;
     if (problem === undefined) {
-      if (toolCalls.length > 1) (seen ??= new Set()).add(id);
+      if (toolCalls.length > 1) {
+        seen ??= new Set();
+        seen.add(id);
+      }
       continue;
     }
     const replacement = `call_${createId().replace(/-/g, '')}`;
