@@ -63,6 +63,17 @@ export interface ToolContext {
   readonly background: BackgroundTasks;
   /** Reports progress to the run's event stream. */
   reportProgress(progress: JsonValue): void;
+  /**
+   * Runs `effect` in a transaction on the store's own database (a kysely `Transaction` with `SqliteStore` and
+   * `PostgresStore`) that commits together with this call's ledger completion: the effect happens exactly once
+   * whatever instant the process dies. What `effect` returns (JSON) becomes the call's result data, whatever the
+   * tool returns afterwards. When an earlier attempt already committed, `effect` does not run and its recorded
+   * data is returned. One transaction per call. Stores without transactions (memory, Redis, none) throw
+   * `unsupported`.
+   */
+  transaction<Result, Transaction = unknown>(
+    effect: (transaction: Transaction) => Promise<Result>,
+  ): Promise<Result>;
   /** Suspends this call until a decision arrives. */
   suspend(ticket: TicketInput): ToolOutput;
   /** A result with a state command. */

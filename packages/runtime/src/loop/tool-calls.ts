@@ -491,22 +491,31 @@ export class ToolCalls {
     }
     const timeoutMs =
       tool.timeoutMs ?? scope.agent.definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-    const invocation = await invokeTool(
-      new ToolCallContext(
-        scope,
-        this.runningClock,
-        tool,
-        plan.input,
-        call.toolCallId,
-        toolCallIdentity(call),
-        call.toolName,
-        key,
-        rerun,
-        plan.decision,
-        timeoutMs,
-        this.errorPolicy(call.toolName),
-      ),
+    const context = new ToolCallContext(
+      scope,
+      this.runningClock,
+      tool,
+      plan.input,
+      call.toolCallId,
+      toolCallIdentity(call),
+      plan.runId,
+      call.toolName,
+      key,
+      rerun,
+      plan.decision,
+      timeoutMs,
+      this.errorPolicy(call.toolName),
     );
+    const invocation = await invokeTool(context);
+    if (context.committed) {
+      // Its effect committed with the ledger completion: that result is the call's, whatever followed.
+      plan.status = context.committed.status === 'error' ? 'failed' : 'succeeded';
+      plan.result = context.committed;
+      if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+      if (scope.engine.isActive('AfterToolExecute')) await this.afterExecute(plan, response);
+      else this.settled(plan);
+      return;
+    }
     if (invocation.suspend) {
       // The tool asked for a decision: it runs again once decided (its ledger entry stays in flight).
       if (this.gate.suspend(plan, invocation.suspend)) {
