@@ -11,9 +11,12 @@ import {
 import { openTickets, toolCallsKey } from './call-records.js';
 import type { RunScope } from './run-scope.js';
 
-/** Stable per tool call, across re-runs after a crash: the run and the call's identity (`toolCallIdentity`). */
-export function idempotencyKey(runId: string, call: ToolCall): string {
-  return `${runId}:${toolCallIdentity(call)}`;
+/**
+ * Stable per tool call, across re-runs after a crash: the run and the call's identity (`toolCallIdentity(call)`:
+ * the runtime's `callId`, or the provider's id for calls stored before there was one).
+ */
+export function idempotencyKey(runId: string, callId: string): string {
+  return `${runId}:${callId}`;
 }
 
 /**
@@ -49,7 +52,7 @@ export class Checkpointer {
       toolCallId: toolCallIdentity(call),
       threadId: this.scope.identity.threadId,
       toolName: call.toolName,
-      idempotencyKey: idempotencyKey(runId, call),
+      idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
       status: 'in-flight',
       attempts: 1,
       startedAt: Date.now(),
@@ -66,7 +69,7 @@ export class Checkpointer {
       toolCallId: toolCallIdentity(call),
       threadId: this.scope.identity.threadId,
       toolName: call.toolName,
-      idempotencyKey: idempotencyKey(runId, call),
+      idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
       ...(leaseToken === undefined ? {} : { leaseToken }),
     });
   }

@@ -462,7 +462,7 @@ export class ToolCalls {
       const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
-    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, call);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
     let rerun = false;
     if (scope.durable && plan.ledger === 'begin') {
       const entry = await checkpointer.begin(plan.runId, call);
