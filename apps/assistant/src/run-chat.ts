@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  INTERRUPTED_CALL_ACTION,
   LunationError,
   type LunationStore,
   type ResumeDecision,
@@ -12,6 +13,7 @@ import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
 import { CHAT_HELP, parseChatCommand, unknownCommandText } from './chat-commands.js';
 import { shellWord } from './command-line.js';
 import { EventPrinter } from './event-printer.js';
+import { INTERRUPTED_CALL_PROMPT, parseInterruptedCallAnswer } from './interrupted-call-answer.js';
 import { LineReader } from './line-reader.js';
 import { RECAP_MESSAGES, recapLines } from './thread-recap.js';
 import { LOCAL_RESOURCE } from './token-auth.js';
@@ -78,8 +80,14 @@ export async function runChat(options: ChatOptions): Promise<void> {
 
   const ask = async (ticket: SuspensionTicket): Promise<ResumeDecision | undefined> => {
     printer.printTicket(ticket);
+    const interrupted = ticket.action === INTERRUPTED_CALL_ACTION;
     while (true) {
-      const answer = await reader.read(printer.style('yellow', '    allow? [y]es / [n]o / [a]lways: '));
+      const answer = await reader.read(
+        printer.style(
+          'yellow',
+          interrupted ? INTERRUPTED_CALL_PROMPT : '    allow? [y]es / [n]o / [a]lways: ',
+        ),
+      );
       if (answer === undefined) return undefined;
       const command = parseChatCommand(answer.trim());
       if (command?.type === 'exit') return undefined;
@@ -91,8 +99,16 @@ export async function runChat(options: ChatOptions): Promise<void> {
         printer.line(`    ${unknownCommandText(command.name)}`);
         continue;
       }
-      const choice = answer.trim().toLowerCase();
       const decision = { decisionId: createId(), ticketId: ticket.id };
+      if (interrupted) {
+        const payload = parseInterruptedCallAnswer(answer);
+        if (payload) return { ...decision, action: 'resume', payload };
+        printer.line(
+          '    Please answer a (run it again), d (it is done; a result may follow: d {"json"}) or f (fail it).',
+        );
+        continue;
+      }
+      const choice = answer.trim().toLowerCase();
       if (choice === 'y' || choice === 'yes') return { ...decision, action: 'resume' };
       if (choice === 'a' || choice === 'always')
         return { ...decision, action: 'resume', payload: { always: true } };

@@ -38,6 +38,8 @@ import { z } from 'zod';
  * - `unknown-ticket` — a decision named a ticket that is not open.
  * - `output-invalid` — the model's final answer did not match the run's output schema, also after repair.
  * - `mcp-unavailable` — an MCP server could not be started or reached, or its connection closed.
+ * - `unsupported` — the store (or another part) cannot do what was asked, e.g. a transactional tool effect on
+ *   a store without transactions.
  * - `internal` — a bug: an invariant did not hold.
  */
 export const errorCodeSchema = z.enum([
@@ -75,6 +77,7 @@ export const errorCodeSchema = z.enum([
   'unknown-ticket',
   'output-invalid',
   'mcp-unavailable',
+  'unsupported',
   'internal',
 ]);
 /** One of the error codes listed on {@link errorCodeSchema}. */

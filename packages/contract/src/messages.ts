@@ -45,12 +45,18 @@ export const reasoningPartSchema = z.object({
 /** Model reasoning, with the provider's signature when it has one. */
 export type ReasoningPart = z.infer<typeof reasoningPartSchema>;
 
-/** A tool call as the model produced it. `arguments` is the raw JSON text (it may be invalid). */
+/**
+ * A tool call as the model produced it. `arguments` is the raw JSON text (it may be invalid). `toolCallId` is
+ * the provider's id, sent back to it on the wire and pairing the call with its result; `callId` is the
+ * runtime's own id of the call, unique in the thread (the execution ledger and idempotency keys use it).
+ */
 export const toolCallPartSchema = z.object({
   type: z.literal('tool-call'),
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   arguments: z.string(),
+  /** The runtime's id of the call, unique in the thread; absent on calls stored before it existed. */
+  callId: z.string().min(1).optional(),
   providerMetadata: providerMetadataSchema.optional(),
 });
 /** A tool call in an assistant message. */

@@ -13,16 +13,29 @@ export const toolDescriptorSchema = z.object({
 /** What the model is told about a tool; see {@link toolDescriptorSchema}. */
 export type ToolDescriptor = z.infer<typeof toolDescriptorSchema>;
 
-/** One call of a tool by the model. `arguments` is the raw JSON text the model produced. */
+/**
+ * One call of a tool by the model. `arguments` is the raw JSON text the model produced; `toolCallId` is the
+ * provider's id, `callId` the runtime's own (unique in the thread).
+ */
 export const toolCallSchema = z.object({
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   arguments: z.string(),
+  /** The runtime's id of the call, unique in the thread (see {@link toolCallIdentity}). */
+  callId: z.string().min(1).optional(),
 });
 /** One call of a tool by the model; see {@link toolCallSchema}. */
 export type ToolCall = z.infer<typeof toolCallSchema>;
 
-/** How a tool call went: success, error, or pending (its result comes later). */
+/**
+ * The identity of a call across its run: the runtime's `callId`, or — for a call stored before it existed —
+ * the provider's `toolCallId`. Ledger entries and idempotency keys are keyed by it.
+ */
+export function toolCallIdentity(call: { toolCallId: string; callId?: string | undefined }): string {
+  return call.callId ?? call.toolCallId;
+}
+
+/** How a tool call went, error, or pending (its result comes later). */
 export const toolResultStatusSchema = z.enum(['success', 'error', 'pending']);
 /** How a tool call went; see {@link toolResultStatusSchema}. */
 export type ToolResultStatus = z.infer<typeof toolResultStatusSchema>;

@@ -725,7 +725,7 @@ export class AgentRuntime {
       execute: async ({ task }, context) => {
         const parentRun = this.activeByRun.get(context.identity.runId);
         const child = await this.run({
-          threadId: `${context.identity.threadId}~${delegate.id}~${context.toolCallId}`,
+          threadId: `${context.identity.threadId}~${delegate.id}~${context.callId}`,
           agentId: delegate.id,
           input: task,
           signal: context.signal,

@@ -1,4 +1,10 @@
-import type { ModelOverrides, ModelProvider, ToolDescriptor, Usage } from '@lunation/contract';
+import type {
+  InterruptPolicy,
+  ModelOverrides,
+  ModelProvider,
+  ToolDescriptor,
+  Usage,
+} from '@lunation/contract';
 import type { z } from 'zod';
 import type { ContextPolicy } from './context-policy.js';
 import type { Plugin, PluginSet } from './plugin.js';
@@ -88,6 +94,12 @@ export interface AgentDefinition {
   toolErrorPolicy?: ToolErrorPolicy;
   /** Per-tool overrides of `toolErrorPolicy`, by tool name. */
   toolErrorPolicies?: Record<string, ToolErrorPolicy>;
+  /**
+   * What recovery does with a call of this agent's tools found started but not finished after a crash, unless
+   * a plugin (the permission plugin's rules) or the tool itself says otherwise: `rerun`, `fail` or `ask`.
+   * @default 'rerun'
+   */
+  interruptPolicy?: InterruptPolicy;
   /** Default model settings for this agent. */
   overrides?: ModelOverrides;
   /**

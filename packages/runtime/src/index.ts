@@ -77,6 +77,7 @@ export {
   definePlugin,
   type EffectContext,
   type EffectHandler,
+  type InterruptPolicyResolver,
   type ModelResponse,
   type PhaseContext,
   type PhaseHook,
@@ -91,6 +92,7 @@ export {
 export { backgroundTasksPlugin } from './plugins/background-tasks-plugin.js';
 export {
   approvalPayloadSchema,
+  evaluateInterruptPolicy,
   evaluatePermission,
   type PermissionConfig,
   type PermissionDecision,

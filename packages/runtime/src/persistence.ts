@@ -7,7 +7,9 @@ import {
   type LunationStore,
   type Message,
   type RunRecord,
+  supportsToolEffects,
   type ThreadCheckpoint,
+  type ToolEffectInput,
   type ToolExecution,
   type ToolResult,
 } from '@lunation/contract';
@@ -40,6 +42,14 @@ export interface Persistence {
     leaseToken?: number;
   }): Promise<void>;
   getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined>;
+  /**
+   * A tool's effect in the store's own database, committed with the call's ledger completion; `unsupported`
+   * when the store cannot (see `TransactionalToolEffects`).
+   */
+  completeToolWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   acquireLease(input: AcquireLeaseInput): Promise<Lease | undefined>;
   renewLease(threadId: string, token: number, ttlMs: number): Promise<void>;
@@ -107,6 +117,15 @@ export class StorePersistence implements Persistence {
 
   getTool(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     return this.store.getToolExecution(runId, toolCallId);
+  }
+
+  completeToolWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution> {
+    const { store } = this;
+    if (!supportsToolEffects(store)) return Promise.reject(noTransactions(store.kind));
+    return store.completeToolExecutionWithEffect(input, effect);
   }
 
   getRun(runId: string): Promise<RunRecord | undefined> {
@@ -267,6 +286,10 @@ export class InProcessPersistence implements Persistence {
 
   async completeTool(): Promise<void> {}
 
+  async completeToolWithEffect(): Promise<ToolExecution> {
+    throw noTransactions(undefined);
+  }
+
   async getTool(): Promise<undefined> {
     return undefined;
   }
@@ -331,4 +354,13 @@ function loadedFrom(thread: LocalThread): LoadedThread {
     latestRun: thread.latestRun,
     resourceId: thread.resourceId,
   };
+}
+
+/** `unsupported`: a transactional tool effect asked of a store (or no store) that has no transactions. */
+export function noTransactions(kind: string | undefined): LunationError {
+  return new LunationError(
+    'unsupported',
+    `${kind === undefined ? 'This runtime has no store' : `The ${kind} store`} cannot commit a tool's effect with its ledger completion; use SqliteStore or PostgresStore for context.transaction()`,
+    { details: { store: kind ?? null } },
+  );
 }

@@ -1,11 +1,13 @@
 import {
   type AssistantMessage,
+  type InterruptPolicy,
   LunationError,
   type Message,
   type ModelOverrides,
   type ResumeDecision,
   type RunIdentity,
   type StopReason,
+  type ToolAnnotations,
   type ToolCall,
   type ToolDescriptor,
   type ToolResult,
@@ -74,6 +76,18 @@ export type ToolGateHook = (
   },
 ) => ToolGateDecision | undefined | void | Promise<ToolGateDecision | undefined | void>;
 
+/**
+ * Says what recovery does with a call found started but not finished (see `InterruptPolicy`); undefined
+ * leaves it to the tool and the agent. `input` is the call's arguments parsed from JSON (undefined when they
+ * do not parse).
+ */
+export type InterruptPolicyResolver = (call: {
+  readonly toolName: string;
+  readonly input: unknown;
+  /** The called tool's annotations, when it has any. */
+  readonly annotations?: ToolAnnotations;
+}) => InterruptPolicy | undefined;
+
 /** Handles an action in its phase; may return further commands. */
 export type ActionHandler<Payload> = (
   payload: Payload,
@@ -120,6 +134,8 @@ export interface PluginRegistrar<Config = unknown> {
   onEffect<Payload>(effect: EffectType<Payload>, handler: EffectHandler<Payload>): void;
   /** Registers a request transform. */
   requestTransform(transform: RequestTransform): void;
+  /** Registers who decides the interrupt policy of calls (the most careful answer of all plugins wins). */
+  interruptPolicy(resolver: InterruptPolicyResolver): void;
 }
 
 /** A plugin: a name, an optional config schema, and `register`. */
@@ -159,6 +175,7 @@ export class PluginSet {
   readonly actions = new Map<string, ActionEntry>();
   readonly effects = new Map<string, EffectEntry[]>();
   readonly transforms: RequestTransform[] = [];
+  readonly interruptPolicies: InterruptPolicyResolver[] = [];
   readonly configs = new Map<string, unknown>();
 
   /** Registers one plugin with its (already validated) config. */
@@ -215,6 +232,10 @@ export class PluginSet {
       requestTransform: (transform) => {
         if (this.transforms.includes(transform)) throw duplicate('Request transform of', owner);
         this.transforms.push(transform);
+      },
+      interruptPolicy: (resolver) => {
+        if (this.interruptPolicies.includes(resolver)) throw duplicate('Interrupt policy resolver of', owner);
+        this.interruptPolicies.push(resolver);
       },
     });
   }

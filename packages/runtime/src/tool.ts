@@ -1,4 +1,5 @@
 import type {
+  InterruptPolicy,
   JsonSchema,
   JsonValue,
   ResumeDecision,
@@ -45,7 +46,10 @@ export class ToolOutput {
 
 /** Everything a running tool may use. */
 export interface ToolContext {
+  /** The provider's id of this call (unique within its answer only; providers may reuse ids later). */
   readonly toolCallId: string;
+  /** The runtime's id of this call, unique in the thread. */
+  readonly callId: string;
   readonly toolName: string;
   readonly identity: RunIdentity;
   readonly state: StateSnapshot;
@@ -60,6 +64,17 @@ export interface ToolContext {
   readonly background: BackgroundTasks;
   /** Reports progress to the run's event stream. */
   reportProgress(progress: JsonValue): void;
+  /**
+   * Runs `effect` in a transaction on the store's own database (a kysely `Transaction` with `SqliteStore` and
+   * `PostgresStore`) that commits together with this call's ledger completion: the effect happens exactly once
+   * whatever instant the process dies. What `effect` returns (JSON) becomes the call's result data, whatever the
+   * tool returns afterwards. When an earlier attempt already committed, `effect` does not run and its recorded
+   * data is returned. One transaction per call. Stores without transactions (memory, Redis, none) throw
+   * `unsupported`.
+   */
+  transaction<Result, Transaction = unknown>(
+    effect: (transaction: Transaction) => Promise<Result>,
+  ): Promise<Result>;
   /** Suspends this call until a decision arrives. */
   suspend(ticket: TicketInput): ToolOutput;
   /** A result with a state command. */
@@ -74,6 +89,8 @@ export interface Tool<Input = unknown> {
   readonly timeoutMs?: number;
   /** Hints about what the tool does (read-only, destructive, ...); permission rules can match them. */
   readonly annotations?: ToolAnnotations;
+  /** What recovery does with a call found started but not finished (overrides the agent's `interruptPolicy`). */
+  readonly interruptPolicy?: InterruptPolicy;
   /** Returns the data for a success result, or a ToolOutput. Throwing yields an error result. */
   execute(input: Input, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -91,6 +108,12 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   timeoutMs?: number;
   /** Hints about what the tool does; permission rules can match them. */
   annotations?: ToolAnnotations;
+  /**
+   * What recovery does with a call found started but not finished after a crash: `rerun` (same idempotency
+   * key, `rerun: true`), `fail` (never again: an error result) or `ask` (an `interrupted-call` ticket).
+   * @default the agent's `interruptPolicy` ('rerun')
+   */
+  interruptPolicy?: InterruptPolicy;
   /** Runs the tool with validated input; returns the result's data or a ToolOutput. */
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
@@ -107,6 +130,7 @@ export function defineTool<Schema extends z.ZodType>(
     execute: definition.execute,
     ...(definition.timeoutMs === undefined ? {} : { timeoutMs: definition.timeoutMs }),
     ...(definition.annotations === undefined ? {} : { annotations: definition.annotations }),
+    ...(definition.interruptPolicy === undefined ? {} : { interruptPolicy: definition.interruptPolicy }),
   };
 }
 

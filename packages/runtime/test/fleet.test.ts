@@ -145,7 +145,7 @@ describe('a fleet: clients submit, workers run, events cross over', () => {
     const second = await follow(other, runId, first.at(-1)?.id);
     expect(runEnd(second)).toMatchObject({ status: 'done' });
     expect(Number(second[0]?.id)).toBeGreaterThan(Number(first.at(-1)?.id));
-    expect(executions).toEqual([expect.stringMatching(new RegExp(`^note milk ${runId}:call_`))]);
+    expect(executions).toEqual([expect.stringMatching(new RegExp(`^note milk ${runId}:lc_`))]);
   });
 
   it('cancels a running run from a client: the worker running it stops it, and it is checkpointed', async () => {

@@ -77,6 +77,11 @@ export function createStatements(schema: string) {
     getToolExecution: statement(
       `SELECT row_to_json(e)::text AS j FROM ${s}.tool_executions e WHERE e.run_id = $1 AND e.tool_call_id = $2`,
     ),
+    // A transactional effect's first statement: the entry, locked until the transaction ends.
+    lockToolExecution: statement(
+      `SELECT row_to_json(e)::text AS j FROM ${s}.tool_executions e WHERE e.run_id = $1 AND e.tool_call_id = $2
+       FOR UPDATE`,
+    ),
     listToolExecutions: statement(
       `SELECT row_to_json(e)::text AS j FROM ${s}.tool_executions e WHERE e.run_id = $1 ORDER BY e.seq`,
     ),

@@ -26,6 +26,7 @@ afterAll(() => server.end());
 
 runStoreConformance({
   name: 'postgres',
+  transactionalToolEffects: true,
   // A fresh schema per test, dropped afterwards.
   create: () => PostgresStore.open({ connectionString: postgresUrl, schema: uniqueSchema() }),
   async destroy(store) {
@@ -39,6 +40,7 @@ runStoreConformance({
 
 runStoreConformance({
   name: 'postgres (kysely)',
+  transactionalToolEffects: true,
   async create() {
     const pool = new pg.Pool({ connectionString: postgresUrl, max: 4 });
     const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });

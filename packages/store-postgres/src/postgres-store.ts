@@ -25,8 +25,10 @@ import {
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
+  type ToolEffectInput,
   type ToolExecution,
   type ToolResult,
+  type TransactionalToolEffects,
   toJsonText,
   unissuedLeaseToken,
 } from '@lunation/contract';
@@ -162,7 +164,7 @@ interface LeaseRow {
  *
  * @remarks The schema is migrated on first use; call `init()` (or use `PostgresStore.open`) to do it up front.
  */
-export class PostgresStore implements LunationStore {
+export class PostgresStore implements LunationStore, TransactionalToolEffects {
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the store's tables. */
   readonly schema: string;
@@ -486,29 +488,74 @@ export class PostgresStore implements LunationStore {
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     const [row] = await this.#query(
       this.#statements.completeToolExecution,
-      [
-        input.runId,
-        input.toolCallId,
-        toJsonText(input.result, 'result'),
-        Date.now(),
-        input.leaseToken ?? null,
-      ],
-      (state, detail) => {
-        if (state === 'LN404') {
-          return new LunationError(
+      completionValues(input),
+      completionRejection(input),
+    );
+    return toToolExecution(JSON.parse(row!));
+  }
+
+  /**
+   * Runs `effect` with a kysely `Transaction` on this database and commits what it wrote together with the
+   * call's ledger completion (see `TransactionalToolEffects`). The ledger row stays locked (`FOR UPDATE`)
+   * until the transaction ends; the transaction is one connection of the pool.
+   */
+  async completeToolExecutionWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution> {
+    assertId(input.runId, 'runId');
+    assertId(input.toolCallId, 'toolCallId');
+    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    if (typeof effect !== 'function')
+      throw new LunationError('invalid-argument', 'effect must be a function');
+    await this.#ready();
+    const statements = this.#statements;
+    let failure: { error: unknown } | undefined;
+    const rows = async (transaction: Kysely<unknown>, statement: Statement, values: unknown[]) => {
+      const result = await transaction.executeQuery<{ j: string }>(CompiledQuery.raw(statement.text, values));
+      return result.rows.map((row) => row.j);
+    };
+    try {
+      return await (this.#kysely as Kysely<unknown>).transaction().execute(async (transaction) => {
+        const [locked] = await rows(transaction, statements.lockToolExecution, [
+          input.runId,
+          input.toolCallId,
+        ]);
+        if (locked === undefined) {
+          throw new LunationError(
             'not-found',
             `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
             { details: { runId: input.runId, toolCallId: input.toolCallId } },
           );
         }
-        if (state === 'LN410') {
-          const { threadId, currentToken } = JSON.parse(detail) as { threadId: string; currentToken: number };
-          return staleLease(threadId, input.leaseToken!, currentToken);
+        const existing = toToolExecution(JSON.parse(locked));
+        if (existing.status === 'completed') return existing;
+        let result: ToolResult;
+        try {
+          result = await effect(transaction);
+        } catch (error) {
+          failure = { error };
+          throw error;
         }
-        return undefined;
-      },
-    );
-    return toToolExecution(JSON.parse(row!));
+        assertObject(result, 'result');
+        const completion = { ...input, result };
+        const [row] = await rows(transaction, statements.completeToolExecution, completionValues(completion));
+        return toToolExecution(JSON.parse(row!));
+      });
+    } catch (error) {
+      if (failure) throw failure.error;
+      if (LunationError.isInstance(error)) throw error;
+      const state = errorCode(error);
+      if (state?.startsWith('LN')) {
+        const rejection = completionRejection({ ...input, result: { status: 'success' } })(
+          state,
+          (error as { detail?: string }).detail ?? '',
+        );
+        if (rejection) throw rejection;
+      }
+      if (this.#closed) throw closedError();
+      throw toStoreError(error, this.#lastPoolError);
+    }
   }
 
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
@@ -827,4 +874,32 @@ function staleLease(threadId: string, token: number, currentToken: number): Luna
     `Lease token ${token} of thread "${threadId}" is stale (token ${currentToken} was issued since); nothing was written, stop this run`,
     { details: { threadId, token, currentToken } },
   );
+}
+
+function completionValues(input: CompleteToolExecutionInput): unknown[] {
+  return [
+    input.runId,
+    input.toolCallId,
+    toJsonText(input.result, 'result'),
+    Date.now(),
+    input.leaseToken ?? null,
+  ];
+}
+
+/** The store's own errors of `complete_tool_execution`, as LunationErrors. */
+function completionRejection(input: CompleteToolExecutionInput): Rejection {
+  return (state, detail) => {
+    if (state === 'LN404') {
+      return new LunationError(
+        'not-found',
+        `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+        { details: { runId: input.runId, toolCallId: input.toolCallId } },
+      );
+    }
+    if (state === 'LN410') {
+      const { threadId, currentToken } = JSON.parse(detail) as { threadId: string; currentToken: number };
+      return staleLease(threadId, input.leaseToken!, currentToken);
+    }
+    return undefined;
+  };
 }

@@ -37,7 +37,8 @@ export class KyselyRunner implements OperationRunner {
   }
 }
 
-async function drive<T>(connection: AnyKysely, operation: SqliteOperation<T>): Promise<T> {
+/** Runs an operation's statements one by one on `connection` (a Kysely instance, connection or transaction). */
+export async function drive<T>(connection: AnyKysely, operation: SqliteOperation<T>): Promise<T> {
   let step = operation.next();
   while (!step.done) {
     const statement: Statement = step.value;

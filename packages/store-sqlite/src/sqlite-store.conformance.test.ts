@@ -26,6 +26,7 @@ function removeDatabase(path: string): void {
 
 runStoreConformance({
   name: 'sqlite',
+  transactionalToolEffects: true,
   async create() {
     const path = databasePath();
     const store = await SqliteStore.open({ path });
@@ -44,6 +45,7 @@ runStoreConformance({
 
 runStoreConformance({
   name: 'sqlite (kysely)',
+  transactionalToolEffects: true,
   async create() {
     const path = databasePath();
     const client = new Database(path);

@@ -26,7 +26,10 @@ import {
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
+  type ToolEffectInput,
   type ToolExecution,
+  type ToolResult,
+  type TransactionalToolEffects,
   toJsonText,
   unissuedLeaseToken,
 } from '@lunation/contract';
@@ -39,7 +42,7 @@ import {
 } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { driverProblem, driverVersion } from './driver-support.js';
-import { KyselyRunner } from './kysely-runner.js';
+import { drive, KyselyRunner } from './kysely-runner.js';
 import { nativeModuleError } from './native-module-error.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
@@ -236,6 +239,10 @@ const statements = {
      WHERE thread_id = ? AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?`,
   ),
 
+  // Takes the write lock first thing in a deferred transaction (the busy timeout applies, as to BEGIN IMMEDIATE).
+  touchToolExecution: runStatement(
+    'UPDATE lunation_tool_executions SET record = record WHERE run_id = ? AND tool_call_id = ?',
+  ),
   selectToolExecution: getStatement<RecordRow>(
     'SELECT record FROM lunation_tool_executions WHERE run_id = ? AND tool_call_id = ?',
   ),
@@ -471,6 +478,23 @@ const operations = {
     return execution;
   },
 
+  /** The start of a transactional effect: the write lock, then the entry, which must exist, and the lease. */
+  *startToolEffect(input: ToolEffectInput): SqliteOperation<ToolExecution> {
+    yield* statements.touchToolExecution([input.runId, input.toolCallId]);
+    const existing = parseRecord<ToolExecution>(
+      yield* statements.selectToolExecution([input.runId, input.toolCallId]),
+    );
+    if (!existing) {
+      throw new LunationError(
+        'not-found',
+        `Tool call "${input.toolCallId}" of run "${input.runId}" was never begun; call beginToolExecution first`,
+        { details: { runId: input.runId, toolCallId: input.toolCallId } },
+      );
+    }
+    yield* assertFreshLease(existing.threadId, input.leaseToken);
+    return existing;
+  },
+
   *getToolExecution(runId: string, toolCallId: string): SqliteOperation<ToolExecution | undefined> {
     return parseRecord<ToolExecution>(yield* statements.selectToolExecution([runId, toolCallId]));
   },
@@ -542,7 +566,7 @@ const operations = {
  *
  * @remarks The schema is migrated on first use; call `init()` (or use `SqliteStore.open`) to do it up front.
  */
-export class SqliteStore implements LunationStore {
+export class SqliteStore implements LunationStore, TransactionalToolEffects {
   readonly kind = 'sqlite';
   readonly #options: SqliteStoreOptions;
   readonly #ownsClient: boolean;
@@ -552,6 +576,8 @@ export class SqliteStore implements LunationStore {
   #initializing: Promise<OperationRunner> | undefined;
   #checkpointer: BackgroundCheckpointer | undefined;
   #closed = false;
+  /** Set while a tool effect's transaction is open on the shared connection: other operations wait for it. */
+  #effect: Promise<void> | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
@@ -723,6 +749,53 @@ export class SqliteStore implements LunationStore {
     return this.#run('write', operations.completeToolExecution(input, resultJson));
   }
 
+  /**
+   * Runs `effect` with a kysely `Transaction` on this database and commits what it wrote together with the
+   * call's ledger completion (see `TransactionalToolEffects`). The transaction holds the database's write
+   * lock until it ends, and this store's other calls wait for it: keep effects short, and use only the
+   * transaction inside them.
+   */
+  async completeToolExecutionWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution> {
+    assertId(input.runId, 'runId');
+    assertId(input.toolCallId, 'toolCallId');
+    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+    if (typeof effect !== 'function')
+      throw new LunationError('invalid-argument', 'effect must be a function');
+    await this.#ready();
+    while (this.#effect) await this.#effect;
+    let done = () => {};
+    this.#effect = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    let failure: { error: unknown } | undefined;
+    try {
+      return await (this.#kysely as Kysely<unknown>).transaction().execute(async (transaction) => {
+        const raw = transaction.withoutPlugins();
+        const existing = await drive(raw, operations.startToolEffect(input));
+        if (existing.status === 'completed') return existing;
+        let result: ToolResult;
+        try {
+          result = await effect(transaction);
+        } catch (error) {
+          failure = { error };
+          throw error;
+        }
+        assertObject(result, 'result');
+        const resultJson = toJsonText(result, 'result');
+        return drive(raw, operations.completeToolExecution({ ...input, result }, resultJson));
+      });
+    } catch (error) {
+      if (failure) throw failure.error;
+      throw toStoreError(error);
+    } finally {
+      this.#effect = undefined;
+      done();
+    }
+  }
+
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     assertId(runId, 'runId');
     assertId(toolCallId, 'toolCallId');
@@ -768,6 +841,7 @@ export class SqliteStore implements LunationStore {
    */
   async #run<T>(transaction: Transaction, operation: SqliteOperation<T>): Promise<T> {
     const runner = this.#runner ?? (await this.#ready());
+    while (this.#effect) await this.#effect;
     try {
       return await runner.execute(transaction, operation);
     } catch (error) {

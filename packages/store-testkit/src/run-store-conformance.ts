@@ -12,6 +12,7 @@ import { payloadsSpec } from './specs/payloads-spec.js';
 import { runsSpec } from './specs/runs-spec.js';
 import { threadStateSpec } from './specs/thread-state-spec.js';
 import { threadsSpec } from './specs/threads-spec.js';
+import { toolEffectsSpec } from './specs/tool-effects-spec.js';
 import type { StoreSpecContext } from './store-spec-context.js';
 
 /** Options of {@link runStoreConformance}. */
@@ -28,6 +29,11 @@ export interface StoreConformanceOptions {
    * that reason stated).
    */
   createSibling?(store: LunationStore): Promise<LunationStore>;
+  /**
+   * The store implements `TransactionalToolEffects` (its specs run); when false, the suite checks that it does
+   * not claim to. @default false
+   */
+  transactionalToolEffects?: boolean;
 }
 
 /** Registers the LunationStore conformance suite (vitest `describe`/`it`) for one store implementation. */
@@ -75,6 +81,7 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     commitSpec(context);
     checkpointSpec(context);
     ledgerSpec(context);
+    toolEffectsSpec(context, options.transactionalToolEffects === true);
     leasesSpec(context);
     payloadsSpec(context);
     inputSpec(context);

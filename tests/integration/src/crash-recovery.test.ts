@@ -404,7 +404,7 @@ describe('crash recovery (issue 12)', () => {
     expect(parts[1]?.result.message).toMatch(/cannot be stored: .*circular/);
     expect(parts[3]?.result.message).toBe('Tool "null_proto" failed: an unprintable thrown object');
     expect(parts.at(-2)?.result.message).toMatch(/no id/);
-    expect(parts.at(-1)?.result.message).toMatch(/same id as an earlier call of this run/);
+    expect(parts.at(-1)?.result.message).toMatch(/same id as another call of this answer/);
     // Every executed call's ledger entry is completed, none left in flight.
     const ledger = await store.listToolExecutions(result.identity.runId);
     expect(ledger).toHaveLength(cases.length);

@@ -122,7 +122,9 @@ describe.each(backends)('durability with $name', (backend) => {
       finalText: 'Saved your note.',
       runId: suspended.runId,
     });
-    expect(readLog(base.sideEffectLog)).toEqual([`write_note ${suspended.runId}:call_1_1 remember the milk`]);
+    expect(readLog(base.sideEffectLog)).toEqual([
+      expect.stringMatching(new RegExp(`^write_note ${suspended.runId}:lc_\\S+ remember the milk$`)),
+    ]);
 
     const store = await backend.open(base);
     try {
@@ -154,9 +156,9 @@ describe.each(backends)('durability with $name', (backend) => {
     doomed.child.kill('SIGKILL');
     await doomed.exited;
     const key = String(started.key);
-    expect(key).toBe(`${running.runId}:call_2_1`);
+    expect(key).toMatch(new RegExp(`^${running.runId}:lc_\\S+$`));
     expect(readLog(base.sideEffectLog)).toEqual([
-      `step_one ${running.runId}:call_1_1`,
+      expect.stringMatching(new RegExp(`^step_one ${running.runId}:lc_\\S+$`)),
       `slow_write start ${key} rerun=false`,
     ]);
 
@@ -174,7 +176,7 @@ describe.each(backends)('durability with $name', (backend) => {
       { type: 'tool-result', toolName: 'slow_write', fromLedger: false },
     ]);
     expect(readLog(base.sideEffectLog)).toEqual([
-      `step_one ${running.runId}:call_1_1`,
+      expect.stringMatching(new RegExp(`^step_one ${running.runId}:lc_\\S+$`)),
       `slow_write start ${key} rerun=false`,
       `slow_write start ${key} rerun=true`,
       `slow_write done ${key}`,
@@ -193,9 +195,19 @@ describe.each(backends)('durability with $name', (backend) => {
         'assistant',
       ]);
       expect(new Set(messages.map((record) => record.message.id)).size).toBe(6);
-      const ledger = await store.getToolExecution(String(running.runId), 'call_2_1');
+      // The ledger keys calls by the runtime's id, kept in the assistant message beside the provider's.
+      const callIdOf = (toolCallId: string) =>
+        messages
+          .flatMap((record) => (record.message.role === 'assistant' ? record.message.content : []))
+          .find((part) => part.type === 'tool-call' && part.toolCallId === toolCallId) as
+          | { callId?: string }
+          | undefined;
+      const ledger = await store.getToolExecution(
+        String(running.runId),
+        String(callIdOf('call_2_1')?.callId),
+      );
       expect(ledger).toMatchObject({ status: 'completed', attempts: 2, idempotencyKey: key });
-      const first = await store.getToolExecution(String(running.runId), 'call_1_1');
+      const first = await store.getToolExecution(String(running.runId), String(callIdOf('call_1_1')?.callId));
       expect(first).toMatchObject({ status: 'completed', attempts: 1 });
     } finally {
       await store.close();
@@ -300,7 +312,7 @@ describe.each(backends)('two live processes with one owner ($name)', (backend) =
       expect(String(contended.message)).toContain("another live process with this runtime's own owner");
     }
     expect(readLog(base.sideEffectLog)).toEqual([
-      `step_one ${running.runId}:call_1_1`,
+      expect.stringMatching(new RegExp(`^step_one ${running.runId}:lc_\\S+$`)),
       `slow_write start ${key} rerun=false`,
     ]);
 
@@ -319,7 +331,7 @@ describe.each(backends)('two live processes with one owner ($name)', (backend) =
       expect(Number(done.startedAt)).toBeLessThan(Number(lease?.expiresAt));
       expect(Number(done.startedAt) - killedAt).toBeLessThan(base.leaseTtlMs);
       expect(readLog(base.sideEffectLog)).toEqual([
-        `step_one ${running.runId}:call_1_1`,
+        expect.stringMatching(new RegExp(`^step_one ${running.runId}:lc_\\S+$`)),
         `slow_write start ${key} rerun=false`,
         `slow_write start ${key} rerun=true`,
         `slow_write done ${key}`,

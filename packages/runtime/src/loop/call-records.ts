@@ -1,5 +1,7 @@
 import {
   type ContentPart,
+  INTERRUPTED_CALL_ACTION,
+  interruptedCallPayloadSchema,
   type Message,
   type ResumeDecision,
   resumeDecisionSchema,
@@ -125,7 +127,13 @@ export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
       }
     }
     if (!answered.has(part.toolCallId)) {
-      calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, arguments: part.arguments });
+      const call: ToolCall = {
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        arguments: part.arguments,
+      };
+      if (part.callId !== undefined) call.callId = part.callId;
+      calls.push(call);
     }
   }
   return calls;
@@ -156,6 +164,7 @@ export function answerOpenStep(
  * by the decision's payload (`use-decision-as-result`), or `resuming` with the decision, to run.
  */
 export function decideRecord(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
+  if (record.ticket?.action === INTERRUPTED_CALL_ACTION) return decideInterrupted(record, decision);
   if (decision.action === 'cancel') {
     return {
       ...record,
@@ -180,4 +189,44 @@ export function decideRecord(record: ToolCallRecord, decision: ResumeDecision): 
     };
   }
   return { ...record, status: 'resuming', decision };
+}
+
+/**
+ * An `interrupted-call` ticket decided: `rerun` makes the call `resuming` (it runs again, `rerun: true`),
+ * `done` settles it with the person's result, `fail` (or a `cancel` decision) with an error result.
+ */
+function decideInterrupted(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
+  const parsed = interruptedCallPayloadSchema.safeParse(decision.payload);
+  const payload = decision.action === 'cancel' || !parsed.success ? undefined : parsed.data;
+  if (payload?.choice === 'rerun') return { ...record, status: 'resuming', decision };
+  if (payload?.choice === 'done') {
+    const data = toStorableJson(payload.result);
+    return {
+      ...record,
+      status: 'succeeded',
+      decision,
+      result: {
+        status: 'success',
+        ...(data.ok && data.value !== undefined ? { data: data.value } : {}),
+        ...(payload.message === undefined ? {} : { message: payload.message }),
+        metadata: { interrupted: true, resolvedBy: 'person' },
+      },
+    };
+  }
+  const why = payload?.message ?? decision.reason;
+  return {
+    ...record,
+    status: 'failed',
+    decision,
+    result: interruptedResult(why === undefined ? 'A person chose not to run it again.' : why),
+  };
+}
+
+/** The error result of a call cut off mid-way that will not run again. */
+export function interruptedResult(detail: string): ToolResult {
+  return {
+    status: 'error',
+    message: `This call was interrupted (the process running it stopped) after it started, so it may or may not have taken effect. ${detail}`,
+    metadata: { interrupted: true },
+  };
 }

@@ -1,18 +1,22 @@
-import type {
-  CheckpointCommit,
-  RunRecord,
-  RunStatus,
-  TerminationReason,
-  ToolCall,
-  ToolExecution,
-  ToolResult,
+import {
+  type CheckpointCommit,
+  type RunRecord,
+  type RunStatus,
+  type TerminationReason,
+  type ToolCall,
+  type ToolExecution,
+  type ToolResult,
+  toolCallIdentity,
 } from '@lunation/contract';
 import { openTickets, toolCallsKey } from './call-records.js';
 import type { RunScope } from './run-scope.js';
 
-/** Stable per tool call, across re-runs after a crash. */
-export function idempotencyKey(runId: string, toolCallId: string): string {
-  return `${runId}:${toolCallId}`;
+/**
+ * Stable per tool call, across re-runs after a crash: the run and the call's identity (`toolCallIdentity(call)`:
+ * the runtime's `callId`, or the provider's id for calls stored before there was one).
+ */
+export function idempotencyKey(runId: string, callId: string): string {
+  return `${runId}:${callId}`;
 }
 
 /**
@@ -45,10 +49,10 @@ export class Checkpointer {
   claim(runId: string, call: ToolCall): ToolExecution {
     const entry: ToolExecution = {
       runId,
-      toolCallId: call.toolCallId,
+      toolCallId: toolCallIdentity(call),
       threadId: this.scope.identity.threadId,
       toolName: call.toolName,
-      idempotencyKey: idempotencyKey(runId, call.toolCallId),
+      idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
       status: 'in-flight',
       attempts: 1,
       startedAt: Date.now(),
@@ -62,17 +66,17 @@ export class Checkpointer {
     const { persistence, leaseToken } = this.scope.options;
     return persistence.beginTool({
       runId,
-      toolCallId: call.toolCallId,
+      toolCallId: toolCallIdentity(call),
       threadId: this.scope.identity.threadId,
       toolName: call.toolName,
-      idempotencyKey: idempotencyKey(runId, call.toolCallId),
+      idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
       ...(leaseToken === undefined ? {} : { leaseToken }),
     });
   }
 
   /** What the ledger says of a call (recovery only). */
-  lookup(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
-    return this.scope.options.persistence.getTool(runId, toolCallId);
+  lookup(runId: string, call: ToolCall): Promise<ToolExecution | undefined> {
+    return this.scope.options.persistence.getTool(runId, toolCallIdentity(call));
   }
 
   /** A finished call's ledger completion, as it rides in a commit. */

@@ -180,7 +180,7 @@ class Answer {
     if (this.startedId !== undefined) cutShort.push(this.cutShort(this.startedId, this.startedName));
     if (this.startedMore) for (const [id, name] of this.startedMore) cutShort.push(this.cutShort(id, name));
     const toolCalls = this.toolCalls ?? [];
-    let rejectedCalls = toolCalls.length > 0 ? checkCallIds(toolCalls, scope.callIds) : undefined;
+    let rejectedCalls = toolCalls.length > 0 ? identifyCalls(toolCalls) : undefined;
     for (const call of cutShort) {
       rejectedCalls ??= new Map();
       if (!rejectedCalls.has(call.toolCallId)) rejectedCalls.set(call.toolCallId, cutShortProblem);
@@ -227,22 +227,29 @@ const cutShortProblem =
   "The model's response was cut off before this tool call's arguments were complete, so it was not run. Call the tool again if it is still needed.";
 
 /**
- * Every call needs an id of its own: the ledger, tickets and results are keyed by it. A call whose id is
- * empty or repeats an earlier one of the run gets a fresh id (in the message too, so call and result stay paired) and
- * will not run; the model is told why.
+ * Gives every call the runtime's own id (`callId`, unique in the thread: the ledger, idempotency keys and
+ * recovery use it), so a provider may reuse its ids in later answers of a run. Within one answer the
+ * provider's ids pair calls with results: a call whose id is empty or repeats another call of the same answer
+ * gets a fresh provider-side id too (in the message, so call and result stay paired) and will not run; the
+ * model is told why.
  */
-function checkCallIds(toolCalls: ToolCallPart[], seen: Set<string>): Map<string, string> | undefined {
+function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefined {
   let rejected: Map<string, string> | undefined;
+  let seen: Set<string> | undefined;
   for (const call of toolCalls) {
+    call.callId = createCallId();
     const id = call.toolCallId;
     const problem =
       typeof id !== 'string' || id === ''
         ? 'The provider gave this tool call no id, so it was not run. Call the tool again if it is still needed.'
-        : seen.has(id)
-          ? `The provider gave this tool call the same id as an earlier call of this run ("${id}"), so it was not run. Call the tool again if it is still needed.`
+        : seen?.has(id)
+          ? `The provider gave this tool call the same id as another call of this answer ("${id}"), so it was not run. Call the tool again if it is still needed.`
           : undefined;
     if (problem === undefined) {
-      seen.add(id);
+      if (toolCalls.length > 1) {
+        seen ??= new Set();
+        seen.add(id);
+      }
       continue;
     }
     const replacement = `call_${createId().replace(/-/g, '')}`;
@@ -251,4 +258,9 @@ function checkCallIds(toolCalls: ToolCallPart[], seen: Set<string>): Map<string,
     rejected.set(replacement, problem);
   }
   return rejected;
+}
+
+/** A runtime call id: `lc_` and a unique id. */
+function createCallId(): string {
+  return `lc_${createId()}`;
 }

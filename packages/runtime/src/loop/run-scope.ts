@@ -140,8 +140,6 @@ export class RunScope {
   toolErrorStop: string | undefined;
   /** The validated structured output, once the run has it. */
   output: JsonValue | undefined;
-  /** Tool call ids this run has used: the ledger keys calls by run and id, so an id may not repeat. */
-  readonly callIds = new Set<string>();
   private seq = 0;
 
   constructor(readonly options: RunLoopOptions) {
@@ -153,13 +151,6 @@ export class RunScope {
     this.engine = this.createEngine();
     this.agentView = agentViewOf(this.agent);
     this.messages = options.history;
-    if (options.previous) {
-      const { runId } = options.identity;
-      for (const message of options.history) {
-        if (message.role !== 'assistant' || message.metadata?.runId !== runId) continue;
-        for (const part of message.content) if (part.type === 'tool-call') this.callIds.add(part.toolCallId);
-      }
-    }
     this.progress = {
       step: options.previous?.steps ?? 0,
       usage: options.previous?.usage ?? emptyUsage(),

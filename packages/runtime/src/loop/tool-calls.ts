@@ -1,4 +1,14 @@
-import type { ResumeDecision, ToolCall, ToolMessage, ToolResultPart } from '@lunation/contract';
+import {
+  INTERRUPTED_CALL_ACTION,
+  type InterruptPolicy,
+  type JsonSchema,
+  type ResumeDecision,
+  type ToolCall,
+  type ToolExecution,
+  type ToolMessage,
+  type ToolResultPart,
+  toolCallIdentity,
+} from '@lunation/contract';
 import { DEFAULT_TOOL_CANCEL_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS, type ToolErrorPolicy } from '../agent.js';
 import { createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
@@ -14,9 +24,16 @@ import {
   settle,
   toRecord,
 } from './call-plan.js';
-import { answerOpenStep, decideRecord, toolCallsKey, unansweredCalls } from './call-records.js';
+import {
+  answerOpenStep,
+  decideRecord,
+  interruptedResult,
+  toolCallsKey,
+  unansweredCalls,
+} from './call-records.js';
 import { type Checkpointer, idempotencyKey } from './checkpointer.js';
 import type { RunScope } from './run-scope.js';
+import { parseArguments } from './storable.js';
 import { ToolClock } from './tool-clock.js';
 import { ToolGate } from './tool-gate.js';
 import { invokeTool, ToolCallContext } from './tool-invoker.js';
@@ -54,9 +71,25 @@ export interface ToolStepOutcome {
  * | `suspended`                              | waits for its decision (or is cancelled by new input)     |
  * | `resuming` (decided)                     | runs with its decision (begin → maybe the ledger's result)|
  * | no record, ledger `completed`            | the ledger's result; never executed                       |
- * | no record, ledger `in-flight`            | re-runs with the same idempotency key (`rerun`)           |
+ * | no record, ledger `in-flight`            | its interrupt policy (below)                              |
  * | no record, no ledger entry               | goes through ToolGate again; never executed unchecked     |
  * | any, but the run is not `running`        | cancelled: nothing runs behind the user's back            |
+ *
+ * A call is **interrupted** when its ledger entry is `in-flight` with more attempts than its record says were
+ * used (none without a record): an earlier process started it and died before its completion. Its interrupt
+ * policy (the plugins' most careful answer, else the tool's, else the agent's, else `rerun`) decides, for a
+ * call without a record as it is restored and for a `resuming` or `allowed` one before it would begin again:
+ *
+ * | interrupt policy | what happens                                                                        |
+ * | ---------------- | ----------------------------------------------------------------------------------- |
+ * | `rerun`          | `begin` again: runs with the same idempotency key, `rerun: true`                    |
+ * | `fail`           | settled with an error result (interrupted, may or may not have taken effect); the   |
+ * |                  | ledger entry is completed with it; never runs again                                 |
+ * | `ask`            | `suspended` with an `interrupted-call` ticket (its record keeps the attempts used); |
+ * |                  | decided `rerun` → `resuming`, runs with `rerun: true`; `done` or `fail` → settled   |
+ *
+ * The policy is read only when the ledger says the call was interrupted; calls of the `rerun` policy cost no
+ * extra read (their `begin` tells).
  */
 export class ToolCalls {
   private readonly gate: ToolGate;
@@ -171,6 +204,7 @@ export class ToolCalls {
       plan.status = record.status;
       if (record.ticket) plan.ticket = record.ticket;
       if (record.decision) plan.decision = record.decision;
+      if (record.attempts !== undefined) plan.attempts = record.attempts;
       if (record.result) {
         plan.result = record.result;
         plan.fromRecord = true;
@@ -195,7 +229,6 @@ export class ToolCalls {
         return plan;
       }
       plan.ledger = 'begin';
-      if (record.attempts !== undefined) plan.attempts = record.attempts;
       if (plan.status !== 'resuming') plan.status = 'allowed';
       return plan;
     }
@@ -204,7 +237,7 @@ export class ToolCalls {
       return plan;
     }
     // The process running this step died: the ledger tells what became of the call.
-    const entry = await this.checkpointer.lookup(plan.runId, call.toolCallId);
+    const entry = await this.checkpointer.lookup(plan.runId, call);
     if (entry?.status === 'completed' && entry.result) {
       plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
       plan.result = entry.result;
@@ -212,8 +245,63 @@ export class ToolCalls {
     } else if (entry) {
       plan.status = 'allowed';
       plan.ledger = 'begin';
+      this.interrupted(plan, entry, this.interruptPolicy(call));
     }
     return plan;
+  }
+
+  /** The interrupt policy of a call: the plugins' most careful answer, else the tool's, else the agent's. */
+  private interruptPolicy(call: ToolCall): InterruptPolicy {
+    const { agent } = this.scope;
+    const resolvers = agent.plugins.interruptPolicies;
+    let policy: InterruptPolicy | undefined;
+    if (resolvers.length > 0) {
+      const parsed = parseArguments(call.arguments);
+      const annotations = agent.tools.get(call.toolName)?.annotations;
+      const request = {
+        toolName: call.toolName,
+        input: parsed.ok ? parsed.value : undefined,
+        ...(annotations === undefined ? {} : { annotations }),
+      };
+      for (const resolve of resolvers) {
+        const answer = resolve(request);
+        if (answer !== undefined && (policy === undefined || CAREFUL[answer] > CAREFUL[policy]))
+          policy = answer;
+      }
+    }
+    return (
+      policy ?? agent.tools.get(call.toolName)?.interruptPolicy ?? agent.definition.interruptPolicy ?? 'rerun'
+    );
+  }
+
+  /**
+   * An interrupted call (its ledger entry in flight from an attempt that died): `fail` settles it, `ask`
+   * suspends it with an `interrupted-call` ticket. True when so handled; false under `rerun` (it runs again).
+   */
+  private interrupted(plan: CallPlan, entry: ToolExecution, policy: InterruptPolicy): boolean {
+    if (policy === 'rerun') return false;
+    const { call } = plan;
+    if (policy === 'fail') {
+      const result = interruptedResult('It will not run again.');
+      settle(plan, 'failed', result);
+      if (this.scope.durable) this.checkpointer.ride(this.checkpointer.completion(entry, result));
+      return true;
+    }
+    plan.attempts = entry.attempts;
+    const parsed = parseArguments(call.arguments);
+    this.gate.suspend(plan, {
+      action: INTERRUPTED_CALL_ACTION,
+      message: `The call of "${call.toolName}" was cut off after it started (the process running it stopped), so it may or may not have taken effect. Run it again, treat it as done (with its result), or fail it?`,
+      parameters: {
+        toolName: call.toolName,
+        arguments: parsed.ok ? ((parsed.value ?? null) as never) : call.arguments,
+        idempotencyKey: entry.idempotencyKey,
+        attempts: entry.attempts,
+      },
+      responseSchema: INTERRUPTED_CALL_RESPONSE_SCHEMA,
+      resumeMode: 'pass-decision-to-tool',
+    });
+    return true;
   }
 
   /** A decision for a suspended call: decline it, take the payload as its result, or let it run. */
@@ -359,11 +447,27 @@ export class ToolCalls {
       this.report(plan);
       return;
     }
+    if (scope.durable && plan.ledger === 'begin') {
+      // A resumed call may have been cut off in an earlier attempt: its interrupt policy decides first.
+      const policy = this.interruptPolicy(call);
+      if (policy !== 'rerun') {
+        const entry = await checkpointer.lookup(plan.runId, call);
+        if (
+          entry?.status === 'in-flight' &&
+          entry.attempts > (plan.attempts ?? 0) &&
+          this.interrupted(plan, entry, policy)
+        ) {
+          if (plan.status === 'suspended') this.announce([plan]);
+          else this.report(plan);
+          return;
+        }
+      }
+    }
     if (scope.engine.isActive('BeforeToolExecute')) {
       const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
-    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, call.toolCallId);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
     let rerun = false;
     if (scope.durable && plan.ledger === 'begin') {
       const entry = await checkpointer.begin(plan.runId, call);
@@ -375,7 +479,9 @@ export class ToolCalls {
         return;
       }
       plan.execution = entry;
-      rerun = (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1;
+      // An interrupted call a person chose to run again is a re-run whatever the attempts say.
+      rerun =
+        (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
     }
     plan.status = 'running';
     if (scope.listening) {
@@ -390,21 +496,31 @@ export class ToolCalls {
     }
     const timeoutMs =
       tool.timeoutMs ?? scope.agent.definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-    const invocation = await invokeTool(
-      new ToolCallContext(
-        scope,
-        this.runningClock,
-        tool,
-        plan.input,
-        call.toolCallId,
-        call.toolName,
-        key,
-        rerun,
-        plan.decision,
-        timeoutMs,
-        this.errorPolicy(call.toolName),
-      ),
+    const context = new ToolCallContext(
+      scope,
+      this.runningClock,
+      tool,
+      plan.input,
+      call.toolCallId,
+      toolCallIdentity(call),
+      plan.runId,
+      call.toolName,
+      key,
+      rerun,
+      plan.decision,
+      timeoutMs,
+      this.errorPolicy(call.toolName),
     );
+    const invocation = await invokeTool(context);
+    if (context.committed) {
+      // Its effect committed with the ledger completion: that result is the call's, whatever followed.
+      plan.status = context.committed.status === 'error' ? 'failed' : 'succeeded';
+      plan.result = context.committed;
+      if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+      if (scope.engine.isActive('AfterToolExecute')) await this.afterExecute(plan, response);
+      else this.settled(plan);
+      return;
+    }
     if (invocation.suspend) {
       // The tool asked for a decision: it runs again once decided (its ledger entry stays in flight).
       if (this.gate.suspend(plan, invocation.suspend)) {
@@ -530,6 +646,21 @@ function anySuspended(plans: readonly CallPlan[]): boolean {
 }
 
 const CONTINUE: ToolErrorPolicy = Object.freeze({ policy: 'continue' });
+
+/** How careful an interrupt policy is: the most careful answer of the plugins wins. */
+const CAREFUL: Record<InterruptPolicy, number> = { rerun: 0, fail: 1, ask: 2 };
+
+/** The response schema of an `interrupted-call` ticket (`interruptedCallPayloadSchema` as JSON Schema). */
+const INTERRUPTED_CALL_RESPONSE_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    choice: { type: 'string', enum: ['rerun', 'done', 'fail'] },
+    result: {},
+    message: { type: 'string' },
+  },
+  required: ['choice'],
+  additionalProperties: false,
+};
 
 /** A blocked call stops its step: every other call not settled yet gets an error result and does not run. */
 function interrupt(plans: CallPlan[]): void {

@@ -9,6 +9,7 @@ import {
 import type { ToolErrorPolicy } from '../agent.js';
 import { type BackgroundTasks, type TaskRecord, tasksKey } from '../background-tasks.js';
 import type { Command } from '../command.js';
+import { noTransactions } from '../persistence.js';
 import type { StateSnapshot } from '../state.js';
 import { type AnyTool, type TicketInput, type ToolContext, ToolOutput } from '../tool.js';
 import { errorResult } from './call-plan.js';
@@ -231,6 +232,9 @@ export class ToolCallContext implements ToolContext, Watch {
   abandon: (() => void) | undefined = undefined;
   private backgroundTasks: BackgroundTasks | undefined;
   private snapshot: StateSnapshot | undefined;
+  /** The result a transactional effect committed with the ledger completion (it is the call's result). */
+  committed: ToolResult | undefined = undefined;
+  private transacted = false;
 
   constructor(
     /** @internal */ readonly scope: RunScope,
@@ -238,6 +242,8 @@ export class ToolCallContext implements ToolContext, Watch {
     /** @internal */ readonly tool: AnyTool,
     /** @internal the parsed and validated arguments */ readonly input: unknown,
     readonly toolCallId: string,
+    readonly callId: string,
+    /** @internal the run whose ledger holds the call */ readonly ledgerRunId: string,
     readonly toolName: string,
     readonly idempotencyKey: string,
     readonly rerun: boolean,
@@ -275,6 +281,43 @@ export class ToolCallContext implements ToolContext, Watch {
       toolName: this.toolName,
       progress: stored.ok ? (stored.value ?? null) : `(progress that cannot be shown: ${stored.problem})`,
     });
+  }
+
+  async transaction<Result, Transaction = unknown>(
+    effect: (transaction: Transaction) => Promise<Result>,
+  ): Promise<Result> {
+    const { scope } = this;
+    if (!scope.durable) throw noTransactions(undefined);
+    if (this.transacted) {
+      throw new LunationError(
+        'invalid-argument',
+        `Tool call ${this.callId} ("${this.toolName}") already ran its transaction; a call commits one transaction, with its completion`,
+      );
+    }
+    this.transacted = true;
+    const { persistence, leaseToken } = scope.options;
+    let value: Result | undefined;
+    const entry = await persistence.completeToolWithEffect(
+      {
+        runId: this.ledgerRunId,
+        toolCallId: this.callId,
+        ...(leaseToken === undefined ? {} : { leaseToken }),
+      },
+      async (transaction) => {
+        value = await effect(transaction as Transaction);
+        const stored = toStorableJson(value);
+        if (!stored.ok) {
+          throw new LunationError(
+            'invalid-argument',
+            `The transaction's result cannot be stored: ${stored.problem}; nothing was written`,
+          );
+        }
+        return { status: 'success', ...(stored.value === undefined ? {} : { data: stored.value }) };
+      },
+    );
+    this.committed = entry.result;
+    // An earlier attempt committed it: its recorded result stands, the effect did not run again.
+    return (value === undefined ? entry.result?.data : value) as Result;
   }
 
   suspend(ticket: TicketInput): ToolOutput {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJournal } from '../../fixtures/soak-journal.js';
+import { prepareOutbox, readOutbox } from '../../fixtures/soak-outbox.js';
 import { createBatch, type SoakBatch } from '../../fixtures/soak-scenario.js';
 import { openStore } from '../../fixtures/store-connection.js';
 import { runBatch } from './batch-runner.js';
@@ -50,6 +51,7 @@ describe.each(backends)('crash soak on $name', (backend) => {
         // be refused while a driving process lives, and may take a run over only after that process was killed.
         const twin = settings.twinEvery > 0 && batch.index % settings.twinEvery === settings.twinEvery - 1;
         try {
+          await prepareOutbox(connection);
           const outcome = await runBatch(batch, {
             connection,
             journalPath,
@@ -59,6 +61,7 @@ describe.each(backends)('crash soak on $name', (backend) => {
             twin,
           });
           const journal = readJournal(journalPath);
+          const outbox = connection.store === 'redis' ? undefined : await readOutbox(connection);
           const store = await openStore(connection);
           try {
             const violations = [];
@@ -72,10 +75,11 @@ describe.each(backends)('crash soak on $name', (backend) => {
                   ),
                   store: await readThreadEvidence(store, run.threadId),
                   stranded: outcome.stranded.get(run.threadId),
+                  ...(outbox ? { outbox: outbox.filter((row) => row.thread_id === run.threadId) } : {}),
                 }),
               );
             }
-            return { batch, outcome, journal, violations };
+            return { batch, outcome, journal, violations, ...(outbox ? { outbox } : {}) };
           } finally {
             await store.close();
           }

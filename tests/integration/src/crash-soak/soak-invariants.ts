@@ -1,7 +1,14 @@
 import type { Message, ToolResult, ToolResultPart } from '@lunation/contract';
 import { type ToolCallRecord, toolCallsKey } from '@lunation/runtime';
 import type { JournalEntry } from '../../fixtures/soak-journal.js';
-import { findCall, type SoakCall, type SoakRun, soakTools } from '../../fixtures/soak-scenario.js';
+import type { OutboxRow } from '../../fixtures/soak-outbox.js';
+import {
+  atMostOnceGates,
+  findCall,
+  type SoakCall,
+  type SoakRun,
+  soakTools,
+} from '../../fixtures/soak-scenario.js';
 import type { ThreadEvidence } from './thread-evidence.js';
 
 /** The invariants of the durability protocol, numbered as there; 7 is the fleet sketch's "at most one holder". */
@@ -13,6 +20,8 @@ export const invariantNames = {
   5: 'every run ends done, or waiting on tickets that can be decided; run record and call states agree',
   6: 'every assistant tool call gets exactly one result, in call order',
   7: "at most one live process executes a thread's tools at any instant",
+  8: 'a call whose interrupt policy is fail or ask never executes twice',
+  9: "a transactional effect is in the store's database exactly once per finished call",
 } as const;
 
 export type Invariant = keyof typeof invariantNames;
@@ -31,6 +40,8 @@ export interface RunEvidence {
   store: ThreadEvidence;
   /** Why the soak gave up on the run, if it did. */
   stranded: string | undefined;
+  /** The outbox rows of the run's thread; undefined on stores without transactions. */
+  outbox?: OutboxRow[];
 }
 
 type Entry<Type extends JournalEntry['type']> = Extract<JournalEntry, { type: Type }>;
@@ -65,12 +76,28 @@ function landedCommits(evidence: RunEvidence): Set<string> {
   return landed;
 }
 
+/**
+ * The provider's (the script's) id of each call by the runtime's own id, from the stored assistant messages:
+ * the ledger keys calls by the runtime's id, the journal's tool lines and tool messages by the script's.
+ */
+function scriptIds(evidence: RunEvidence): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const { message } of evidence.store.messages) {
+    if (message.role !== 'assistant') continue;
+    for (const part of message.content)
+      if (part.type === 'tool-call' && part.callId !== undefined) ids.set(part.callId, part.toolCallId);
+  }
+  return ids;
+}
+
 /** Writes that recorded a call's result: acknowledged, or found in the store although the writer died. */
 function resultRecords(evidence: RunEvidence): Map<string, Array<{ at: number; what: string }>> {
   const acknowledged = new Set(located(evidence.journal, 'write-acked').map(writeKey));
   const landed = landedCommits(evidence);
+  const ids = scriptIds(evidence);
   const records = new Map<string, Array<{ at: number; what: string }>>();
-  const add = (toolCallId: string, at: number, what: string) => {
+  const add = (callId: string, at: number, what: string) => {
+    const toolCallId = ids.get(callId) ?? callId;
     records.set(toolCallId, [...(records.get(toolCallId) ?? []), { at, what }]);
   };
   for (const write of located(evidence.journal, 'write-start')) {
@@ -117,6 +144,14 @@ function checkReruns(evidence: RunEvidence, violations: Violation[]): void {
   for (const start of starts) byCall.set(start.toolCallId, [...(byCall.get(start.toolCallId) ?? []), start]);
   for (const [toolCallId, attempts] of byCall) {
     const first = attempts[0] as (typeof attempts)[number];
+    const gate = findCall(run, toolCallId)?.call.gate;
+    if (gate !== undefined && atMostOnceGates.has(gate) && attempts.length > 1) {
+      violations.push({
+        invariant: 8,
+        run,
+        detail: `"${toolCallId}" (${first.toolName}) executed ${attempts.length} times, in ${attempts.map(writer).join(', ')}`,
+      });
+    }
     for (let index = 1; index < attempts.length; index++) {
       const attempt = attempts[index] as (typeof attempts)[number];
       const previous = attempts[index - 1] as (typeof attempts)[number];
@@ -284,7 +319,11 @@ function checkEnding(evidence: RunEvidence, violations: Violation[]): void {
 
 /** What the model must see for a call, by its gate and decision. */
 function expectedOutcome(call: SoakCall): { status: ToolResult['status']; describe: string } {
-  if (call.gate === 'allowed') return { status: 'success', describe: 'allowed, so its success' };
+  if (call.gate === 'deny' || call.gate === 'ask') return gatedOutcome(call);
+  return { status: 'success', describe: 'allowed, so its success' };
+}
+
+function gatedOutcome(call: SoakCall): { status: ToolResult['status']; describe: string } {
   if (call.gate === 'deny') return { status: 'error', describe: 'denied by rule, so an error' };
   return call.decision === 'approve'
     ? { status: 'success', describe: 'approved, so its success' }
@@ -331,6 +370,13 @@ function checkAnswers(evidence: RunEvidence, violations: Violation[]): void {
     for (const part of results) {
       const call = findCall(run, part.toolCallId)?.call;
       if (!call) continue;
+      // A once tool cut off mid-way is failed as interrupted (it may or may not have taken effect).
+      if (
+        call.gate === 'once' &&
+        part.result.status === 'error' &&
+        part.result.metadata?.interrupted === true
+      )
+        continue;
       const expected = expectedOutcome(call);
       if (part.result.status !== expected.status || part.toolName !== soakTools[call.gate]) {
         violations.push({
@@ -374,8 +420,35 @@ function checkOverlaps(evidence: RunEvidence, violations: Violation[]): void {
   }
 }
 
+/**
+ * Every finished outbox call has exactly one row (its transaction committed once, with its completion), and no
+ * row belongs to a call the run does not have. Stores without transactions are not checked.
+ */
+function checkOutbox(evidence: RunEvidence, violations: Violation[]): void {
+  const { run, outbox, store } = evidence;
+  if (outbox === undefined) return;
+  const byCall = new Map<string, number>();
+  for (const row of outbox) byCall.set(row.tool_call_id, (byCall.get(row.tool_call_id) ?? 0) + 1);
+  for (const [toolCallId, count] of byCall) {
+    if (count > 1)
+      violations.push({ invariant: 9, run, detail: `"${toolCallId}" has ${count} outbox rows, not one` });
+    if (findCall(run, toolCallId)?.call.gate !== 'outbox')
+      violations.push({ invariant: 9, run, detail: `an outbox row for "${toolCallId}", not an outbox call` });
+  }
+  if (store.runs.at(-1)?.status !== 'done') return;
+  for (const step of run.steps)
+    for (const call of step.calls)
+      if (call.gate === 'outbox' && !byCall.has(call.toolCallId))
+        violations.push({
+          invariant: 9,
+          run,
+          detail: `"${call.toolCallId}" finished without its outbox row`,
+        });
+}
+
 export function checkRun(evidence: RunEvidence): Violation[] {
   const violations: Violation[] = [];
+  checkOutbox(evidence, violations);
   checkGates(evidence, violations);
   checkReruns(evidence, violations);
   checkCommits(evidence, violations);

@@ -91,7 +91,9 @@ export function checkFleetRun(evidence: FleetRunEvidence, kills: readonly Worker
         add('unjustifiedRerun', `"${toolCallId}" ran again without rerun: true and its key`);
       }
     }
-    const recorded = evidence.ledger.find((entry) => entry.toolCallId === toolCallId)?.completedAt;
+    // The ledger keys calls by the runtime's id.
+    const callId = starts[0]?.callId;
+    const recorded = evidence.ledger.find((entry) => entry.toolCallId === callId)?.completedAt;
     const late = starts.find((start) => recorded !== undefined && start.at > recorded);
     if (late)
       add('recordedRerun', `"${toolCallId}" ran again in ${late.worker} after its result was recorded`);

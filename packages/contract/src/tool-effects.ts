@@ -1,0 +1,36 @@
+import type { ToolExecution } from './store.js';
+import type { ToolResult } from './tools.js';
+
+/** What {@link TransactionalToolEffects.completeToolExecutionWithEffect} takes. */
+export interface ToolEffectInput {
+  runId: string;
+  /** The ledger's id of the call (its `toolCallIdentity`). */
+  toolCallId: string;
+  leaseToken?: number;
+}
+
+/**
+ * A store that can write a tool's effect in its own database in the same transaction as the call's ledger
+ * completion, so the effect happens exactly once whatever instant the process dies. `SqliteStore` and
+ * `PostgresStore` implement it (the transaction is a kysely `Transaction`); stores that cannot, don't.
+ */
+export interface TransactionalToolEffects {
+  /**
+   * Opens a transaction on the store's database and checks that the call's ledger entry is `in-flight` and the
+   * lease token fresh (`not-found`, `stale-lease`); runs `effect` with the transaction; records the result it
+   * returns as the entry's completion; commits both at once. When `effect` throws, nothing is written and the
+   * error is rethrown. When the entry is already `completed`, `effect` does not run and the entry is returned
+   * as it is. Returns the completed entry.
+   */
+  completeToolExecutionWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution>;
+}
+
+/** True when `store` can commit a tool's effect with its ledger completion (see {@link TransactionalToolEffects}). */
+export function supportsToolEffects<Store extends object>(
+  store: Store,
+): store is Store & TransactionalToolEffects {
+  return typeof (store as Partial<TransactionalToolEffects>).completeToolExecutionWithEffect === 'function';
+}
