@@ -1,0 +1,291 @@
+import {
+  type CheckpointKind,
+  type CheckpointOutcome,
+  type InstrumentedOperation,
+  type LeaseFact,
+  type LedgerHitFact,
+  LunationError,
+  type ModelCallFact,
+  type ModelCallOutcome,
+  type ResumeDecision,
+  type RunEndFact,
+  type RunInstrumentation,
+  type SuspensionTicket,
+  type ToolCallFact,
+  type ToolCallOutcome,
+  type TraceCarrier,
+} from '@lunation/contract';
+import {
+  type Attributes,
+  type Context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import { finishReason, GEN_AI, LUNATION } from './attribute-names.js';
+import { genAIMessages, systemInstructions } from './message-content.js';
+import { toTraceCarrier } from './trace-carrier.js';
+
+/** What every span of one run shares. */
+export interface RunTraceSettings {
+  readonly tracer: Tracer;
+  readonly captureMessageContent: boolean;
+  /** Where the live execute_tool spans are, by `runId` and tool call id, for the child runs they start. */
+  readonly toolSpans: Map<string, Span>;
+}
+
+/** The key of a tool call's span in {@link RunTraceSettings.toolSpans}. */
+export function toolSpanKey(runId: string, toolCallId: string): string {
+  return `${runId}\u0000${toolCallId}`;
+}
+
+/**
+ * One run as OpenTelemetry spans: its `invoke_agent` span, and under it a `chat` span per model call, an
+ * `execute_tool` span per tool execution and a `lunation.checkpoint` span per commit; ledger hits, leases,
+ * suspensions and resumes are events of the run's span.
+ */
+export class RunTracer implements RunInstrumentation {
+  /** The run's span as parent of its operations. */
+  readonly context: Context;
+
+  constructor(
+    readonly span: Span,
+    parent: Context,
+    readonly threadId: string,
+    readonly runId: string,
+    private readonly settings: RunTraceSettings,
+  ) {
+    this.context = trace.setSpan(parent, span);
+  }
+
+  modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> {
+    const { request } = call;
+    const attributes: Attributes = {
+      [GEN_AI.operationName]: 'chat',
+      [GEN_AI.providerName]: call.provider,
+      [GEN_AI.requestModel]: call.model,
+      [GEN_AI.conversationId]: this.threadId,
+      [LUNATION.step]: call.step,
+    };
+    const overrides = request.overrides;
+    if (overrides !== undefined) {
+      if (overrides.maxTokens !== undefined) attributes[GEN_AI.requestMaxTokens] = overrides.maxTokens;
+      if (overrides.temperature !== undefined) attributes[GEN_AI.requestTemperature] = overrides.temperature;
+      if (overrides.topP !== undefined) attributes[GEN_AI.requestTopP] = overrides.topP;
+      if (overrides.stopSequences !== undefined)
+        attributes[GEN_AI.requestStopSequences] = overrides.stopSequences;
+    }
+    if (this.settings.captureMessageContent) {
+      attributes[GEN_AI.inputMessages] = genAIMessages(request.messages);
+      const instructions = systemInstructions(request.messages);
+      if (instructions !== undefined) attributes[GEN_AI.systemInstructions] = instructions;
+    }
+    const span = this.settings.tracer.startSpan(
+      `chat ${call.model}`,
+      { kind: SpanKind.CLIENT, attributes },
+      this.context,
+    );
+    return new ModelCallSpan(span, call.provider, this.settings.captureMessageContent);
+  }
+
+  toolCallStarted(call: ToolCallFact): InstrumentedOperation<ToolCallOutcome> {
+    const attributes: Attributes = {
+      [GEN_AI.operationName]: 'execute_tool',
+      [GEN_AI.toolName]: call.toolName,
+      [GEN_AI.toolCallId]: call.toolCallId,
+      [GEN_AI.toolType]: 'function',
+      [GEN_AI.conversationId]: this.threadId,
+      [LUNATION.step]: call.step,
+      [LUNATION.idempotencyKey]: call.idempotencyKey,
+      [LUNATION.rerun]: call.rerun,
+      [LUNATION.attempt]: call.attempt,
+    };
+    if (this.settings.captureMessageContent) attributes[GEN_AI.toolCallArguments] = call.arguments;
+    const span = this.settings.tracer.startSpan(
+      `execute_tool ${call.toolName}`,
+      { kind: SpanKind.INTERNAL, attributes },
+      this.context,
+    );
+    if (call.rerun) {
+      span.addEvent(LUNATION.ledgerRerunEvent, {
+        [GEN_AI.toolCallId]: call.toolCallId,
+        [LUNATION.idempotencyKey]: call.idempotencyKey,
+        [LUNATION.attempt]: call.attempt,
+      });
+    }
+    const key = toolSpanKey(this.runId, call.toolCallId);
+    this.settings.toolSpans.set(key, span);
+    return new ToolCallSpan(span, key, this.settings);
+  }
+
+  checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> {
+    const span = this.settings.tracer.startSpan(
+      `${LUNATION.checkpointSpan} ${kind}`,
+      { kind: SpanKind.INTERNAL, attributes: { [LUNATION.checkpointKind]: kind } },
+      this.context,
+    );
+    return new CheckpointSpan(span);
+  }
+
+  ledgerHit(fact: LedgerHitFact): void {
+    this.span.addEvent(LUNATION.ledgerHitEvent, {
+      [GEN_AI.toolCallId]: fact.toolCallId,
+      [GEN_AI.toolName]: fact.toolName,
+      [LUNATION.source]: fact.source,
+      [LUNATION.step]: fact.step,
+    });
+  }
+
+  toolCallSuspended(ticket: SuspensionTicket): void {
+    this.span.addEvent(LUNATION.suspendEvent, {
+      [GEN_AI.toolCallId]: ticket.toolCallId,
+      [GEN_AI.toolName]: ticket.toolName,
+      [LUNATION.ticketId]: ticket.id,
+      [LUNATION.ticketAction]: ticket.action,
+    });
+  }
+
+  toolCallResumed(toolCallId: string, decision: ResumeDecision): void {
+    this.span.addEvent(LUNATION.resumeEvent, {
+      [GEN_AI.toolCallId]: toolCallId,
+      [LUNATION.ticketId]: decision.ticketId,
+      [LUNATION.decisionAction]: decision.action,
+    });
+  }
+
+  lease(fact: LeaseFact): void {
+    if (fact.type === 'renew') {
+      this.span.addEvent(LUNATION.leaseRenewEvent, { [LUNATION.leaseToken]: fact.token });
+      return;
+    }
+    const attributes: Attributes = { [LUNATION.leaseToken]: fact.token };
+    const code = errorCode(fact.error);
+    if (code !== undefined) attributes[GEN_AI.errorType] = code;
+    this.span.addEvent(LUNATION.leaseLostEvent, attributes);
+  }
+
+  suspendContext(): TraceCarrier | undefined {
+    return toTraceCarrier(this.span.spanContext());
+  }
+
+  runEnded(fact: RunEndFact): void {
+    const { span } = this;
+    const { termination, usage } = fact;
+    span.setAttributes({
+      [LUNATION.status]: fact.status,
+      [LUNATION.termination]: termination.type,
+      [LUNATION.steps]: fact.steps,
+      [GEN_AI.usageInputTokens]: usage.inputTokens,
+      [GEN_AI.usageOutputTokens]: usage.outputTokens,
+    });
+    if (this.settings.captureMessageContent && fact.finalText !== '') {
+      span.setAttribute(
+        GEN_AI.outputMessages,
+        JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: fact.finalText }] }]),
+      );
+    }
+    if (termination.type === 'error') {
+      span.setAttribute(GEN_AI.errorType, termination.error.code);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: termination.error.message });
+    }
+    span.end();
+  }
+}
+
+class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
+  constructor(
+    private readonly span: Span,
+    private readonly provider: string,
+    private readonly captureMessageContent: boolean,
+  ) {}
+
+  end(outcome: ModelCallOutcome): void {
+    const { span } = this;
+    if (outcome.error !== undefined) {
+      failed(span, outcome.error);
+      span.end();
+      return;
+    }
+    const attributes: Attributes = {};
+    if (outcome.stopReason !== undefined)
+      attributes[GEN_AI.responseFinishReasons] = [finishReason(outcome.stopReason)];
+    const usage = outcome.usage;
+    if (usage !== undefined) {
+      attributes[GEN_AI.usageInputTokens] = usage.inputTokens;
+      attributes[GEN_AI.usageOutputTokens] = usage.outputTokens;
+      if (usage.cacheReadTokens > 0) attributes[GEN_AI.usageCacheReadInputTokens] = usage.cacheReadTokens;
+      if (usage.cacheWriteTokens > 0)
+        attributes[GEN_AI.usageCacheCreationInputTokens] = usage.cacheWriteTokens;
+    }
+    const message = outcome.message;
+    if (message !== undefined) {
+      const reported = message.providerMetadata?.[this.provider]?.model;
+      if (typeof reported === 'string') attributes[GEN_AI.responseModel] = reported;
+      if (this.captureMessageContent) attributes[GEN_AI.outputMessages] = genAIMessages([message]);
+    }
+    span.setAttributes(attributes);
+    span.end();
+  }
+}
+
+class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
+  constructor(
+    private readonly span: Span,
+    private readonly key: string,
+    private readonly settings: RunTraceSettings,
+  ) {}
+
+  end(outcome: ToolCallOutcome): void {
+    const { span } = this;
+    span.setAttribute(LUNATION.toolStatus, outcome.status);
+    const result = outcome.result;
+    if (result !== undefined) {
+      if (this.settings.captureMessageContent)
+        span.setAttribute(GEN_AI.toolCallResult, JSON.stringify(result));
+      if (result.status === 'error') {
+        span.setAttribute(GEN_AI.errorType, outcome.status === 'abandoned' ? 'abandoned' : 'tool_error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: result.message ?? 'the tool failed' });
+      }
+    }
+    this.settings.toolSpans.delete(this.key);
+    span.end();
+  }
+}
+
+class CheckpointSpan implements InstrumentedOperation<CheckpointOutcome> {
+  constructor(private readonly span: Span) {}
+
+  end(outcome: CheckpointOutcome): void {
+    const { span } = this;
+    span.setAttributes({
+      [LUNATION.checkpointMessages]: outcome.messages,
+      [LUNATION.checkpointLedgerEntries]: outcome.ledgerEntries,
+      [LUNATION.checkpointRunRecord]: outcome.runRecord,
+    });
+    if (outcome.error !== undefined) {
+      if (LunationError.hasCode(outcome.error, 'stale-lease')) {
+        span.setAttribute(LUNATION.leaseFenced, true);
+        span.addEvent(LUNATION.leaseFencedEvent);
+      }
+      failed(span, outcome.error);
+    }
+    span.end();
+  }
+}
+
+/** Marks a span failed with an error: its code as `error.type`, the error recorded as an exception. */
+function failed(span: Span, error: unknown): void {
+  span.setAttribute(GEN_AI.errorType, errorCode(error) ?? 'error');
+  if (error instanceof Error) span.recordException(error);
+  span.setStatus({
+    code: SpanStatusCode.ERROR,
+    message: error instanceof Error ? error.message : String(error),
+  });
+}
+
+/** A LunationError's code, or undefined. */
+export function errorCode(error: unknown): string | undefined {
+  return LunationError.isInstance(error) ? error.code : undefined;
+}
