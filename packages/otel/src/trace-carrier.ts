@@ -1,5 +1,5 @@
 import type { TraceCarrier } from '@lunation/contract';
-import { type SpanContext, TraceFlags, trace } from '@opentelemetry/api';
+import { createTraceState, type SpanContext, TraceFlags, trace } from '@opentelemetry/api';
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -25,5 +25,6 @@ export function fromTraceCarrier(carrier: TraceCarrier | undefined): SpanContext
     traceFlags: Number.parseInt(match[3] as string, 16) & TraceFlags.SAMPLED,
     isRemote: true,
   };
+  if (carrier?.tracestate) context.traceState = createTraceState(carrier.tracestate);
   return trace.isSpanContextValid(context) ? context : undefined;
 }
