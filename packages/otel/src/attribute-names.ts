@@ -50,6 +50,7 @@ export const LUNATION = {
   checkpointMessages: 'lunation.checkpoint.messages',
   checkpointLedgerEntries: 'lunation.checkpoint.ledger_entries',
   checkpointRunRecord: 'lunation.checkpoint.run_record',
+  checkpointDuration: 'lunation.checkpoint.duration_ms',
   leaseToken: 'lunation.lease.token',
   leaseTakeover: 'lunation.lease.takeover',
   leaseFenced: 'lunation.lease.fenced',

@@ -33,6 +33,13 @@ export interface OpenTelemetryInstrumentationOptions {
    * hold personal data. @default false
    */
   captureMessageContent?: boolean;
+  /**
+   * Record each checkpoint commit as a `lunation.checkpoint {C0|C1|C2|run-end}` span of its own (with the
+   * commit's latency as the span's duration, and a fenced commit as a failed span) instead of a
+   * `lunation.checkpoint` event of the run's span (with `lunation.checkpoint.duration_ms`). Spans show the store's
+   * latency on a timeline but cost about as much as the commit itself on a fast store. @default false
+   */
+  checkpointSpans?: boolean;
 }
 
 /**
@@ -52,6 +59,7 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
     this.settings = {
       tracer: this.tracer,
       captureMessageContent: options.captureMessageContent === true,
+      checkpointSpans: options.checkpointSpans === true,
       toolSpans: new Map<string, Span>(),
     };
   }

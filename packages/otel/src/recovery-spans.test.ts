@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LunationError, type LunationStore } from '@lunation/contract';
+import { type Lease, LunationError, type LunationStore, type RenewLeaseInput } from '@lunation/contract';
 import { createRuntime, defineTool } from '@lunation/runtime';
 import { reply, ScriptedModel } from '@lunation/runtime/testing';
 import { SqliteStore } from '@lunation/store-sqlite';
@@ -34,11 +34,15 @@ function frozenRenewals(store: LunationStore): LunationStore {
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === 'renewLease') {
-        return async () => {
-          const lease = await target.getLease('t1');
-          if (!lease) throw new LunationError('lease-lost', 'no lease');
-          return lease;
-        };
+        // Says it renewed, without writing anything: the lease runs out while this process still thinks it holds it.
+        return async (input: RenewLeaseInput): Promise<Lease> => ({
+          threadId: input.threadId,
+          owner: 'frozen',
+          runId: 'frozen',
+          token: input.token,
+          renewedAt: Date.now(),
+          expiresAt: Date.now() + input.ttlMs,
+        });
       }
       const value = Reflect.get(target, property, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
@@ -91,7 +95,9 @@ describe('recovery spans', () => {
       .agent({ id: 'shop', model: 'm', tools: tools(charges, hang), toolExecution: { cancelGraceMs: 20 } })
       .store(frozenRenewals(store1))
       .options({ leaseTtlMs: 300 })
-      .instrumentation(openTelemetryInstrumentation({ tracerProvider: first.tracerProvider }))
+      .instrumentation(
+        openTelemetryInstrumentation({ tracerProvider: first.tracerProvider, checkpointSpans: true }),
+      )
       .build();
     const stuck = await runtime1.run({ threadId: 't1', input: 'buy', stream: false });
     while (hang.calls === 0) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -104,7 +110,9 @@ describe('recovery spans', () => {
       .model('m', new ScriptedModel([reply('Charged and shipped.')]))
       .agent({ id: 'shop', model: 'm', tools: tools(charges, hang) })
       .store(store2)
-      .instrumentation(openTelemetryInstrumentation({ tracerProvider: second.tracerProvider }))
+      .instrumentation(
+        openTelemetryInstrumentation({ tracerProvider: second.tracerProvider, checkpointSpans: true }),
+      )
       .build();
     let rejections = 0;
     let recovered: Awaited<ReturnType<typeof runtime2.run>> | undefined;
