@@ -6,6 +6,7 @@ import { createAssistantRuntime } from './create-assistant-runtime.js';
 import { createModel } from './create-model.js';
 import { openDispatcher } from './open-dispatcher.js';
 import { openStore, redactPassword } from './open-store.js';
+import { openTracing } from './open-tracing.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
 import { runWorker } from './run-worker.js';
@@ -27,11 +28,18 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     postgresUrl: settings.postgresUrl,
     postgresSchema: settings.postgresSchema,
   });
+  const tracing = settings.trace ? openTracing(settings.trace, env) : undefined;
   try {
     // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
-    const runtime = createAssistantRuntime({ model, store, sandbox: settings.sandbox, owner });
+    const runtime = createAssistantRuntime({
+      model,
+      store,
+      sandbox: settings.sandbox,
+      owner,
+      ...(tracing ? { instrumentation: tracing.instrumentation } : {}),
+    });
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd());
     const log = (line: string) => console.log(line);
     const dispatcher = settings.dispatch ? await openDispatcher(settings.dispatch, settings) : undefined;
@@ -66,6 +74,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     }
   } finally {
     await store.close();
+    await tracing?.shutdown();
   }
 }
 
@@ -78,7 +87,8 @@ function describeSetup(model: ModelProvider, settings: AssistantSettings, cwd: s
     redis: `Redis ${settings.redisUrl}`,
     postgres: `PostgreSQL ${redactPassword(settings.postgresUrl ?? '')}`,
   }[settings.store];
-  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}`;
+  const traceText = settings.trace ? ` · Tracing: ${settings.trace === 'console' ? 'console' : 'OTLP'}` : '';
+  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}${traceText}`;
 }
 
 /**
