@@ -280,10 +280,10 @@ class CheckpointSpan implements InstrumentedOperation<CheckpointOutcome> {
 
 /**
  * A checkpoint commit as an event of the run's span (the default: an event costs a fraction of a span), stamped
- * with the commit's start and carrying its duration.
+ * when the commit ended and carrying its duration.
  */
 class CheckpointEvent implements InstrumentedOperation<CheckpointOutcome> {
-  private readonly startedAt = performance.timeOrigin + performance.now();
+  private readonly startedAt = performance.now();
 
   constructor(
     private readonly span: Span,
@@ -297,13 +297,13 @@ class CheckpointEvent implements InstrumentedOperation<CheckpointOutcome> {
       [LUNATION.checkpointMessages]: outcome.messages,
       [LUNATION.checkpointLedgerEntries]: outcome.ledgerEntries,
       [LUNATION.checkpointRunRecord]: outcome.runRecord,
-      [LUNATION.checkpointDuration]: performance.timeOrigin + performance.now() - this.startedAt,
+      [LUNATION.checkpointDuration]: performance.now() - this.startedAt,
     };
     if (outcome.error !== undefined) {
       attributes[GEN_AI.errorType] = errorCode(outcome.error) ?? 'error';
       if (LunationError.hasCode(outcome.error, 'stale-lease')) attributes[LUNATION.leaseFenced] = true;
     }
-    span.addEvent(LUNATION.checkpointSpan, attributes, this.startedAt);
+    span.addEvent(LUNATION.checkpointSpan, attributes);
     if (attributes[LUNATION.leaseFenced] === true) span.addEvent(LUNATION.leaseFencedEvent);
   }
 }
