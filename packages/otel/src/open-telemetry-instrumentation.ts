@@ -8,7 +8,6 @@ import {
   type Attributes,
   context,
   type Link,
-  type Span,
   SpanKind,
   SpanStatusCode,
   type Tracer,
@@ -17,7 +16,7 @@ import {
 } from '@opentelemetry/api';
 import { GEN_AI, LUNATION } from './attribute-names.js';
 import { genAIMessages } from './message-content.js';
-import { errorCode, RunTracer, type RunTraceSettings, toolSpanKey } from './run-tracer.js';
+import { errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
 import { fromTraceCarrier } from './trace-carrier.js';
 
 /** The name (instrumentation scope) of the tracer `@lunation/otel` creates its spans with. */
@@ -60,7 +59,7 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
       tracer: this.tracer,
       captureMessageContent: options.captureMessageContent === true,
       checkpointSpans: options.checkpointSpans === true,
-      toolSpans: new Map<string, Span>(),
+      runs: new Map<string, RunTracer>(),
     };
   }
 
@@ -129,7 +128,7 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
     const { parentRunId, parentToolCallId } = fact.identity;
     const active = context.active();
     if (parentRunId === undefined || parentToolCallId === undefined) return active;
-    const toolSpan = this.settings.toolSpans.get(toolSpanKey(parentRunId, parentToolCallId));
+    const toolSpan = this.settings.runs.get(parentRunId)?.toolSpan(parentToolCallId);
     return toolSpan === undefined ? active : trace.setSpan(active, toolSpan);
   }
 }

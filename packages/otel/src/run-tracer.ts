@@ -34,13 +34,8 @@ export interface RunTraceSettings {
   readonly captureMessageContent: boolean;
   /** Checkpoint commits as spans of their own, instead of events of the run's span. */
   readonly checkpointSpans: boolean;
-  /** Where the live execute_tool spans are, by `runId` and tool call id, for the child runs they start. */
-  readonly toolSpans: Map<string, Span>;
-}
-
-/** The key of a tool call's span in {@link RunTraceSettings.toolSpans}. */
-export function toolSpanKey(runId: string, toolCallId: string): string {
-  return `${runId}\u0000${toolCallId}`;
+  /** The live runs of this instrumentation by run id, for the child runs their tool calls start. */
+  readonly runs: Map<string, RunTracer>;
 }
 
 /**
@@ -51,6 +46,8 @@ export function toolSpanKey(runId: string, toolCallId: string): string {
 export class RunTracer implements RunInstrumentation {
   /** The run's span as parent of its operations. */
   readonly context: Context;
+  /** The live execute_tool spans by tool call id (a delegated child run nests under its call's span). */
+  private readonly toolSpans = new Map<string, Span>();
 
   constructor(
     readonly span: Span,
@@ -60,6 +57,12 @@ export class RunTracer implements RunInstrumentation {
     private readonly settings: RunTraceSettings,
   ) {
     this.context = trace.setSpan(parent, span);
+    settings.runs.set(runId, this);
+  }
+
+  /** The live span of one of this run's tool calls. */
+  toolSpan(toolCallId: string): Span | undefined {
+    return this.toolSpans.get(toolCallId);
   }
 
   modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> {
@@ -69,7 +72,6 @@ export class RunTracer implements RunInstrumentation {
       [GEN_AI.providerName]: call.provider,
       [GEN_AI.requestModel]: call.model,
       [GEN_AI.conversationId]: this.threadId,
-      [LUNATION.step]: call.step,
     };
     const overrides = request.overrides;
     if (overrides !== undefined) {
@@ -99,11 +101,11 @@ export class RunTracer implements RunInstrumentation {
       [GEN_AI.toolCallId]: call.toolCallId,
       [GEN_AI.toolType]: 'function',
       [GEN_AI.conversationId]: this.threadId,
-      [LUNATION.step]: call.step,
       [LUNATION.idempotencyKey]: call.idempotencyKey,
-      [LUNATION.rerun]: call.rerun,
-      [LUNATION.attempt]: call.attempt,
     };
+    // Each attribute costs the SDK a validation pass: the common first attempt carries none of these.
+    if (call.rerun) attributes[LUNATION.rerun] = true;
+    if (call.attempt > 1) attributes[LUNATION.attempt] = call.attempt;
     if (this.settings.captureMessageContent) attributes[GEN_AI.toolCallArguments] = call.arguments;
     const span = this.settings.tracer.startSpan(
       `execute_tool ${call.toolName}`,
@@ -117,9 +119,8 @@ export class RunTracer implements RunInstrumentation {
         [LUNATION.attempt]: call.attempt,
       });
     }
-    const key = toolSpanKey(this.runId, call.toolCallId);
-    this.settings.toolSpans.set(key, span);
-    return new ToolCallSpan(span, key, this.settings);
+    this.toolSpans.set(call.toolCallId, span);
+    return new ToolCallSpan(span, call.toolCallId, this.toolSpans, this.settings.captureMessageContent);
   }
 
   checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> {
@@ -194,6 +195,7 @@ export class RunTracer implements RunInstrumentation {
       span.setStatus({ code: SpanStatusCode.ERROR, message: termination.error.message });
     }
     span.end();
+    if (this.settings.runs.get(this.runId) === this) this.settings.runs.delete(this.runId);
   }
 }
 
@@ -236,8 +238,9 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
 class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
   constructor(
     private readonly span: Span,
-    private readonly key: string,
-    private readonly settings: RunTraceSettings,
+    private readonly toolCallId: string,
+    private readonly open: Map<string, Span>,
+    private readonly captureMessageContent: boolean,
   ) {}
 
   end(outcome: ToolCallOutcome): void {
@@ -245,14 +248,13 @@ class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
     span.setAttribute(LUNATION.toolStatus, outcome.status);
     const result = outcome.result;
     if (result !== undefined) {
-      if (this.settings.captureMessageContent)
-        span.setAttribute(GEN_AI.toolCallResult, JSON.stringify(result));
+      if (this.captureMessageContent) span.setAttribute(GEN_AI.toolCallResult, JSON.stringify(result));
       if (result.status === 'error') {
         span.setAttribute(GEN_AI.errorType, outcome.status === 'abandoned' ? 'abandoned' : 'tool_error');
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.message ?? 'the tool failed' });
       }
     }
-    this.settings.toolSpans.delete(this.key);
+    this.open.delete(this.toolCallId);
     span.end();
   }
 }
