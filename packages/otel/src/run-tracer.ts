@@ -123,8 +123,10 @@ export class RunTracer implements RunInstrumentation {
     return new ToolCallSpan(span, call.toolCallId, this.toolSpans, this.settings.captureMessageContent);
   }
 
-  checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> {
-    if (!this.settings.checkpointSpans) return new CheckpointEvent(this.span, kind);
+  checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> | undefined {
+    if (!this.settings.checkpointSpans) {
+      return this.span.isRecording() ? new CheckpointEvent(this.span, kind) : undefined;
+    }
     const span = this.settings.tracer.startSpan(
       `${LUNATION.checkpointSpan} ${kind}`,
       { kind: SpanKind.INTERNAL, attributes: { [LUNATION.checkpointKind]: kind } },
@@ -176,6 +178,8 @@ export class RunTracer implements RunInstrumentation {
 
   runEnded(fact: RunEndFact): void {
     const { span } = this;
+    if (this.settings.runs.get(this.runId) === this) this.settings.runs.delete(this.runId);
+    if (!span.isRecording()) return; // not sampled: nothing to add
     const { termination, usage } = fact;
     span.setAttributes({
       [LUNATION.status]: fact.status,
@@ -195,7 +199,6 @@ export class RunTracer implements RunInstrumentation {
       span.setStatus({ code: SpanStatusCode.ERROR, message: termination.error.message });
     }
     span.end();
-    if (this.settings.runs.get(this.runId) === this) this.settings.runs.delete(this.runId);
   }
 }
 
@@ -208,6 +211,7 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
 
   end(outcome: ModelCallOutcome): void {
     const { span } = this;
+    if (!span.isRecording()) return; // not sampled: nothing to add
     if (outcome.error !== undefined) {
       failed(span, outcome.error);
       span.end();
@@ -245,6 +249,8 @@ class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
 
   end(outcome: ToolCallOutcome): void {
     const { span } = this;
+    this.open.delete(this.toolCallId);
+    if (!span.isRecording()) return; // not sampled: nothing to add
     span.setAttribute(LUNATION.toolStatus, outcome.status);
     const result = outcome.result;
     if (result !== undefined) {
@@ -254,7 +260,6 @@ class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.message ?? 'the tool failed' });
       }
     }
-    this.open.delete(this.toolCallId);
     span.end();
   }
 }
