@@ -900,6 +900,7 @@ interface TracingFile {
     rounds: number;
     off: { perStepUs: number; cpuPerStepUs: number };
     on: { perStepUs: number; cpuPerStepUs: number };
+    sampled?: { perStepUs: number; cpuPerStepUs: number };
     overheadPercent: number;
     cpuOverheadPercent: number;
     spansPerStep: number;
@@ -915,7 +916,8 @@ function tracingSection(): string {
     '`@opentelemetry/sdk-trace`, always sampled, a `BatchSpanProcessor` whose exporter drops the spans) beside the',
     'same runs without instrumentation, in one process, the two alternating round by round (the order swapped each',
     'round) so that load on the shared machine hits both alike; the median over the rounds. Default options:',
-    'a `chat` and an `execute_tool` span per step, checkpoints as events of the run span. Target: tracing adds at',
+    'a `chat` and an `execute_tool` span per step, checkpoints as events of the run span; a third variant samples',
+    '10 % of the runs (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`). Target: tracing adds at',
     'most 10 % to a W1 step that checkpoints to a store. From `pnpm --filter @lunation/bench run bench:tracing`',
     '(`bench/results/w1-tracing.json`), not from the runs above.',
   ].join('\n');
@@ -931,6 +933,9 @@ function tracingSection(): string {
     number(figure.on.perStepUs, 1),
     `${number(figure.overheadPercent, 1)} %`,
     `${number(figure.off.cpuPerStepUs, 1)} → ${number(figure.on.cpuPerStepUs, 1)} (${number(figure.cpuOverheadPercent, 1)} %)`,
+    figure.sampled
+      ? `${number(figure.sampled.perStepUs, 1)} (${number(((figure.sampled.perStepUs - figure.off.perStepUs) / figure.off.perStepUs) * 100, 1)} %)`
+      : '',
     number(figure.spansPerStep, 2),
   ]);
   const versions = Object.entries(file.versions)
@@ -942,7 +947,15 @@ function tracingSection(): string {
     intro,
     `**Node ${file.node.replace(/^v/, '')}** (${file.when.slice(0, 10)}; load average ${load} on ${file.cores} cores; Lunation from ${from}; ${file.figures[0]?.rounds ?? 0} rounds). Versions: ${versions}.`,
     table(
-      ['store', 'off µs/step', 'on µs/step', 'added (wall)', 'CPU µs/step off → on (added)', 'spans/step'],
+      [
+        'store',
+        'off µs/step',
+        'on µs/step',
+        'added (wall)',
+        'CPU µs/step off → on (added)',
+        '10 % sampled µs/step (added)',
+        'spans/step (on)',
+      ],
       rows,
     ),
   ].join('\n\n');

@@ -6,7 +6,8 @@
  * process: without instrumentation, and with `@lunation/otel` on a real SDK tracer (`TracerProvider`, always
  * sampled, a `BatchSpanProcessor` as in production) whose exporter drops the spans. The two variants alternate in
  * `--rounds` rounds (the order swapped every round) so drift on a shared machine hits both alike; each round
- * times a few batches of runs per variant and the figure is the median over the rounds' medians.
+ * times a few batches of runs per variant and the figure is the median over the rounds' medians. A third variant
+ * samples 10 % of the runs (what a busy production service typically keeps).
  * Writes bench/results/w1-tracing.json (shown in docs/benchmarks.md by `pnpm bench --render`).
  */
 import { writeFileSync } from 'node:fs';
@@ -17,8 +18,10 @@ import type { Instrumentation } from '@lunation/contract';
 import { openTelemetryInstrumentation } from '@lunation/otel';
 import {
   BatchSpanProcessor,
+  ParentBasedSampler,
   type ReadableSpan,
   type SpanExporter,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { createLunation } from '../frameworks/lunation.js';
@@ -55,7 +58,7 @@ class DroppingExporter implements SpanExporter {
 }
 
 interface Variant {
-  name: 'off' | 'on';
+  name: 'off' | 'on' | 'sampled';
   harness: Harness;
   script: Script;
   scratch: Scratch;
@@ -71,6 +74,8 @@ export interface TracingFigure {
   rounds: number;
   off: { perStepUs: number; cpuPerStepUs: number };
   on: { perStepUs: number; cpuPerStepUs: number };
+  /** Tracing on with 10 % of runs sampled (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`). */
+  sampled: { perStepUs: number; cpuPerStepUs: number };
   /** (on − off) / off of the wall figures, in percent. */
   overheadPercent: number;
   cpuOverheadPercent: number;
@@ -110,11 +115,21 @@ async function variant(name: Variant['name'], store: StoreKind, instrumentation?
 async function measure(store: StoreKind): Promise<TracingFigure> {
   const exporter = new DroppingExporter();
   const tracerProvider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter })] });
+  const sampledProvider = new TracerProvider({
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new DroppingExporter() })],
+  });
   const off = await variant('off', store);
   const on = await variant('on', store, openTelemetryInstrumentation({ tracerProvider }));
+  const sampled = await variant(
+    'sampled',
+    store,
+    openTelemetryInstrumentation({ tracerProvider: sampledProvider }),
+  );
+  const all = [off, on, sampled];
   try {
     for (let round = 0; round < rounds; round++) {
-      for (const current of round % 2 === 0 ? [off, on] : [on, off]) {
+      for (const current of round % 2 === 0 ? all : [...all].reverse()) {
         const before = current.script.toolExecutions;
         const timing = await timeRuns(() => current.harness.run(steps), plan);
         expectToolExecutions(current.script, before, timing.totalRuns, steps);
@@ -126,9 +141,9 @@ async function measure(store: StoreKind): Promise<TracingFigure> {
     await tracerProvider.forceFlush();
     if (exporter.spans === 0) throw new Error('Tracing was on but no span was exported');
   } finally {
-    await Promise.all([off.harness.close(), on.harness.close()]);
-    await Promise.all([off.scratch.dispose(), on.scratch.dispose()]);
-    await tracerProvider.shutdown();
+    await Promise.all(all.map((current) => current.harness.close()));
+    await Promise.all(all.map((current) => current.scratch.dispose()));
+    await Promise.all([tracerProvider.shutdown(), sampledProvider.shutdown()]);
   }
   const offWall = stats(off.perStepUs).median;
   const onWall = stats(on.perStepUs).median;
@@ -140,6 +155,10 @@ async function measure(store: StoreKind): Promise<TracingFigure> {
     rounds,
     off: { perStepUs: offWall, cpuPerStepUs: offCpu },
     on: { perStepUs: onWall, cpuPerStepUs: onCpu },
+    sampled: {
+      perStepUs: stats(sampled.perStepUs).median,
+      cpuPerStepUs: stats(sampled.cpuPerStepUs).median,
+    },
     overheadPercent: ((onWall - offWall) / offWall) * 100,
     cpuOverheadPercent: ((onCpu - offCpu) / offCpu) * 100,
     spansPerStep: exporter.spans / (on.runs * steps),
@@ -151,7 +170,7 @@ for (const store of stores) {
   const figure = await measure(store);
   figures.push(figure);
   console.log(
-    `${store}: off ${figure.off.perStepUs.toFixed(2)} µs/step, on ${figure.on.perStepUs.toFixed(2)} µs/step (${figure.overheadPercent.toFixed(1)} %; CPU ${figure.cpuOverheadPercent.toFixed(1)} %), ${figure.spansPerStep.toFixed(2)} spans/step`,
+    `${store}: off ${figure.off.perStepUs.toFixed(2)} µs/step, on ${figure.on.perStepUs.toFixed(2)} µs/step (${figure.overheadPercent.toFixed(1)} %; CPU ${figure.cpuOverheadPercent.toFixed(1)} %), 10 % sampled ${figure.sampled.perStepUs.toFixed(2)} µs/step, ${figure.spansPerStep.toFixed(2)} spans/step`,
   );
 }
 const loaded = lunationFrom();
