@@ -48,6 +48,8 @@ export class RunTracer implements RunInstrumentation {
   readonly context: Context;
   /** The live execute_tool spans by tool call id (a delegated child run nests under its call's span). */
   private readonly toolSpans = new Map<string, Span>();
+  /** False for a run its sampler dropped: its operations are then not traced either (nothing is built). */
+  private readonly recording: boolean;
 
   constructor(
     readonly span: Span,
@@ -57,6 +59,7 @@ export class RunTracer implements RunInstrumentation {
     private readonly settings: RunTraceSettings,
   ) {
     this.context = trace.setSpan(parent, span);
+    this.recording = span.isRecording();
     settings.runs.set(runId, this);
   }
 
@@ -65,7 +68,8 @@ export class RunTracer implements RunInstrumentation {
     return this.toolSpans.get(toolCallId);
   }
 
-  modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> {
+  modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> | undefined {
+    if (!this.recording) return undefined;
     const { request } = call;
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'chat',
@@ -94,7 +98,8 @@ export class RunTracer implements RunInstrumentation {
     return new ModelCallSpan(span, call.provider, this.settings.captureMessageContent);
   }
 
-  toolCallStarted(call: ToolCallFact): InstrumentedOperation<ToolCallOutcome> {
+  toolCallStarted(call: ToolCallFact): InstrumentedOperation<ToolCallOutcome> | undefined {
+    if (!this.recording) return undefined;
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'execute_tool',
       [GEN_AI.toolName]: call.toolName,
@@ -124,9 +129,8 @@ export class RunTracer implements RunInstrumentation {
   }
 
   checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> | undefined {
-    if (!this.settings.checkpointSpans) {
-      return this.span.isRecording() ? new CheckpointEvent(this.span, kind) : undefined;
-    }
+    if (!this.recording) return undefined;
+    if (!this.settings.checkpointSpans) return new CheckpointEvent(this.span, kind);
     const span = this.settings.tracer.startSpan(
       `${LUNATION.checkpointSpan} ${kind}`,
       { kind: SpanKind.INTERNAL, attributes: { [LUNATION.checkpointKind]: kind } },

@@ -14,8 +14,16 @@ import { openTelemetryInstrumentation } from './index.js';
 describe('an unsampled run', () => {
   it('runs as usual and records nothing', async () => {
     const exporter = new InMemorySpanExporter();
+    const decisions: string[] = [];
+    const off = new AlwaysOffSampler();
     const tracerProvider = new TracerProvider({
-      sampler: new AlwaysOffSampler(),
+      sampler: {
+        shouldSample: (...args) => {
+          decisions.push(args[2]);
+          return off.shouldSample();
+        },
+        toString: () => 'counting AlwaysOff',
+      },
       spanProcessors: [new SimpleSpanProcessor({ exporter })],
     });
     const echo = defineTool({
@@ -34,5 +42,7 @@ describe('an unsampled run', () => {
     expect(result.finalText).toBe('said hi');
     await tracerProvider.forceFlush();
     expect(exporter.getFinishedSpans()).toEqual([]);
+    // Only the run's span was asked for: an unsampled run's model calls and tools start no span at all.
+    expect(decisions).toEqual(['invoke_agent a']);
   });
 });
