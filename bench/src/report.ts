@@ -943,6 +943,10 @@ function tracingSection(): string {
     .join(', ');
   const load = file.loadAverage.map((value) => value.toFixed(1)).join(' / ');
   const from = file.lunationFrom === 'dist' ? 'its built `dist/`' : 'TypeScript source';
+  const sqlite = file.figures.find((figure) => figure.store === 'sqlite');
+  const verdict = sqlite
+    ? `Target (≤10 % on SqliteStore, every run traced): ${sqlite.overheadPercent <= 10 ? 'met' : '**not met**'} in this run, ${number(sqlite.overheadPercent, 1)} % wall and ${number(sqlite.cpuOverheadPercent, 1)} % CPU.`
+    : '';
   return [
     intro,
     `**Node ${file.node.replace(/^v/, '')}** (${file.when.slice(0, 10)}; load average ${load} on ${file.cores} cores; Lunation from ${from}; ${file.figures[0]?.rounds ?? 0} rounds). Versions: ${versions}.`,
@@ -958,7 +962,10 @@ function tracingSection(): string {
       ],
       rows,
     ),
-  ].join('\n\n');
+    verdict,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 interface W5File {
