@@ -1,4 +1,4 @@
-import type { LunationStore } from '@lunation/contract';
+import type { Instrumentation, LunationStore } from '@lunation/contract';
 import type { PostgresStoreKind } from './postgres.js';
 import type { Script } from './script.js';
 
@@ -19,6 +19,8 @@ export interface HarnessOptions {
   redisKeyPrefix: string;
   /** Lunation only: use this store (the caller closes it) instead of opening one of kind `store`. */
   storeInstance?: LunationStore;
+  /** Lunation only: the runtime's instrumentation (the tracing-overhead command's OpenTelemetry tracing). */
+  instrumentation?: Instrumentation;
 }
 
 /** One framework set up for one variant of the tool-loop workload. */

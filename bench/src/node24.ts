@@ -49,12 +49,12 @@ export function prepareNode24(log: (line: string) => void): Node24Install {
   }
   writeFileSync(join(node24Dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   rmSync(join(node24Dir, 'src'), { recursive: true, force: true });
-  // W4 (src/workloads/w4*.ts), W5 (src/w5/) and the MCP latency bench (src/mcp/) are commands of their own with
-  // their own dependencies (the SDK; a worker fleet on BullMQ; the MCP SDK); this run does not include them.
+  // W4 (src/workloads/w4*.ts), W5 (src/w5/), the MCP latency bench (src/mcp/) and the tracing overhead
+  // (src/tracing/) are commands of their own with their own dependencies (the SDK; a worker fleet on BullMQ; the
+  // MCP SDK; OpenTelemetry); this run does not include them.
   cpSync(join(benchDir, 'src'), join(node24Dir, 'src'), {
     recursive: true,
-    filter: (source) =>
-      !/\/workloads\/w4[^/]*\.ts$/.test(source) && !/\/w5(\/|$)/.test(source) && !/\/mcp(\/|$)/.test(source),
+    filter: (source) => !/\/workloads\/w4[^/]*\.ts$/.test(source) && !/\/(w5|mcp|tracing)(\/|$)/.test(source),
   });
   writeFileSync(
     join(node24Dir, 'tsconfig.json'),

@@ -958,7 +958,89 @@ ${w4Section()}
 ${w5Section()}
 
 ${mcpSection()}
+${tracingSection()}
 `;
+}
+
+interface TracingFile {
+  when: string;
+  node: string;
+  cores: number;
+  loadAverage: number[];
+  lunationFrom: string;
+  versions: Record<string, string>;
+  figures: Array<{
+    store: StoreKind;
+    steps: number;
+    rounds: number;
+    off: { perStepUs: number; cpuPerStepUs: number };
+    on: { perStepUs: number; cpuPerStepUs: number };
+    sampled?: { perStepUs: number; cpuPerStepUs: number };
+    overheadPercent: number;
+    cpuOverheadPercent: number;
+    spansPerStep: number;
+  }>;
+}
+
+/** The tracing overhead comes from its own command (`bench:tracing`, `bench/results/w1-tracing.json`). */
+function tracingSection(): string {
+  const intro = [
+    '## W1 with OpenTelemetry tracing',
+    '',
+    'W1 (S = 10, non-streaming) with `@lunation/otel` on a real SDK tracer (`TracerProvider` from',
+    '`@opentelemetry/sdk-trace`, always sampled, a `BatchSpanProcessor` whose exporter drops the spans) beside the',
+    'same runs without instrumentation, in one process, the two alternating round by round (the order swapped each',
+    'round) so that load on the shared machine hits both alike; the median over the rounds. Default options:',
+    'a `chat` and an `execute_tool` span per step, checkpoints as events of the run span; a third variant samples',
+    '10 % of the runs (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`). Target: tracing adds at',
+    'most 10 % to a W1 step that checkpoints to a store. From `pnpm --filter @lunation/bench run bench:tracing`',
+    '(`bench/results/w1-tracing.json`), not from the runs above.',
+  ].join('\n');
+  let file: TracingFile;
+  try {
+    file = JSON.parse(readFileSync(join(benchDir, 'results/w1-tracing.json'), 'utf8')) as TracingFile;
+  } catch {
+    return `${intro}\n\nNo tracing results yet.`;
+  }
+  const rows = file.figures.map((figure) => [
+    storeLabel('lunation', figure.store),
+    number(figure.off.perStepUs, 1),
+    number(figure.on.perStepUs, 1),
+    `${number(figure.overheadPercent, 1)} %`,
+    `${number(figure.off.cpuPerStepUs, 1)} → ${number(figure.on.cpuPerStepUs, 1)} (${number(figure.cpuOverheadPercent, 1)} %)`,
+    figure.sampled
+      ? `${number(figure.sampled.perStepUs, 1)} (${number(((figure.sampled.perStepUs - figure.off.perStepUs) / figure.off.perStepUs) * 100, 1)} %)`
+      : '',
+    number(figure.spansPerStep, 2),
+  ]);
+  const versions = Object.entries(file.versions)
+    .map(([name, version]) => `\`${name}\` ${version}`)
+    .join(', ');
+  const load = file.loadAverage.map((value) => value.toFixed(1)).join(' / ');
+  const from = file.lunationFrom === 'dist' ? 'its built `dist/`' : 'TypeScript source';
+  const sqlite = file.figures.find((figure) => figure.store === 'sqlite');
+  const verdict = sqlite
+    ? `Target (≤10 % on SqliteStore, every run traced): ${sqlite.overheadPercent <= 10 ? 'met' : '**not met**'} in this run, ${number(sqlite.overheadPercent, 1)} % wall and ${number(sqlite.cpuOverheadPercent, 1)} % CPU.`
+    : '';
+  return [
+    intro,
+    `**Node ${file.node.replace(/^v/, '')}** (${file.when.slice(0, 10)}; load average ${load} on ${file.cores} cores; Lunation from ${from}; ${file.figures[0]?.rounds ?? 0} rounds). Versions: ${versions}.`,
+    table(
+      [
+        'store',
+        'off µs/step',
+        'on µs/step',
+        'added (wall)',
+        'CPU µs/step off → on (added)',
+        '10 % sampled µs/step (added)',
+        'spans/step (on)',
+      ],
+      rows,
+    ),
+    verdict,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 interface W5File {

@@ -33,8 +33,21 @@ describe('parseCommandLine', () => {
         sandbox: join(DEFAULT_DATA_DIR, 'sandbox'),
         dispatch: undefined,
         mcpConfig: undefined,
+        trace: undefined,
       },
     } satisfies Command);
+  });
+
+  it('reads --trace console|otlp for every command, and refuses another value', () => {
+    expect(parse(['--trace', 'console'])).toMatchObject({ type: 'chat', settings: { trace: 'console' } });
+    expect(parse(['serve', '--trace', 'otlp'])).toMatchObject({ type: 'serve', settings: { trace: 'otlp' } });
+    expect(parse(['worker', '--dispatch', 'redis', '--trace', 'otlp'])).toMatchObject({
+      type: 'worker',
+      settings: { trace: 'otlp' },
+    });
+    expect(refusal(['--trace', 'jaeger'])).toBe(
+      '--trace must be one of console, otlp, got "jaeger" (see --help)',
+    );
   });
 
   it('reads the fleet commands: serve --dispatch and worker', () => {

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { LunationError } from '@lunation/contract';
 import type { ProviderKind } from './create-model.js';
 import { redactPassword, type StoreKind } from './open-store.js';
+import type { TraceKind } from './open-tracing.js';
 import { parseTokens } from './token-auth.js';
 
 /** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis, or pg-boss on PostgreSQL. */
@@ -27,6 +28,8 @@ export interface AssistantSettings {
   dispatch: DispatchKind | undefined;
   /** A JSON file listing MCP servers whose tools the assistant gets (`--mcp`); undefined: none. */
   mcpConfig: string | undefined;
+  /** Trace runs with OpenTelemetry to the console or an OTLP collector; undefined: no tracing. */
+  trace: TraceKind | undefined;
 }
 
 export type Command =
@@ -98,10 +101,13 @@ Flags:
   --mcp <file>                   a JSON file of MCP servers whose tools the assistant gets
                                  ({"servers":[{"name":"everything","transport":"stdio",
                                  "command":"npx","args":[...]}]}, see README)
+  --trace console|otlp           trace runs with OpenTelemetry: print spans, or send them to an OTLP
+                                 collector ($OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)
   -h, --help                     show this help
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
-DATABASE_URL, ASSISTANT_TOKENS. Relative paths are resolved from the folder you ran the command in.
+DATABASE_URL, ASSISTANT_TOKENS; with --trace: OTEL_EXPORTER_OTLP_* (endpoint, headers, ...),
+OTEL_SERVICE_NAME, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (record message contents). Relative paths are resolved from the folder you ran the command in.
 `;
 
 const OPTIONS = {
@@ -121,6 +127,7 @@ const OPTIONS = {
   dispatch: { type: 'string' },
   concurrency: { type: 'string' },
   mcp: { type: 'string' },
+  trace: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -137,6 +144,7 @@ const ONLY_FOR: Record<string, readonly CommandName[]> = {
 type CommandName = 'chat' | 'serve' | 'worker';
 const COMMANDS: readonly CommandName[] = ['chat', 'serve', 'worker'];
 const DISPATCHERS: readonly DispatchKind[] = ['redis', 'postgres'];
+const TRACES: readonly TraceKind[] = ['console', 'otlp'];
 
 const STORES: readonly StoreKind[] = ['sqlite', 'memory', 'redis', 'postgres'];
 const PROVIDERS: readonly ProviderKind[] = ['openai', 'anthropic', 'demo'];
@@ -198,6 +206,7 @@ export function parseCommandLine(
     sandbox: values.sandbox === undefined ? join(dataDir, 'sandbox') : path(values.sandbox),
     dispatch: oneOf('dispatch', values.dispatch, DISPATCHERS),
     mcpConfig: values.mcp === undefined ? undefined : path(nonEmpty('mcp', values.mcp) ?? ''),
+    trace: oneOf('trace', values.trace, TRACES),
   };
   if (values['redis-url'] !== undefined && settings.store !== 'redis' && settings.dispatch !== 'redis') {
     throw usageError('--redis-url only applies with --store redis or --dispatch redis');

@@ -1,4 +1,4 @@
-import type { LunationStore, ModelProvider } from '@lunation/contract';
+import type { Instrumentation, LunationStore, ModelProvider } from '@lunation/contract';
 import { type AgentRuntime, type AnyTool, createRuntime, permissionPlugin } from '@lunation/runtime';
 import { calculatorTool } from './tools/calculator-tool.js';
 import { currentTimeTool } from './tools/current-time-tool.js';
@@ -22,6 +22,8 @@ export interface AssistantRuntimeOptions {
   mcpTools?: readonly AnyTool[];
   /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 6000 */
   leaseTtlMs?: number;
+  /** Tracing (`--trace`): see `openTracing`. */
+  instrumentation?: Instrumentation;
 }
 
 /** The sample app's lease time-to-live: a restarted process or another worker continues a thread within 3 s of a crash. */
@@ -38,7 +40,9 @@ If the user declines a tool call, accept it and carry on without it.`;
  * does not say it is read-only, need the user's approval.
  */
 export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentRuntime {
-  return createRuntime()
+  const builder = createRuntime();
+  if (options.instrumentation) builder.instrumentation(options.instrumentation);
+  return builder
     .model('main', options.model)
     .store(options.store)
     .agent({

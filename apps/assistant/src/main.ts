@@ -8,6 +8,7 @@ import { createModel } from './create-model.js';
 import { openDispatcher } from './open-dispatcher.js';
 import { openMcp } from './open-mcp.js';
 import { openStore, redactPassword } from './open-store.js';
+import { openTracing } from './open-tracing.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
 import { runWorker } from './run-worker.js';
@@ -30,6 +31,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     postgresSchema: settings.postgresSchema,
   });
   let mcp: McpToolset | undefined;
+  const tracing = settings.trace ? openTracing(settings.trace, env) : undefined;
   try {
     // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
@@ -41,6 +43,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       sandbox: settings.sandbox,
       owner,
       ...(mcp ? { mcpTools: mcp.tools() } : {}),
+      ...(tracing ? { instrumentation: tracing.instrumentation } : {}),
     });
     mcp?.onToolsChanged((tools) => replaceMcpTools(runtime, tools));
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd(), mcp);
@@ -79,6 +82,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   } finally {
     await mcp?.close();
     await store.close();
+    await tracing?.shutdown();
   }
 }
 
@@ -98,7 +102,8 @@ function describeSetup(
   }[settings.store];
   const servers = Object.keys(mcp?.protocolVersions() ?? {});
   const mcpText = mcp ? ` · MCP: ${servers.join(', ')} (${mcp.tools().length} tools)` : '';
-  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}${mcpText}`;
+  const traceText = settings.trace ? ` · Tracing: ${settings.trace === 'console' ? 'console' : 'OTLP'}` : '';
+  return `Model: ${modelText} · Store: ${storeText} · Sandbox: ${show(settings.sandbox)}${mcpText}${traceText}`;
 }
 
 main(process.argv.slice(2), process.env).catch((error: unknown) => {

@@ -76,6 +76,7 @@ export async function createLunation(options: HarnessOptions): Promise<Harness> 
     .model('m', scriptedModel(script))
     .agent({ id: 'a', model: 'm', tools: [addTool(script)] });
   if (store) builder.store(store);
+  if (options.instrumentation) builder.instrumentation(options.instrumentation);
   const runtime: AgentRuntime = builder.build();
   return {
     async run(steps) {

@@ -4,6 +4,7 @@ export * from './dispatch-events.js';
 export * from './dispatch-input.js';
 export * from './errors.js';
 export * from './events.js';
+export * from './instrumentation.js';
 export * from './interrupted-call.js';
 export * from './json.js';
 export * from './messages.js';

@@ -4,16 +4,19 @@ import {
   type AgentEvent,
   type EventSink,
   emptyUsage,
+  type Instrumentation,
   type JsonValue,
   LunationError,
   type LunationStore,
   type Message,
   type ResumeDecision,
   type RunIdentity,
+  type RunInstrumentation,
   type RunOrigin,
   type RunRecord,
   type SuspensionTicket,
   type TerminationReason,
+  type TraceCarrier,
   type Usage,
   type UserMessage,
 } from '@lunation/contract';
@@ -40,7 +43,7 @@ import {
   StorePersistence,
 } from './persistence.js';
 import { AgentRegistry, type RegistrySet, type RegistrySnapshot } from './registry.js';
-import { appliedDecisionsKey } from './runtime-keys.js';
+import { appliedDecisionsKey, traceContextKey } from './runtime-keys.js';
 import { busyHere, ThreadLeases } from './thread-lease.js';
 import { type AnyTool, defineTool } from './tool.js';
 
@@ -62,6 +65,11 @@ export interface AgentRuntimeOptions extends RegistrySet {
   emitStateSnapshots?: boolean;
   /** Without a store: how many threads this process keeps (see `InProcessRetention`). @default all */
   retention?: InProcessRetention;
+  /**
+   * Observability, e.g. `openTelemetryInstrumentation()` of `@lunation/otel`: told of every run's model calls,
+   * tool executions, checkpoints, ledger hits, leases, suspensions and resumes. Without one none of it is built.
+   */
+  instrumentation?: Instrumentation;
 }
 
 /** Input of a run: a text, a message, or several messages. */
@@ -150,6 +158,7 @@ export class AgentRuntime {
   private readonly sinks: EventSink[];
   private readonly owner: string;
   private readonly emitStateSnapshots: boolean;
+  private readonly instrumentation: Instrumentation | undefined;
   /** The agent resolver handed to runs of the current registry version. */
   private resolver: { snapshot: RegistrySnapshot; resolve(agentId: string): ResolvedAgent } | undefined;
   private readonly liveTasks = new Map<
@@ -172,7 +181,12 @@ export class AgentRuntime {
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     if (options.store) {
       this.persistence = new StorePersistence(options.store);
-      this.leases = new ThreadLeases(this.persistence, this.owner, options.leaseTtlMs ?? 30_000);
+      this.leases = new ThreadLeases(
+        this.persistence,
+        this.owner,
+        options.leaseTtlMs ?? 30_000,
+        options.instrumentation,
+      );
     } else {
       this.local = new InProcessPersistence(options.retention, (threadId) =>
         this.activeByThread.has(threadId),
@@ -181,6 +195,7 @@ export class AgentRuntime {
     }
     this.sinks = options.sinks ?? [];
     this.emitStateSnapshots = options.emitStateSnapshots ?? false;
+    this.instrumentation = options.instrumentation;
     this.tasks = this.createTaskHost();
     this.registry = new AgentRegistry(
       {
@@ -394,8 +409,11 @@ export class AgentRuntime {
     const { identity } = run;
     this.activeByRun.set(identity.runId, run);
     if (options.signal) run.follow(options.signal);
+    const instrumentation = this.instrumentation
+      ? startInstrumentation(this.instrumentation, identity, agent, input, previous, run.leaseToken)
+      : undefined;
     if (this.leases && run.leaseToken !== undefined) {
-      this.leases.keep(threadId, run.leaseToken, run.controller);
+      this.leases.keep(threadId, run.leaseToken, run.controller, instrumentation);
     }
     const listening = run.listening;
     const loop = new AgentLoop({
@@ -425,6 +443,7 @@ export class AgentRuntime {
       keepAlive: options.keepAlive,
       onTurnEnd: options.onTurnEnd,
       output: options.output,
+      instrumentation,
     });
     // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
     if (finishedTasks) this.finishedTasks.delete(threadId);
@@ -748,6 +767,35 @@ export class AgentRuntime {
         return context.output({ status: 'success', message: result.finalText, data: result.finalText });
       },
     });
+  }
+}
+
+/** The run's observer from the runtime's instrumentation (an instrumentation that throws observes nothing). */
+function startInstrumentation(
+  instrumentation: Instrumentation,
+  identity: RunIdentity,
+  agent: ResolvedAgent,
+  input: Message[],
+  previous: RunRecord | undefined,
+  leaseToken: number | undefined,
+): RunInstrumentation | undefined {
+  const suspendedBy = previous?.state[traceContextKey.name] as TraceCarrier | null | undefined;
+  const { description } = agent.definition;
+  try {
+    return instrumentation.runStarted({
+      identity,
+      provider: agent.model.provider,
+      model: agent.model.modelId,
+      ...(description === undefined ? {} : { description }),
+      resumed: previous !== undefined,
+      ...(suspendedBy ? { suspendedBy } : {}),
+      input,
+      ...(leaseToken === undefined
+        ? {}
+        : { lease: { token: leaseToken, takeover: previous?.status === 'running' } }),
+    });
+  } catch {
+    return undefined;
   }
 }
 

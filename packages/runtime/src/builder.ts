@@ -1,4 +1,4 @@
-import type { EventSink, LunationStore, ModelProvider } from '@lunation/contract';
+import type { EventSink, Instrumentation, LunationStore, ModelProvider } from '@lunation/contract';
 import type { AgentDefinition } from './agent.js';
 import { AgentRuntime, type AgentRuntimeOptions } from './agent-runtime.js';
 import type { Plugin } from './plugin.js';
@@ -13,6 +13,7 @@ export class AgentRuntimeBuilder {
   private readonly globalPlugins: Array<{ plugin: Plugin<unknown>; config?: unknown }> = [];
   private readonly sinks: EventSink[] = [];
   private storeInstance: LunationStore | undefined;
+  private instrumentationInstance: Instrumentation | undefined;
   private settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'> =
     {};
 
@@ -54,6 +55,12 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** Observability (e.g. `@lunation/otel`'s tracing); see {@link AgentRuntimeOptions.instrumentation}. */
+  instrumentation(instrumentation: Instrumentation): this {
+    this.instrumentationInstance = instrumentation;
+    return this;
+  }
+
   /** Lease settings, retention and state snapshots; see {@link AgentRuntimeOptions}. */
   options(
     settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'>,
@@ -72,6 +79,7 @@ export class AgentRuntimeBuilder {
       globalPlugins: this.globalPlugins,
       sinks: this.sinks,
       ...(this.storeInstance ? { store: this.storeInstance } : {}),
+      ...(this.instrumentationInstance ? { instrumentation: this.instrumentationInstance } : {}),
       ...this.settings,
     });
   }

@@ -51,6 +51,16 @@ export const outputKey = defineStateKey<OutputState | null>({
   initial: () => null,
 });
 
+/**
+ * The trace context of a run that suspended (see `Instrumentation`), kept with the run so that the run resuming
+ * it, in any process, can link to it. Written only when the runtime has instrumentation.
+ */
+export const traceContextKey = defineStateKey<Record<string, string> | null>({
+  name: 'runtime.traceContext',
+  schema: z.record(z.string(), z.string()).nullable(),
+  initial: () => null,
+});
+
 const APPLIED_DECISIONS_KEPT = 500;
 
 /** Ids of decisions already applied on this thread, newest last (bounded). */
@@ -171,6 +181,7 @@ export const corePlugin = definePlugin({
     registrar.stateKey(runProgressKey);
     registrar.stateKey(toolCallsKey);
     registrar.stateKey(outputKey);
+    registrar.stateKey(traceContextKey);
     registrar.stateKey(appliedDecisionsKey);
     registrar.stateKey(activeAgentKey);
     registrar.stateKey(allowedToolsKey);

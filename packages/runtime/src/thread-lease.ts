@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { type Lease, LunationError } from '@lunation/contract';
+import { type Instrumentation, type Lease, LunationError, type RunInstrumentation } from '@lunation/contract';
 import type { Persistence } from './persistence.js';
 
 /** A lease held by a live run: its fencing token, and the run to abort if a renewal fails. */
 interface HeldLease {
   token: number;
   run: AbortController;
+  /** The run's observer, told of renewals and a loss. */
+  instrumentation: RunInstrumentation | undefined;
 }
 
 /**
@@ -31,6 +33,7 @@ export class ThreadLeases {
     private readonly persistence: Persistence,
     private readonly owner: string,
     private readonly ttlMs: number,
+    private readonly instrumentation?: Instrumentation,
   ) {}
 
   /**
@@ -41,21 +44,35 @@ export class ThreadLeases {
     const { persistence, owner, incarnation, ttlMs } = this;
     return persistence
       .acquireLease({ threadId, runId, owner, incarnation, ttlMs })
-      .then(tokenOf, (error: unknown) => this.busy(threadId, error));
+      .then(tokenOf, (error: unknown) => this.busy(threadId, runId, error));
   }
 
   /** Rethrows `error`; a `thread-busy` one says who holds the thread and when to retry, without a takeover. */
-  private async busy(threadId: string, error: unknown): Promise<never> {
+  private async busy(threadId: string, runId: string, error: unknown): Promise<never> {
     if (!LunationError.hasCode(error, 'thread-busy')) throw error;
     const held = heldLease(error.details) ?? (await this.persistence.getLease(threadId));
-    if (held === undefined) throw error; // freed a moment ago: still busy as far as this caller knows
-    if (held.owner === this.owner) throw busyWithOwnOwner(threadId, held);
-    throw busyElsewhere(threadId, held);
+    const busy =
+      held === undefined
+        ? error // freed a moment ago: still busy as far as this caller knows
+        : held.owner === this.owner
+          ? busyWithOwnOwner(threadId, held)
+          : busyElsewhere(threadId, held);
+    try {
+      this.instrumentation?.leaseRejected?.({ threadId, runId, error: busy });
+    } catch {
+      // instrumentation must not change what the caller gets
+    }
+    throw busy;
   }
 
   /** Renews the lease while the run lives; a failed renewal aborts `run` with `lease-lost`. */
-  keep(threadId: string, token: number, run: AbortController): void {
-    this.held.set(threadId, { token, run });
+  keep(
+    threadId: string,
+    token: number,
+    run: AbortController,
+    instrumentation?: RunInstrumentation | undefined,
+  ): void {
+    this.held.set(threadId, { token, run, instrumentation });
     if (this.ticker !== undefined) return;
     this.ticker = setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.ticker.unref();
@@ -74,10 +91,16 @@ export class ThreadLeases {
       return;
     }
     for (const [threadId, lease] of this.held) {
-      this.persistence.renewLease(threadId, lease.token, this.ttlMs).catch((error: unknown) => {
+      const renewing = this.persistence.renewLease(threadId, lease.token, this.ttlMs);
+      const { instrumentation } = lease;
+      if (instrumentation) {
+        renewing.then(() => instrumentation.lease({ type: 'renew', threadId, token: lease.token }), nothing);
+      }
+      renewing.catch((error: unknown) => {
         // Only a lease still held counts as lost: one released meanwhile just ended with its run.
         if (this.held.get(threadId) !== lease) return;
         this.held.delete(threadId);
+        instrumentation?.lease({ type: 'lost', threadId, token: lease.token, error });
         lease.run.abort(
           new LunationError('lease-lost', `Lost the lease of thread "${threadId}"`, { cause: error }),
         );

@@ -1,13 +1,17 @@
 import {
   emptyUsage,
+  type InstrumentedOperation,
   LunationError,
   type Message,
+  type ModelCallOutcome,
+  type ModelRequest,
   statusForTermination,
   type TerminationReason,
   toErrorInfo,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
 import type { ModelResponse } from '../plugin.js';
+import { traceContextKey } from '../runtime-keys.js';
 import { Checkpointer } from './checkpointer.js';
 import { compactIfNeeded } from './compaction.js';
 import { type DeliveryMode, Inbox } from './inbox.js';
@@ -160,11 +164,18 @@ export class AgentLoop {
     if (scope.agent.definition.context?.compaction) await compactIfNeeded(scope);
     let inference: Inference;
     this.inferring = true;
+    const request = buildRequest(scope);
+    const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
     try {
-      inference = await infer(scope, buildRequest(scope), this.inferenceAbort.signal);
+      inference = await infer(scope, request, this.inferenceAbort.signal);
       this.inferring = false;
+      if (observed) {
+        const { response } = inference;
+        observed.end({ message: response.message, stopReason: response.stopReason, usage: response.usage });
+      }
     } catch (error) {
       this.inferring = false;
+      observed?.end({ error });
       if (!this.interrupted || signal.aborted) throw error;
       // New input interrupted the model call: drop the partial answer and continue with the input.
       this.interrupted = false;
@@ -193,10 +204,22 @@ export class AgentLoop {
     }
     scope.progressChanged();
     if (termination === undefined) {
-      if (scope.durable) await this.checkpointer.commit('running', undefined, true);
+      if (scope.durable) await this.checkpointer.commit('C2', 'running', undefined, true);
       this.emitStepEnd();
     }
     return termination;
+  }
+
+  /** Tells the run's observer of a model call. */
+  private observeModelCall(request: ModelRequest): InstrumentedOperation<ModelCallOutcome> | undefined {
+    const { scope } = this;
+    const { model } = scope.agent;
+    return scope.instrumentation?.modelCallStarted({
+      step: scope.progress.step,
+      provider: model.provider,
+      model: request.overrides?.model ?? model.modelId,
+      request,
+    });
   }
 
   /** How the step's tool calls end the run, if they do. */
@@ -233,7 +256,7 @@ export class AgentLoop {
   private async awaitInput(): Promise<TerminationReason | undefined> {
     const { scope, inbox } = this;
     scope.progressChanged();
-    if (scope.durable) await this.checkpointer.commit('running', undefined, true);
+    if (scope.durable) await this.checkpointer.commit('C2', 'running', undefined, true);
     this.emitStepEnd();
     scope.options.onTurnEnd?.({
       finalText: scope.finalText,
@@ -303,8 +326,14 @@ export class AgentLoop {
       scope.emitError(error);
     }
     scope.progressChanged();
+    const { instrumentation } = scope;
+    if (instrumentation && status === 'waiting') {
+      // The run waits: whoever resumes it, in any process, links to this run through the stored context.
+      const carrier = instrumentation.suspendContext();
+      if (carrier) scope.state.write([{ key: traceContextKey, update: { ...carrier } }]);
+    }
     try {
-      await this.checkpointer.commit(status, termination, true);
+      await this.checkpointer.commit('run-end', status, termination, true);
     } catch (error) {
       scope.emitError(error);
       if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
@@ -313,6 +342,14 @@ export class AgentLoop {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
     if (scope.progress.step > 0) this.emitStepEnd();
     const openTickets = this.checkpointer.currentTickets();
+    instrumentation?.runEnded({
+      status,
+      termination,
+      steps: scope.progress.step,
+      usage: scope.progress.usage,
+      finalText: scope.finalText,
+      openTickets,
+    });
     if (scope.listening) {
       scope.emit({
         type: 'run-end',

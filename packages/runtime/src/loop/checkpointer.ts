@@ -1,5 +1,6 @@
 import {
   type CheckpointCommit,
+  type CheckpointKind,
   type RunRecord,
   type RunStatus,
   type TerminationReason,
@@ -145,7 +146,12 @@ export class Checkpointer {
    * entries riding along, the thread state when it changed, and the run record — always when `withRun`,
    * otherwise only when the store has none yet, or its status or open tickets are out of date.
    */
-  async commit(status: RunStatus, termination?: TerminationReason, withRun = true): Promise<void> {
+  async commit(
+    kind: CheckpointKind,
+    status: RunStatus,
+    termination?: TerminationReason,
+    withRun = true,
+  ): Promise<void> {
     const { scope } = this;
     const { persistence, identity, leaseToken } = scope.options;
     const messages = scope.messages.slice(this.committedCount);
@@ -169,12 +175,24 @@ export class Checkpointer {
     if (threadChanged) commit.threadState = scope.state.exportScope('thread');
     if (executions !== undefined) commit.toolExecutions = executions;
     if (leaseToken !== undefined) commit.leaseToken = leaseToken;
+    const observed = scope.instrumentation?.checkpointStarted(kind);
     try {
       this.committedCount = await persistence.commit(commit);
     } catch (error) {
       if (executions !== undefined) this.riding = this.riding ? executions.concat(this.riding) : executions;
+      observed?.end({
+        messages: messages.length,
+        ledgerEntries: executions?.length ?? 0,
+        runRecord: record !== undefined,
+        error,
+      });
       throw error;
     }
+    observed?.end({
+      messages: messages.length,
+      ledgerEntries: executions?.length ?? 0,
+      runRecord: record !== undefined,
+    });
     this.lastThreadRevision = threadRevision;
     if (record) {
       this.runWritten = true;

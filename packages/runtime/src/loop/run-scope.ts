@@ -7,6 +7,7 @@ import {
   type Message,
   type ResumeDecision,
   type RunIdentity,
+  type RunInstrumentation,
   type RunRecord,
   type RunStatus,
   type StopReason,
@@ -97,6 +98,8 @@ export interface RunLoopOptions {
   onTurnEnd?(turn: { finalText: string; steps: number; usage: Usage }): void;
   /** This run's output schema (overrides the agent's). */
   output?: z.ZodType;
+  /** The run's observer (from the runtime's `instrumentation`); nothing is reported without one. */
+  instrumentation?: RunInstrumentation | undefined;
 }
 
 /** What a run ended with. */
@@ -140,10 +143,13 @@ export class RunScope {
   toolErrorStop: string | undefined;
   /** The validated structured output, once the run has it. */
   output: JsonValue | undefined;
+  /** The run's observer, when the runtime has instrumentation. */
+  readonly instrumentation: RunInstrumentation | undefined;
   private seq = 0;
 
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
+    this.instrumentation = options.instrumentation;
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys);
     this.state.restore(options.threadState);

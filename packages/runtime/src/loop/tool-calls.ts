@@ -120,7 +120,7 @@ export class ToolCalls {
     this.plans = plans;
     const blocked = this.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
     this.recordOutcomes(plans, undefined);
-    if (this.scope.durable) await this.commitOutcomes(plans);
+    if (this.scope.durable) await this.commitOutcomes(plans, false);
     this.announce(plans);
     const running = this.run(plans, response);
     if (running) await running;
@@ -146,14 +146,14 @@ export class ToolCalls {
     this.plans = plans;
     const blocked = await this.decide(plans, undefined);
     this.recordOutcomes(plans, applied);
-    if (this.scope.durable) await this.commitOutcomes(plans);
+    if (this.scope.durable) await this.commitOutcomes(plans, true);
     this.announce(plans);
     const running = this.run(plans, undefined);
     if (running) await running;
     const outcome = this.close(plans, blocked);
     // A resumed call's completion must be durable before the next model call.
     if (this.scope.durable && !outcome.suspended && outcome.blocked === undefined) {
-      await this.checkpointer.commit('running', undefined, true);
+      await this.checkpointer.commit('C2', 'running', undefined, true);
     }
     return outcome;
   }
@@ -208,6 +208,7 @@ export class ToolCalls {
       if (record.result) {
         plan.result = record.result;
         plan.fromRecord = true;
+        this.ledgerHit(plan, 'record');
         return plan;
       }
       if (record.status === 'suspended' && plan.ticket) {
@@ -242,6 +243,7 @@ export class ToolCalls {
       plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
       plan.result = entry.result;
       plan.fromLedger = true;
+      this.ledgerHit(plan, 'ledger');
     } else if (entry) {
       plan.status = 'allowed';
       plan.ledger = 'begin';
@@ -307,6 +309,7 @@ export class ToolCalls {
   /** A decision for a suspended call: decline it, take the payload as its result, or let it run. */
   private applyDecision(plan: CallPlan, decision: ResumeDecision): void {
     const { scope } = this;
+    scope.instrumentation?.toolCallResumed(plan.call.toolCallId, decision);
     if (scope.listening)
       scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
     const decided = decideRecord(toRecord(plan), decision);
@@ -356,7 +359,7 @@ export class ToolCalls {
    * C1 (or C0 when resuming): the call records, an in-flight ledger entry for each call that starts now, and
    * whatever the step added (the assistant message) — one commit, before any tool starts.
    */
-  private async commitOutcomes(plans: CallPlan[]): Promise<void> {
+  private async commitOutcomes(plans: CallPlan[], resuming: boolean): Promise<void> {
     const { checkpointer } = this;
     let claims = 0;
     for (const plan of plans) {
@@ -366,7 +369,7 @@ export class ToolCalls {
       }
     }
     if (claims === 0 && !checkpointer.hasUncommitted() && !checkpointer.stateChanged()) return;
-    await checkpointer.commit('running', undefined, false);
+    await checkpointer.commit(resuming ? 'C0' : 'C1', 'running', undefined, false);
   }
 
   /** Tells listeners of the tickets, once they are durable. */
@@ -375,6 +378,7 @@ export class ToolCalls {
     for (const plan of plans) {
       if (!plan.newlySuspended) continue;
       plan.newlySuspended = false;
+      if (plan.ticket) scope.instrumentation?.toolCallSuspended(plan.ticket);
       if (scope.listening && plan.ticket) scope.emit({ type: 'tool-call-suspended', ticket: plan.ticket });
     }
   }
@@ -475,6 +479,7 @@ export class ToolCalls {
         plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
         plan.result = entry.result;
         plan.fromLedger = true;
+        this.ledgerHit(plan, 'ledger');
         await this.afterExecute(plan, response);
         return;
       }
@@ -496,6 +501,15 @@ export class ToolCalls {
     }
     const timeoutMs =
       tool.timeoutMs ?? scope.agent.definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    const observed = scope.instrumentation?.toolCallStarted({
+      step: scope.progress.step,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      arguments: call.arguments,
+      idempotencyKey: key,
+      rerun,
+      attempt: plan.execution?.attempts ?? 1,
+    });
     const context = new ToolCallContext(
       scope,
       this.runningClock,
@@ -516,6 +530,7 @@ export class ToolCalls {
       // Its effect committed with the ledger completion: that result is the call's, whatever followed.
       plan.status = context.committed.status === 'error' ? 'failed' : 'succeeded';
       plan.result = context.committed;
+      observed?.end({ status: plan.status, result: plan.result });
       if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
       if (scope.engine.isActive('AfterToolExecute')) await this.afterExecute(plan, response);
       else this.settled(plan);
@@ -525,12 +540,17 @@ export class ToolCalls {
       // The tool asked for a decision: it runs again once decided (its ledger entry stays in flight).
       if (this.gate.suspend(plan, invocation.suspend)) {
         plan.attempts = plan.execution?.attempts ?? 1;
+        observed?.end({ status: 'suspended', suspended: true });
         this.announce([plan]);
         return;
       }
     } else {
       plan.status = invocation.status;
       plan.result = invocation.result;
+    }
+    if (observed) {
+      if (plan.result) observed.end({ status: plan.status, result: plan.result });
+      else observed.end({ status: plan.status });
     }
     if (scope.durable && plan.execution && plan.result) {
       plan.execution = checkpointer.completion(plan.execution, plan.result);
@@ -593,6 +613,14 @@ export class ToolCalls {
     this.appendToolMessage(parts);
     this.clearRecords();
     return outcome;
+  }
+
+  /** Tells the run's observer of a call that got its result without running. */
+  private ledgerHit(plan: CallPlan, source: 'ledger' | 'record'): void {
+    const { instrumentation, progress } = this.scope;
+    if (!instrumentation) return;
+    const { toolCallId, toolName } = plan.call;
+    instrumentation.ledgerHit({ step: progress.step, toolCallId, toolName, source });
   }
 
   /** Emits a call's result once. */

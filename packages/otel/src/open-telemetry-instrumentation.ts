@@ -1,0 +1,141 @@
+import type {
+  Instrumentation,
+  LeaseRejectionFact,
+  RunInstrumentation,
+  RunStartFact,
+} from '@lunation/contract';
+import {
+  type Attributes,
+  context,
+  type Link,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
+import { GEN_AI, LUNATION } from './attribute-names.js';
+import { genAIMessages } from './message-content.js';
+import { errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
+import { fromTraceCarrier } from './trace-carrier.js';
+
+/** The name (instrumentation scope) of the tracer `@lunation/otel` creates its spans with. */
+export const TRACER_NAME = '@lunation/otel';
+
+/** Options of {@link openTelemetryInstrumentation}. */
+export interface OpenTelemetryInstrumentationOptions {
+  /** Where the tracer comes from. @default the global tracer provider (`trace.getTracerProvider()`) */
+  tracerProvider?: TracerProvider;
+  /**
+   * Record message contents: the model's input and output messages, tool arguments and results, the final
+   * answer (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, ...). They may
+   * hold personal data. @default false
+   */
+  captureMessageContent?: boolean;
+  /**
+   * Record each checkpoint commit as a `lunation.checkpoint {C0|C1|C2|run-end}` span of its own (with the
+   * commit's latency as the span's duration, and a fenced commit as a failed span) instead of a
+   * `lunation.checkpoint` event of the run's span (with `lunation.checkpoint.duration_ms`). Spans show the store's
+   * latency on a timeline but cost about as much as the commit itself on a fast store. @default false
+   */
+  checkpointSpans?: boolean;
+}
+
+/**
+ * Traces runs with OpenTelemetry: an `invoke_agent {agent}` span per run (or continuation), under it
+ * `chat {model}`, `execute_tool {tool}` and `lunation.checkpoint {C0|C1|C2|run-end}` spans, and events for
+ * ledger hits and re-runs, lease acquire / renew / loss / fencing, suspensions and resumes. A delegated child
+ * run's span is a child of its parent's `execute_tool` span; a run that continues a suspended one (in any
+ * process) links to the suspended run's span.
+ */
+export class OpenTelemetryInstrumentation implements Instrumentation {
+  private readonly settings: RunTraceSettings;
+  private readonly tracer: Tracer;
+
+  constructor(options: OpenTelemetryInstrumentationOptions = {}) {
+    const provider = options.tracerProvider ?? trace.getTracerProvider();
+    this.tracer = provider.getTracer(TRACER_NAME);
+    this.settings = {
+      tracer: this.tracer,
+      captureMessageContent: options.captureMessageContent === true,
+      checkpointSpans: options.checkpointSpans === true,
+      runs: new Map<string, RunTracer>(),
+    };
+  }
+
+  runStarted(fact: RunStartFact): RunInstrumentation {
+    const { identity } = fact;
+    const attributes: Attributes = {
+      [GEN_AI.operationName]: 'invoke_agent',
+      [GEN_AI.providerName]: fact.provider,
+      [GEN_AI.agentId]: identity.agentId,
+      [GEN_AI.agentName]: identity.agentId,
+      [GEN_AI.conversationId]: identity.threadId,
+      [GEN_AI.requestModel]: fact.model,
+      [LUNATION.runId]: identity.runId,
+      [LUNATION.runOrigin]: identity.origin,
+      [LUNATION.resumed]: fact.resumed,
+    };
+    if (fact.description !== undefined) attributes[GEN_AI.agentDescription] = fact.description;
+    if (identity.parentRunId !== undefined) attributes[LUNATION.parentRunId] = identity.parentRunId;
+    if (this.settings.captureMessageContent && fact.input.length > 0) {
+      attributes[GEN_AI.inputMessages] = genAIMessages(fact.input);
+    }
+    let links: Link[] | undefined;
+    const suspended = fact.suspendedBy === undefined ? undefined : fromTraceCarrier(fact.suspendedBy);
+    if (suspended !== undefined)
+      links = [{ context: suspended, attributes: { [LUNATION.linkType]: 'resumes' } }];
+    const parent = this.parentOf(fact);
+    const span = this.tracer.startSpan(
+      `invoke_agent ${identity.agentId}`,
+      links === undefined
+        ? { kind: SpanKind.INTERNAL, attributes }
+        : { kind: SpanKind.INTERNAL, attributes, links },
+      parent,
+    );
+    if (fact.lease !== undefined) {
+      span.addEvent(LUNATION.leaseAcquireEvent, {
+        [LUNATION.leaseToken]: fact.lease.token,
+        [LUNATION.leaseTakeover]: fact.lease.takeover,
+      });
+    }
+    return new RunTracer(span, parent, identity.threadId, identity.runId, this.settings);
+  }
+
+  leaseRejected(fact: LeaseRejectionFact): void {
+    const span = this.tracer.startSpan(
+      LUNATION.leaseRejectedSpan,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [LUNATION.threadId]: fact.threadId,
+          [GEN_AI.conversationId]: fact.threadId,
+          [LUNATION.runId]: fact.runId,
+          [GEN_AI.errorType]: errorCode(fact.error) ?? 'error',
+        },
+      },
+      context.active(),
+    );
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: fact.error instanceof Error ? fact.error.message : String(fact.error),
+    });
+    span.end();
+  }
+
+  /** A child run's parent is the `execute_tool` span of the call that started it (when it is in this process). */
+  private parentOf(fact: RunStartFact) {
+    const { parentRunId, parentToolCallId } = fact.identity;
+    const active = context.active();
+    if (parentRunId === undefined || parentToolCallId === undefined) return active;
+    const toolSpan = this.settings.runs.get(parentRunId)?.toolSpan(parentToolCallId);
+    return toolSpan === undefined ? active : trace.setSpan(active, toolSpan);
+  }
+}
+
+/** An {@link OpenTelemetryInstrumentation}, to give an `AgentRuntime` as its `instrumentation`. */
+export function openTelemetryInstrumentation(
+  options?: OpenTelemetryInstrumentationOptions,
+): OpenTelemetryInstrumentation {
+  return new OpenTelemetryInstrumentation(options);
+}
