@@ -47,6 +47,36 @@ const callOf = (parts: ModelStreamPart[]) => {
 };
 
 describe('DemoModel', () => {
+  it('calls any available tool by name with JSON arguments ("call <tool> {...}"), and says why it cannot', async () => {
+    const tools = [
+      ...TOOLS,
+      { name: 'everything__echo', description: 'echo', parameters: { type: 'object' } },
+    ];
+    const call = await stream([user('call everything__echo {"message": "hi there"}')], tools);
+    expect(callOf(call)).toEqual({ toolName: 'everything__echo', arguments: { message: 'hi there' } });
+    expect(textOf(call)).toBe('Calling everything__echo. ');
+    const bare = await stream([user('use calculator')], tools);
+    expect(callOf(bare)).toEqual({ toolName: 'calculator', arguments: {} });
+
+    const after = await stream(
+      [
+        user('call everything__echo {"message": "hi"}'),
+        called('everything__echo', { message: 'hi' }),
+        answered('everything__echo', { status: 'success', data: { echoed: 'hi' } }),
+      ],
+      tools,
+    );
+    expect(textOf(after)).toBe('The tool "everything__echo" answered: {"echoed":"hi"}.');
+
+    expect(callOf(await stream([user('call everything__echo {"message": "hi"}')]))).toBeUndefined();
+    expect(textOf(await stream([user('call everything__echo {"message": "hi"}')]))).toContain(
+      'the tool "everything__echo" is not available here',
+    );
+    expect(textOf(await stream([user('call everything__echo {not json}')], tools))).toBe(
+      'Those arguments are not JSON: {not json}',
+    );
+  });
+
   it('streams word by word, then a tool call, usage and finish, the same way every time', async () => {
     const parts = await stream([user('hello')]);
     expect(parts.filter((part) => part.type === 'text-delta').length).toBeGreaterThan(5);

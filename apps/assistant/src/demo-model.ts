@@ -32,7 +32,8 @@ const CITY_TIME_ZONES: Record<string, string> = {
 
 const HELP =
   'I am the offline demo model, so I only know a few tricks. Try "what is 12 * (3 + 4)", ' +
-  '"what time is it in Tokyo", "read README.md", "list the files" or "run the slow task". ' +
+  '"what time is it in Tokyo", "read README.md", "list the files", "run the slow task" or ' +
+  '"call <tool> {json arguments}" (an MCP server\'s tool, say). ' +
   'Set OPENAI_API_KEY or ANTHROPIC_API_KEY to talk to a real model.';
 
 /**
@@ -135,6 +136,18 @@ function planTurn(request: ModelRequest): DemoTurn {
       );
     case 'slow':
       return call('slow_task', { steps: intent.steps }, 'Starting the slow task; watch the progress. ');
+    case 'call': {
+      let args: unknown;
+      try {
+        args = JSON.parse(intent.arguments);
+      } catch {
+        return { text: `Those arguments are not JSON: ${intent.arguments}` };
+      }
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+        return { text: `The arguments must be a JSON object, like {"message": "hi"}.` };
+      }
+      return call(intent.toolName, args as Record<string, unknown>, `Calling ${intent.toolName}. `);
+    }
     default:
       return { text: HELP };
   }
@@ -146,9 +159,13 @@ type Intent =
   | { type: 'time'; timeZone: string | undefined }
   | { type: 'read'; path: string }
   | { type: 'slow'; steps: number }
+  | { type: 'call'; toolName: string; arguments: string }
   | { type: 'help' };
 
 function intentOf(text: string, isFirstMessage: boolean): Intent {
+  // "call <tool> {json}": any tool by name (an MCP server's, say), with the arguments as given.
+  const named = /^(?:call|use)\s+([A-Za-z0-9_.-]+)\s*(\{[\s\S]*\})?\s*$/i.exec(text);
+  if (named) return { type: 'call', toolName: named[1]!, arguments: named[2] ?? '{}' };
   const lower = text.toLowerCase();
   if (/^(hello|hi|hey|good (morning|afternoon|evening)|tour|demo)\b/.test(lower)) return { type: 'tour' };
   const expression = findExpression(text);

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { PostgresDispatcher } from '@lunation/dispatch-postgres';
 import { PostgresStore } from '@lunation/store-postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,6 +10,13 @@ import { storeNamespace } from '../src/open-dispatcher.js';
 import { AppProcess, temporaryDir } from './support.js';
 
 const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** The MCP reference server (`@modelcontextprotocol/server-everything`), run over stdio by a worker. */
+const everythingServer = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')),
+  'dist',
+  'index.js',
+);
 
 /** A Server-Sent Event with its id (absent on the `run-submitted` event). */
 interface IdentifiedEvent {
@@ -81,8 +91,10 @@ describe.each(['redis', 'postgres'])(
       return url as string;
     }
 
-    async function worker(): Promise<AppProcess> {
-      const app = new AppProcess(['worker', '--concurrency', '2', ...flags()], { DATABASE_URL: postgresUrl });
+    async function worker(extra: string[] = []): Promise<AppProcess> {
+      const app = new AppProcess(['worker', '--concurrency', '2', ...flags(), ...extra], {
+        DATABASE_URL: postgresUrl,
+      });
       processes.push(app);
       await app.waitFor(/worker \S+ ready/);
       return app;
@@ -164,6 +176,47 @@ describe.each(['redis', 'postgres'])(
       expect(whole.map((event) => event.id)).toEqual(seen.slice(1).map((event) => event.id));
       const starts = whole.filter((event) => event.event === 'tool-execution-start');
       expect(starts.map((event) => event.data.rerun)).toEqual([false, true]);
+    });
+
+    it("runs an MCP server's tool on a worker started with --mcp", async () => {
+      const config = join(dataDir.path, 'mcp.json');
+      await writeFile(
+        config,
+        JSON.stringify({
+          servers: [
+            {
+              name: 'everything',
+              transport: 'stdio',
+              command: process.execPath,
+              args: [everythingServer, 'stdio'],
+              tools: { include: ['echo'] },
+            },
+          ],
+        }),
+      );
+      const url = await serve();
+      await worker(['--mcp', config]);
+      const threadId = ((await (await post(`${url}/threads`)).json()) as { thread: { id: string } }).thread
+        .id;
+      const seen: IdentifiedEvent[] = [];
+      await readUntil(
+        events(
+          await post(`${url}/threads/${threadId}/messages`, {
+            text: 'call everything__echo {"message": "from a fleet worker"}',
+          }),
+        ),
+        seen,
+        (event) => event.event === 'run-end',
+      );
+      expect(seen.at(-1)).toMatchObject({ event: 'run-end', data: { status: 'done' } });
+      const results = seen.filter((event) => event.event === 'tool-result');
+      expect(results.map((event) => event.data.toolName)).toEqual(['everything__echo']);
+      expect(JSON.stringify(results[0]?.data)).toContain('Echo: from a fleet worker');
+      const text = seen
+        .filter((event) => event.event === 'text-delta')
+        .map((event) => String(event.data.delta))
+        .join('');
+      expect(text).toContain('Echo: from a fleet worker');
     });
 
     it('takes an approval through the other server, and a cancel from any server reaches the worker', async () => {
