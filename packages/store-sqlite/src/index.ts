@@ -1,6 +1,5 @@
+export type { SqliteClient, SqliteStatement } from './sqlite-client.js';
 export {
-  type SqliteClient,
-  type SqliteStatement,
   SqliteStore,
   type SqliteStoreClientOptions,
   type SqliteStoreKyselyOptions,

@@ -34,17 +34,13 @@ import {
   unissuedLeaseToken,
 } from '@lunation/contract';
 import Database from 'better-sqlite3';
-import {
-  CompiledQuery,
-  type Kysely,
-  type SqliteStatement as KyselySqliteStatement,
-  type SqliteDatabase,
-} from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { driverProblem, driverVersion } from './driver-support.js';
 import { drive, KyselyRunner } from './kysely-runner.js';
 import { nativeModuleError } from './native-module-error.js';
 import { decodeCursor, encodeCursor } from './page-cursor.js';
+import type { SqliteClient } from './sqlite-client.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
 import {
   allStatement,
@@ -56,20 +52,6 @@ import {
 } from './sqlite-operation.js';
 import { SyncRunner } from './sync-runner.js';
 import { toStoreError } from './to-store-error.js';
-
-/** The part of a better-sqlite3 statement the store uses. */
-export interface SqliteStatement extends KyselySqliteStatement {
-  /** The first row, or undefined. */
-  get(parameters: ReadonlyArray<unknown>): unknown;
-  /** Runs the statement; how many rows changed. */
-  run(parameters: ReadonlyArray<unknown>): { changes: number; lastInsertRowid: number | bigint };
-}
-
-/** The part of a better-sqlite3 `Database` the store uses. */
-export interface SqliteClient extends SqliteDatabase {
-  /** A prepared statement. */
-  prepare(sql: string): SqliteStatement;
-}
 
 /** A store on a database file it opens, configures and closes itself. */
 export interface SqliteStorePathOptions {

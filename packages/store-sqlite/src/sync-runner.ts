@@ -1,5 +1,5 @@
+import type { SqliteClient, SqliteStatement } from './sqlite-client.js';
 import type { OperationRunner, SqliteOperation, Transaction } from './sqlite-operation.js';
-import type { SqliteClient, SqliteStatement } from './sqlite-store.js';
 
 /**
  * Runs each operation to completion synchronously over cached better-sqlite3 prepared statements: nothing
