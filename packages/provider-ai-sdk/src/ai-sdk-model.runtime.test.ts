@@ -1,6 +1,6 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -19,19 +19,10 @@ import {
 } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { collectEvents, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AiSdkModel } from './ai-sdk-model.js';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function weatherTool(calls: unknown[]): Tool<{ city: string }> {
   return {

@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { Usage } from '@lunation/contract';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -20,20 +20,11 @@ import {
   usageChunk,
 } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime, defineTool } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { AiSdkModel } from './ai-sdk-model.js';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 const weatherSchema = z.object({
   city: z.string(),

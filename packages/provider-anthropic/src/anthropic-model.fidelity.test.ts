@@ -2,8 +2,8 @@ import { type JsonObject, LunationError, type ModelRequest } from '@lunation/con
 import {
   assertStreamInvariants,
   collectStream,
-  ScriptedServer,
   summarizeParts,
+  useScriptedServer,
 } from '@lunation/provider-testkit';
 import {
   blockDelta,
@@ -16,20 +16,11 @@ import {
   ping,
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { messageDeltaWith, refusalStream } from './__fixtures__/anthropic-recorded.js';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<AnthropicModelOptions> = {}): AnthropicModel {
   return new AnthropicModel({

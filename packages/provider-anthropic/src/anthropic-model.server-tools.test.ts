@@ -2,8 +2,8 @@ import type { ModelRequest } from '@lunation/contract';
 import {
   assertStreamInvariants,
   collectStream,
-  ScriptedServer,
   summarizeParts,
+  useScriptedServer,
 } from '@lunation/provider-testkit';
 import {
   blockDelta,
@@ -15,7 +15,7 @@ import {
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
 import { createRuntime, type Tool } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   bashCall,
   bashResult,
@@ -33,16 +33,7 @@ import {
 } from './__fixtures__/anthropic-recorded.js';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });
 const webSearch = { type: 'web_search_20250305', name: 'web_search', max_uses: 3 } as const;

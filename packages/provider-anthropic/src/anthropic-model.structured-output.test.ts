@@ -1,4 +1,4 @@
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -10,21 +10,12 @@ import {
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
 import { createRuntime, defineTool } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { refusalStream } from './__fixtures__/anthropic-recorded.js';
 import { AnthropicModel } from './anthropic-model.js';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });
 /** An answer whose text arrives in `pieces`. */

@@ -3,8 +3,8 @@ import { type AssistantMessage, LunationError, type ModelRequest } from '@lunati
 import {
   assertStreamInvariants,
   collectStream,
-  ScriptedServer,
   summarizeParts,
+  useScriptedServer,
 } from '@lunation/provider-testkit';
 import {
   blockDelta,
@@ -18,21 +18,11 @@ import {
   ping,
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 import { usesAdaptiveThinking } from './build-request.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<AnthropicModelOptions> = {}): AnthropicModel {
   return new AnthropicModel({

@@ -1,20 +1,10 @@
 import { LunationError, type ModelRequest } from '@lunation/contract';
-import { assertStreamInvariants, collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { assertStreamInvariants, collectStream, useScriptedServer } from '@lunation/provider-testkit';
 import { chunk, done, streamHeaders } from '@lunation/provider-testkit/wires/openai-chat';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
   return new OpenAIModel({

@@ -1,5 +1,5 @@
 import { LunationError, type ModelRequest } from '@lunation/contract';
-import { collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { collectStream, useScriptedServer } from '@lunation/provider-testkit';
 import {
   chunk,
   done,
@@ -8,23 +8,13 @@ import {
   usageChunk,
 } from '@lunation/provider-testkit/wires/openai-chat';
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
 // Vendor edge cases replayed from recorded streams (issue #25): an exhausted quota, and DeepSeek reached through
 // an injected client or OPENAI_BASE_URL.
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
   return new OpenAIModel({

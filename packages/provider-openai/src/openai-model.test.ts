@@ -2,8 +2,8 @@ import { LunationError, type ModelRequest } from '@lunation/contract';
 import {
   assertStreamInvariants,
   collectStream,
-  ScriptedServer,
   summarizeParts,
+  useScriptedServer,
 } from '@lunation/provider-testkit';
 import {
   chunk,
@@ -13,20 +13,10 @@ import {
   usageChunk,
 } from '@lunation/provider-testkit/wires/openai-chat';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { OpenAIModel, type OpenAIModelOptions } from './openai-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
   return new OpenAIModel({

@@ -1,24 +1,14 @@
 import { LunationError, type ModelRequest, type ModelStreamPart, type Usage } from '@lunation/contract';
-import { assertStreamInvariants, collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { assertStreamInvariants, collectStream, useScriptedServer } from '@lunation/provider-testkit';
 import { insufficientQuota } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime } from '@lunation/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ResponsesStreamWriter, responsesSse } from './__fixtures__/openai-responses-wire.js';
 import { mcpApprovalTool, OpenAIResponsesModel, type OpenAIResponsesModelOptions } from './index.js';
 
 // Vendor edge cases replayed from recorded Responses API streams (issue #25).
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<OpenAIResponsesModelOptions> = {}): OpenAIResponsesModel {
   return new OpenAIResponsesModel({

@@ -1,7 +1,7 @@
 import { LunationError, type ModelRequest, type Usage } from '@lunation/contract';
-import { assertStreamInvariants, collectStream, ScriptedServer } from '@lunation/provider-testkit';
+import { assertStreamInvariants, collectStream, useScriptedServer } from '@lunation/provider-testkit';
 import { errorBody } from '@lunation/provider-testkit/wires/openai-chat';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   RESPONSE_ID,
   ResponsesStreamWriter,
@@ -10,17 +10,7 @@ import {
 } from './__fixtures__/openai-responses-wire.js';
 import { OpenAIResponsesModel, type OpenAIResponsesModelOptions } from './openai-responses-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-beforeEach(() => {
-  server.reset();
-});
+const server = useScriptedServer();
 
 function model(options: Partial<OpenAIResponsesModelOptions> = {}): OpenAIResponsesModel {
   return new OpenAIResponsesModel({

@@ -32,3 +32,4 @@ export {
   type ScriptedHandler,
   ScriptedServer,
 } from './scripted-server.js';
+export { useScriptedServer } from './use-scripted-server.js';
