@@ -21,9 +21,7 @@ function recorder() {
           return { end: (outcome) => log.push(`model-end ${outcome.stopReason}`) };
         },
         toolCallStarted: (call) => {
-          log.push(
-            `tool ${call.toolName} ${call.idempotencyKey === `${fact.identity.runId}:${call.toolCallId}`}`,
-          );
+          log.push(`tool ${call.toolName} ${call.idempotencyKey.startsWith(`${fact.identity.runId}:lc_`)}`);
           return { end: (outcome) => log.push(`tool-end ${outcome.status}`) };
         },
         checkpointStarted: (kind) => {

@@ -60,6 +60,7 @@ runStoreConformance({
 
 runStoreConformance({
   name: 'postgres (every call batched)',
+  transactionalToolEffects: true,
   // Every commit, lease acquire and release, thread creation and checkpoint load goes through run_batch.
   create: () =>
     PostgresStore.open({ connectionString: postgresUrl, schema: uniqueSchema(), callBatching: 'always' }),

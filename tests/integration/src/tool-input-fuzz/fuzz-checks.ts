@@ -98,7 +98,8 @@ function checkAnswer(
     );
   if (result.status === 'error' && !isClear(result.message))
     say('unclear error message', `the error result's message is ${json(result.message).slice(0, 200)}`);
-  if (call.notResultOf && json(result).includes(call.notResultOf))
+  // Quoted: a nonce such as n103_1 is a prefix of n103_10, which may be this call's own.
+  if (call.notResultOf && json(result).includes(JSON.stringify(call.notResultOf)))
     say(
       'earlier result replayed',
       `the result is the earlier call's (${call.notResultOf}): ${resultText(part)}`,
