@@ -7,7 +7,7 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
-import { normaliseInput, type RunInput } from '../agent-runtime.js';
+import { normaliseInput, type RunInput } from '../executor/run-options.js';
 import { createId } from '../id.js';
 import type { FrontendTool } from '../loop/run-scope.js';
 
