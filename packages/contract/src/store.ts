@@ -344,6 +344,11 @@ export interface LunationStore
     CheckpointStore,
     ToolExecutionLedger,
     LeaseManager {
+  /**
+   * The version of this interface the store implements; the runtime refuses a store declaring another one
+   * (`specification-mismatch`). See `specificationVersions`.
+   */
+  readonly specificationVersion: 'v1';
   /** A short name for diagnostics, e.g. `sqlite`. */
   readonly kind: string;
   /** Releases connections the store opened itself (injected clients are left open). */

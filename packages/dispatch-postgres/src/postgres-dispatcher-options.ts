@@ -1,10 +1,6 @@
-import {
-  assertId,
-  assertInteger,
-  type DispatchPolicy,
-  LunationError,
-  resolveDispatchPolicy,
-} from '@lunation/contract';
+import { type DispatchPolicy, LunationError } from '@lunation/contract';
+import { resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
+import { assertId, assertInteger } from '@lunation/contract/store-utils';
 import pg from 'pg';
 import type { DispatchContext, PostgresSettings } from './dispatch-context.js';
 import {

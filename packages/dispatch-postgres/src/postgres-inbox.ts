@@ -1,10 +1,6 @@
-import {
-  type InboxEntry,
-  overloadedError,
-  type Submission,
-  type SubmitResult,
-  toJsonText,
-} from '@lunation/contract';
+import type { InboxEntry, Submission, SubmitResult } from '@lunation/contract';
+import { overloadedError } from '@lunation/contract/dispatch-utils';
+import { toJsonText } from '@lunation/contract/store-utils';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction, type Transaction } from './postgres-connection.js';

@@ -1,10 +1,5 @@
 import {
   type AcquireLeaseInput,
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertId,
-  assertInteger,
-  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -16,10 +11,8 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
-  leaseHeldElsewhere,
   type MessageRecord,
   type Page,
-  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
@@ -29,9 +22,20 @@ import {
   type ToolExecution,
   type ToolResult,
   type TransactionalToolEffects,
+} from '@lunation/contract';
+import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  assertObject,
+  decodeCursor,
+  encodeCursor,
+  leaseHeldElsewhere,
+  pageLimit,
   toJsonText,
   unissuedLeaseToken,
-} from '@lunation/contract';
+} from '@lunation/contract/store-utils';
 import {
   CompiledQuery,
   Kysely,
@@ -41,7 +45,6 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { CallBatcher, type CallBatching, type Executor } from './call-batcher.js';
-import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createMigrator, migrate } from './postgres-migrations.js';
 import { assertSchemaName, defaultSchema } from './postgres-schema.js';
 import { createStatements, type Statement, type Statements } from './postgres-statements.js';
@@ -165,6 +168,7 @@ interface LeaseRow {
  * @remarks The schema is migrated on first use; call `init()` (or use `PostgresStore.open`) to do it up front.
  */
 export class PostgresStore implements LunationStore, TransactionalToolEffects {
+  readonly specificationVersion = 'v1' as const;
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the store's tables. */
   readonly schema: string;

@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 import {
   agentEventSchema,
   contentPartSchema,
-  errorCodeForStatus,
   errorCodeSchema,
   LunationError,
   modelStreamPartSchema,
   terminationReasonSchema,
 } from '@lunation/contract';
+import { errorCodeForStatus } from '@lunation/contract/provider-utils';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakages as brokenDispatchers } from '../../../packages/runtime/src/dispatch/__fixtures__/broken-dispatchers.js';

@@ -1,5 +1,5 @@
-import { LunationError } from './errors.js';
-import type { BeginToolExecutionInput, CheckpointCommit } from './store.js';
+import { LunationError } from '../errors.js';
+import type { BeginToolExecutionInput, CheckpointCommit } from '../store.js';
 
 // Input checks every store makes the same way (ids, counts, page sizes, JSON).
 
