@@ -32,6 +32,7 @@ import {
   decodeCursor,
   encodeCursor,
   leaseHeldElsewhere,
+  ledgerEntriesToWrite,
   pageLimit,
   toJsonText,
   unissuedLeaseToken,
@@ -395,7 +396,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     assertCheckpointCommit(commit);
     const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
     const messagesJson = `[${commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`)).join(',')}]`;
-    const executions = lastEntryPerCall(commit.toolExecutions ?? []);
+    const executions = ledgerEntriesToWrite(commit.toolExecutions ?? []);
     const [row] = await this.#query(
       this.#statements.commit,
       [
@@ -774,14 +775,6 @@ function kyselyExecutor(db: Kysely<unknown>): Executor {
 }
 
 /** One entry per tool call, the last given winning (an upsert cannot touch a row twice in one statement). */
-function lastEntryPerCall(executions: ToolExecution[]): ToolExecution[] {
-  if (executions.length < 2) return executions;
-  const byCall = new Map<string, ToolExecution>();
-  for (const execution of executions)
-    byCall.set(JSON.stringify([execution.runId, execution.toolCallId]), execution);
-  return [...byCall.values()];
-}
-
 function toThread(json: ThreadJson): ThreadRecord {
   const thread: ThreadRecord = {
     id: json.id,

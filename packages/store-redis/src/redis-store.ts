@@ -27,6 +27,7 @@ import {
   assertInteger,
   assertObject,
   leaseHeldElsewhere,
+  ledgerEntriesToWrite,
   ledgerEntryElsewhere,
   pageLimit,
   toJsonText,
@@ -250,7 +251,7 @@ export class RedisStore implements LunationStore {
     } else {
       args.push(run.identity.runId, padTimestamp(run.createdAt), toJsonText(run, 'run'));
     }
-    const toolExecutions = commit.toolExecutions ?? [];
+    const toolExecutions = ledgerEntriesToWrite(commit.toolExecutions ?? []);
     args.push(toolExecutions.length);
     toolExecutions.forEach((execution, index) => {
       const { status, attempts, result, completedAt, ...record } = execution;

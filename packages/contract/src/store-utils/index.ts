@@ -10,6 +10,7 @@ export {
   assertObject,
   defaultPageLimit,
   leaseHeldElsewhere,
+  ledgerEntriesToWrite,
   ledgerEntryElsewhere,
   pageLimit,
   toJsonText,
