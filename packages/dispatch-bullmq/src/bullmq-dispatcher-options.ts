@@ -1,5 +1,5 @@
 import type { DispatchPolicy } from '@lunation/contract';
-import { assertInteger } from '@lunation/contract/store-utils';
+import { assertInteger } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { BullMQSettings } from './dispatch-context.js';
 

@@ -24,12 +24,13 @@ import {
   type SubscribeEventsOptions,
 } from '@lunation/contract';
 import {
+  assertId,
+  assertInteger,
   assertSubmission,
   dispatchRetryDelay,
   parseRunEventId,
   resolveDispatchPolicy,
 } from '@lunation/contract/dispatch-utils';
-import { assertId, assertInteger } from '@lunation/contract/store-utils';
 import { Queue, type RedisOptions, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { BullMQAdmin } from './bullmq-admin.js';

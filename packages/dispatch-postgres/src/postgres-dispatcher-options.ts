@@ -1,6 +1,5 @@
 import { type DispatchPolicy, LunationError } from '@lunation/contract';
-import { resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
-import { assertId, assertInteger } from '@lunation/contract/store-utils';
+import { assertId, assertInteger, resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import pg from 'pg';
 import type { DispatchContext, PostgresSettings } from './dispatch-context.js';
 import {

@@ -23,8 +23,12 @@ import {
   type SubmitResult,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
-import { assertSubmission, parseRunEventId } from '@lunation/contract/dispatch-utils';
-import { assertId, assertInteger } from '@lunation/contract/store-utils';
+import {
+  assertId,
+  assertInteger,
+  assertSubmission,
+  parseRunEventId,
+} from '@lunation/contract/dispatch-utils';
 import type pg from 'pg';
 import type { DispatchContext } from './dispatch-context.js';
 import { migrate } from './dispatch-migrations.js';

@@ -1,6 +1,5 @@
 import type { InboxEntry, Submission, SubmitResult } from '@lunation/contract';
-import { overloadedError } from '@lunation/contract/dispatch-utils';
-import { toJsonText } from '@lunation/contract/store-utils';
+import { overloadedError, toJsonText } from '@lunation/contract/dispatch-utils';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction, type Transaction } from './postgres-connection.js';

@@ -26,12 +26,13 @@ import {
   toErrorInfo,
 } from '@lunation/contract';
 import {
+  assertId,
+  assertInteger,
   assertSubmission,
   parseRunEventId,
   type ResolvedDispatchPolicy,
   resolveDispatchPolicy,
 } from '@lunation/contract/dispatch-utils';
-import { assertId, assertInteger } from '@lunation/contract/store-utils';
 import { LocalDispatchBackend } from './local-dispatch-backend.js';
 import { LocalEventSubscription } from './local-event-subscription.js';
 import type { ClaimSlot, ClaimWaiter } from './local-work-queue.js';
