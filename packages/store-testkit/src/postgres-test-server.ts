@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 
 /** The part of a `pg.Pool` the fixture uses (pass `pg.Pool` itself). */
 export interface TestPostgresPool {
+  /** Runs one SQL statement. */
   query(text: string): Promise<unknown>;
+  /** Closes the pool. */
   end(): Promise<void>;
+  /** Listens for idle-client errors (the fixture ignores them). */
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 
@@ -36,7 +39,14 @@ export interface PostgresTestServer<Pool extends TestPostgresPool> {
    * One pool per test file for setup and inspection, failing every test with a clear message (rather than
    * skipping them) when the server is down. Call `connect()` in `beforeAll` and `connected()` in tests or hooks.
    */
-  sharedTestPostgres(): { connect(): Promise<void>; connected(): Pool; end(): Promise<void> };
+  sharedTestPostgres(): {
+    /** Opens the pool, remembering the failure when the server is down (call it in `beforeAll`). */
+    connect(): Promise<void>;
+    /** The pool; throws the connection failure when the server was down. */
+    connected(): Pool;
+    /** Closes the pool (call it in `afterAll`). */
+    end(): Promise<void>;
+  };
   /** Drops `schema` with everything in it. */
   dropSchema(pool: TestPostgresPool, schema: string): Promise<void>;
 }

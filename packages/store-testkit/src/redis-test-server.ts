@@ -2,10 +2,15 @@ import { randomBytes } from 'node:crypto';
 
 /** The part of an ioredis `Redis` the fixture uses (pass ioredis' `Redis` itself). */
 export interface TestRedisClient {
+  /** Listens for connection errors. */
   on(event: 'error', listener: (error: unknown) => void): unknown;
+  /** Connects (the fixture creates clients with `lazyConnect`). */
   connect(): Promise<unknown>;
+  /** Checks the connection. */
   ping(): Promise<unknown>;
+  /** Drops the connection at once. */
   disconnect(): void;
+  /** One `SCAN` step over the keys matching a pattern. */
   scan(
     cursor: string,
     match: 'MATCH',
@@ -13,6 +18,7 @@ export interface TestRedisClient {
     count: 'COUNT',
     size: number,
   ): Promise<[cursor: string, keys: string[]]>;
+  /** Deletes keys. */
   del(...keys: string[]): Promise<unknown>;
 }
 
@@ -45,7 +51,12 @@ export interface RedisTestServer<Client extends TestRedisClient> {
    * Connects once for a test file and fails every test (rather than skipping them) when Redis is down. Call
    * `connected()` in a `beforeEach`.
    */
-  sharedTestRedis(): { connect(): Promise<void>; connected(): Client };
+  sharedTestRedis(): {
+    /** Connects, remembering the failure when the server is down (call it in `beforeAll`). */
+    connect(): Promise<void>;
+    /** The client; throws the connection failure when the server was down. */
+    connected(): Client;
+  };
   /** A key prefix no other test uses. */
   uniquePrefix(): string;
   /** Every key under `prefix`, sorted. */
