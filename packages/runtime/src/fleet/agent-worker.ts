@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
+  assertSpecificationVersion,
   type DispatchClaim,
   type Dispatcher,
   type InboxEntry,
@@ -70,6 +71,7 @@ export class AgentWorker {
         'An AgentWorker needs a runtime with a store: workers and clients share threads only through it',
       );
     }
+    assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     this.store = runtime.store;
     this.executor = executorOf(runtime);
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;

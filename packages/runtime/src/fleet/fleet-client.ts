@@ -1,4 +1,5 @@
 import {
+  assertSpecificationVersion,
   type CancelRequest,
   type Dispatcher,
   LunationError,
@@ -52,6 +53,8 @@ export class FleetClient {
   private readonly store: LunationStore;
 
   constructor(options: FleetClientOptions) {
+    assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
+    assertSpecificationVersion('store', options.store, `store "${options.store.kind}"`);
     this.dispatcher = options.dispatcher;
     this.store = options.store;
   }
