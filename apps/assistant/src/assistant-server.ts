@@ -11,6 +11,7 @@ import {
 } from '@lunation/contract';
 import { type AgentRuntime, createId, FleetClient } from '@lunation/runtime';
 import { z } from 'zod';
+import { ConsoleFiles } from './console-files.js';
 import { FleetFront } from './fleet-front.js';
 import { HttpError, toHttpError } from './http-error.js';
 import { type BodyLimits, CLIENT_CLOSED, parseBody, readJsonBody, sendJson } from './http-io.js';
@@ -34,6 +35,8 @@ export interface AssistantServerOptions {
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   logError?: (error: unknown) => void;
+  /** The web console served at `/` and `/assets/*`; `false` serves none. @default new ConsoleFiles() */
+  console?: ConsoleFiles | false;
 }
 
 interface RequestContext {
@@ -69,6 +72,7 @@ export class AssistantServer {
   private readonly bodyLimits: BodyLimits;
   private readonly logError: (error: unknown) => void;
   private readonly requests = new Set<Promise<void>>();
+  private readonly consoleFiles: ConsoleFiles | undefined;
   private closing: Promise<void> | undefined;
 
   private readonly routes: Array<{ path: RegExp; methods: Record<string, Handler> }> = [
@@ -103,6 +107,7 @@ export class AssistantServer {
     this.auth = new TokenAuth(options.tokens ?? new Map());
     this.bodyLimits = { maxBytes: options.maxBodyBytes ?? 1_048_576, maxDepth: options.maxJsonDepth ?? 64 };
     this.logError = options.logError ?? ((error) => console.error(error));
+    this.consoleFiles = options.console === false ? undefined : (options.console ?? new ConsoleFiles());
     this.server = createServer((request, response) => {
       const handled = this.handle(request, response);
       this.requests.add(handled);
@@ -147,8 +152,14 @@ export class AssistantServer {
           connection: 'close',
         });
       }
-      const resource = this.authenticate(request);
       const url = new URL(request.url ?? '/', 'http://localhost');
+      const page = await this.consoleFiles?.answer(request.method ?? '', url.pathname);
+      if (page) {
+        response.writeHead(page.status, Object.fromEntries(page.headers));
+        response.end(Buffer.from(await page.arrayBuffer()));
+        return;
+      }
+      const resource = this.authenticate(request);
       const route = this.routes.find((candidate) => candidate.path.test(url.pathname));
       if (!route) throw new HttpError(404, 'not-found', `No route ${url.pathname}`);
       const method = request.method ?? '';

@@ -36,6 +36,7 @@ export async function runServer(options: ServeOptions): Promise<void> {
   options.log(
     `Lunation assistant listening on ${url}${options.dispatcher ? ' (fleet: workers run the threads)' : ''}`,
   );
+  options.log(`  Console: ${url}/ (open it in a browser)`);
   options.log(`  ${options.banner}`);
   options.log(
     resources.size === 0
