@@ -56,8 +56,10 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     [api, path, threadId],
   );
 
-  const onEvent = useCallback((event: AgentEvent) => {
+  const onEvent = useCallback((event: AgentEvent, id: string | undefined) => {
     setEntries((current) => applyEvent(current, event));
+    // Each applied event, for tools and tests watching the page (`addEventListener('lunation-event', …)`).
+    dispatchEvent(new CustomEvent('lunation-event', { detail: { id, event } }));
     if (event.identity.parentRunId) return;
     if (event.type === 'run-start' || event.type === 'step-start') setPhase('thinking');
     else if (
