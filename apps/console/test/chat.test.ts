@@ -2,18 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
 import { launchChromium, openPage, screenshot } from './browser.js';
-
-/** Records every text the page's status line showed, so a short-lived "Thinking…" is seen too. */
-const RECORD_STATUS = () => {
-  const seen: string[] = [];
-  (window as unknown as { statusTexts: string[] }).statusTexts = seen;
-  new MutationObserver(() => {
-    for (const element of document.querySelectorAll('[role="status"]')) {
-      const text = element.textContent ?? '';
-      if (text && seen.at(-1) !== text) seen.push(text);
-    }
-  }).observe(document, { subtree: true, childList: true, characterData: true });
-};
+import { RECORD_STATUS, statusTexts } from './page-recorders.js';
 
 const threadIdOf = (page: Page) => decodeURIComponent(/#\/threads\/([^/]+)/.exec(page.url())?.[1] ?? '');
 
@@ -65,7 +54,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
       true,
     );
     await expect(page.getByRole('button', { name: 'Deny' }).isVisible()).resolves.toBe(true);
-    const statuses = await page.evaluate(() => (window as unknown as { statusTexts: string[] }).statusTexts);
+    const statuses = await statusTexts(page);
     expect(statuses).toContain('Thinking…');
     await screenshot(page, 'approval');
 

@@ -1,0 +1,77 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { temporaryDir } from './assistant-server.js';
+import { launchChromium, openPage, screenshot } from './browser.js';
+import { TestFleet } from './fleet.js';
+import { appliedEvents, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
+
+/** Every event of one run exactly once and in order: seq 0, 1, 2, … up to its run-end. */
+async function expectWholeRun(page: Page): Promise<void> {
+  const events = await appliedEvents(page);
+  expect(events.length).toBeGreaterThan(10);
+  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+  expect(new Set(events.map((event) => event.runId)).size).toBe(1);
+  expect(events.at(-1)?.type).toBe('run-end');
+  expect(events.filter((event) => event.type === 'tool-progress')).toHaveLength(6);
+}
+
+describe('the console recovers its event stream (a fleet on a SQLite file and Redis)', {
+  timeout: 90_000,
+}, () => {
+  let browser: Browser;
+  let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
+  let fleet: TestFleet;
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    dataDir = await temporaryDir();
+    fleet = new TestFleet(dataDir.path);
+    await fleet.start();
+    await fleet.worker();
+  });
+  afterEach(async () => {
+    await fleet?.close();
+    await dataDir?.remove();
+  });
+
+  async function startSlowTask(): Promise<Page> {
+    const page = await openPage(browser);
+    await page.addInitScript(RECORD_EVENTS);
+    await page.addInitScript(RECORD_STATUS);
+    await page.goto(fleet.url);
+    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByLabel('Message').fill('run the slow task with 6 steps');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
+    return page;
+  }
+
+  it('reconnects with Last-Event-ID after the network drops, without losing or repeating events', async () => {
+    const page = await startSlowTask();
+    fleet.proxy.cut({ refuse: true });
+    await page.getByRole('status').filter({ hasText: 'Connection lost; reconnecting' }).waitFor();
+    await screenshot(page, 'reconnecting');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    fleet.proxy.restore();
+    await page.getByText('The slow task is done: All 6 steps finished.').waitFor({ timeout: 20_000 });
+    await expectWholeRun(page);
+    await page.context().close();
+  });
+
+  it('recovers when the server is SIGKILLed and restarted mid-run', async () => {
+    const page = await startSlowTask();
+    await fleet.restartServer();
+    await page.getByText('The slow task is done: All 6 steps finished.').waitFor({ timeout: 30_000 });
+    await expectWholeRun(page);
+    expect((await statusTexts(page)).some((text) => text.startsWith('Connection lost; reconnecting'))).toBe(
+      true,
+    );
+    await screenshot(page, 'server-restarted');
+    await page.context().close();
+  });
+});
