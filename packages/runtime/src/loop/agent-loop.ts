@@ -166,9 +166,11 @@ export class AgentLoop {
     this.inferring = true;
     const request = buildRequest(scope);
     const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
+    const inferredAt = Date.now();
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
       this.inferring = false;
+      scope.journal.inferred(step, Date.now() - inferredAt, inference.response.usage);
       if (observed) {
         const { response } = inference;
         observed.end({ message: response.message, stopReason: response.stopReason, usage: response.usage });
