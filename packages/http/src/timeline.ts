@@ -30,6 +30,8 @@ export type TimelineEntry =
   | {
       kind: 'tool';
       at: number;
+      /** The step whose model call made the call (null when the journal no longer has it). */
+      step: number | null;
       toolCallId: string;
       toolName: string;
       status: ToolExecution['status'];
@@ -85,18 +87,22 @@ export async function buildTimeline(store: LunationStore, run: RunRecord): Promi
   entries.push(...journalEntries(journal));
   entries.push(...checkpoints(own));
   entries.push(...tools(executions, own, journal));
+  entries.sort((a, b) => a.at - b.at || stepOrder(a) - stepOrder(b));
   if (run.status === 'done') {
-    entries.push({
-      kind: 'run-ended',
-      at: run.updatedAt,
-      status: run.status,
-      termination: run.termination ?? null,
-    });
+    // The end is the run's last commit: after every entry of it (clocks of the runtime and the store may differ).
+    const at = Math.max(run.updatedAt, entries.at(-1)?.at ?? 0);
+    entries.push({ kind: 'run-ended', at, status: run.status, termination: run.termination ?? null });
   }
-  entries.sort((a, b) => a.at - b.at);
   const workers = new Map<string, TimelineWorker>();
   for (const entry of journal) workers.set(`${entry.owner}/${entry.incarnation}`, workerOf(entry));
   return { run: runSummary(run), entries, workers: [...workers.values()] };
+}
+
+/** Within one millisecond: a step, then the tool calls it made, then the next step. */
+function stepOrder(entry: TimelineEntry): number {
+  if (entry.kind === 'step') return entry.step * 2;
+  if (entry.kind === 'tool' && entry.step !== null) return entry.step * 2 + 1;
+  return 0;
 }
 
 function workerOf(entry: RunJournalEntry): TimelineWorker {
@@ -192,6 +198,8 @@ function tools(
     }
   }
   const recoveries = journal.filter((entry) => entry.event === 'recovered').map((entry) => entry.at);
+  const stepOf = new Map<string, number>();
+  for (const entry of journal) for (const call of entry.calls ?? []) stepOf.set(call, entry.step);
   return executions.map((execution) => {
     const completedAt = execution.completedAt ?? null;
     const committedAt = resultAt.get(callIds.get(execution.toolCallId) ?? execution.toolCallId);
@@ -202,6 +210,7 @@ function tools(
     return {
       kind: 'tool',
       at: execution.startedAt,
+      step: stepOf.get(execution.toolCallId) ?? null,
       toolCallId: execution.toolCallId,
       toolName: execution.toolName,
       status: execution.status,

@@ -8,6 +8,7 @@ import {
   statusForTermination,
   type TerminationReason,
   toErrorInfo,
+  toolCallIdentity,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
 import type { ModelResponse } from '../plugin.js';
@@ -170,7 +171,12 @@ export class AgentLoop {
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
       this.inferring = false;
-      scope.journal.inferred(step, Date.now() - inferredAt, inference.response.usage);
+      scope.journal.inferred(
+        step,
+        Date.now() - inferredAt,
+        inference.response.usage,
+        inference.response.toolCalls.map(toolCallIdentity),
+      );
       if (observed) {
         const { response } = inference;
         observed.end({ message: response.message, stopReason: response.stopReason, usage: response.usage });

@@ -25,7 +25,7 @@ export interface RunJournalRunner {
  */
 export interface RunJournalEntry {
   event: 'step' | 'resumed' | 'recovered' | 'suspended' | 'ended';
-  /** When the entry was first written (epoch ms). */
+  /** When it happened (epoch ms): a step's model call started, or the entry was first written. */
   at: number;
   step: number;
   /** The fencing token of the lease the entry was written under (none without a store). */
@@ -36,6 +36,8 @@ export interface RunJournalEntry {
   modelMs?: number;
   /** `step`: the step's own token usage. */
   usage?: Usage;
+  /** `step`: the ledger ids (`toolCallIdentity`) of the tool calls the model made in it. */
+  calls?: string[];
   /** `suspended`: the ids of the open tickets. */
   tickets?: string[];
   /** `ended`: the termination type. */
@@ -65,7 +67,9 @@ export class RunJournal {
   private started = false;
   private ended = false;
   private stepEntry: RunJournalEntry | undefined;
-  private model: { step: number; ms: number; usage: Usage } | undefined;
+  /** When this process took the run on. */
+  private readonly startedAt = Date.now();
+  private model: { step: number; at: number; ms: number; usage: Usage; calls: string[] } | undefined;
 
   constructor(
     private readonly previous: RunRecord | undefined,
@@ -75,9 +79,9 @@ export class RunJournal {
     this.entries = previous ? runJournalOf(previous).slice() : [];
   }
 
-  /** Notes the current step's model call (latency and usage), for the step's entry. */
-  inferred(step: number, ms: number, usage: Usage): void {
-    this.model = { step, ms, usage };
+  /** Notes the current step's model call (latency, usage, the calls it made), for the step's entry. */
+  inferred(step: number, ms: number, usage: Usage, calls: string[]): void {
+    this.model = { step, at: Date.now() - ms, ms, usage, calls };
     if (this.stepEntry?.step === step) this.fillModel(this.stepEntry);
   }
 
@@ -86,7 +90,9 @@ export class RunJournal {
     const { steps: step, status, termination } = record;
     if (!this.started) {
       this.started = true;
-      if (this.previous) this.add(this.previous.status === 'waiting' ? 'resumed' : 'recovered', step);
+      if (this.previous) {
+        this.add(this.previous.status === 'waiting' ? 'resumed' : 'recovered', step).at = this.startedAt;
+      }
     }
     if (this.model?.step === step && this.stepEntry?.step !== step) {
       this.stepEntry = this.add('step', step);
@@ -113,7 +119,9 @@ export class RunJournal {
 
   private fillModel(entry: RunJournalEntry): void {
     if (this.model?.step !== entry.step) return;
+    entry.at = this.model.at;
     entry.modelMs = this.model.ms;
     entry.usage = this.model.usage;
+    if (this.model.calls.length > 0) entry.calls = this.model.calls;
   }
 }
