@@ -51,7 +51,9 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
     );
   }
   const threadId = await chatThread(parts, body.id, resource);
-  const last = body.messages.at(-1)!;
+  // The message answered: the one named by `messageId` (an approval's assistant message), else the last.
+  const last =
+    body.messages.find((message) => body.messageId && message.id === body.messageId) ?? body.messages.at(-1)!;
   const front = { threadId, resource };
   if (last.role === 'user') {
     const text = last.parts
