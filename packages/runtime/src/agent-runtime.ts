@@ -422,6 +422,7 @@ export class AgentRuntime {
       resolveAgent: this.resolverOf(snapshot),
       persistence: this.persistence,
       leaseToken: run.leaseToken,
+      runner: { owner: this.owner, incarnation: this.leases?.incarnation },
       history: thread.messages,
       input,
       threadState: thread.threadState,
