@@ -42,9 +42,22 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
         api.json<{ messages: Parameters<typeof transcriptOf>[0] }>(`${path}/messages`),
         api.json<{ runs: RunSummary[] }>(`${path}/runs?limit=20`).catch(() => ({ runs: [] })),
       ]);
-      setEntries(
-        transcriptOf(messages.messages.filter((record) => !activeRunId || record.runId !== activeRunId)),
+      const history = transcriptOf(
+        messages.messages.filter((record) => !activeRunId || record.runId !== activeRunId),
       );
+      // How the latest run ended, from the store: a stopped or failed run says so after a reload too.
+      const ended = thread.latestRun?.termination;
+      if (!activeRunId && ended?.type === 'cancelled') {
+        history.push({ kind: 'notice', key: 'latest-end', text: 'Stopped.', tone: 'info' });
+      } else if (!activeRunId && ended?.type === 'error') {
+        history.push({
+          kind: 'notice',
+          key: 'latest-end',
+          text: `The run failed: ${ended.error.message}`,
+          tone: 'error',
+        });
+      }
+      setEntries(history);
       setRuns(runList.runs);
       const metadataTitle = thread.thread.metadata?.title;
       setTitle(
