@@ -1,7 +1,7 @@
 import type { Usage } from '@lunation/contract';
 import { useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.js';
-import type { TimelineAnswer, TimelineEntry, Worker } from './api-types.js';
+import type { RunTimeline, TimelineEntry, TimelineWorker } from './api-types.js';
 import { messageOf } from './chat-view.js';
 
 /**
@@ -10,12 +10,12 @@ import { messageOf } from './chat-view.js';
  * takeovers, and which process ran each part.
  */
 export function TimelineView(props: { api: Api; threadId: string; runId: string }) {
-  const [answer, setAnswer] = useState<TimelineAnswer | undefined>();
+  const [answer, setAnswer] = useState<RunTimeline | undefined>();
   const [error, setError] = useState<string | undefined>();
   const path = `/threads/${encodeURIComponent(props.threadId)}/runs/${encodeURIComponent(props.runId)}/timeline`;
   const load = () =>
     props.api
-      .json<TimelineAnswer>(path)
+      .json<RunTimeline>(path)
       .then((loaded) => {
         setAnswer(loaded);
         setError(undefined);
@@ -24,7 +24,7 @@ export function TimelineView(props: { api: Api; threadId: string; runId: string 
   useEffect(() => {
     void load();
   }, [path]);
-  const workers = answer ? workerNames(answer.entries) : new Map<string, string>();
+  const workers = answer ? workerNames(answer.workers) : new Map<string, string>();
   const start = answer?.entries[0]?.at ?? 0;
   return (
     <section class="timeline" aria-labelledby="timeline-title">
@@ -74,7 +74,7 @@ export function TimelineView(props: { api: Api; threadId: string; runId: string 
 }
 
 function TimelineLine({ entry, workers }: { entry: TimelineEntry; workers: Map<string, string> }) {
-  const who = (worker: Worker | null) =>
+  const who = (worker: TimelineWorker | null) =>
     worker ? (workers.get(workerKey(worker)) ?? worker.owner) : 'unknown process';
   switch (entry.kind) {
     case 'run-created':
@@ -83,33 +83,23 @@ function TimelineLine({ entry, workers }: { entry: TimelineEntry; workers: Map<s
       return (
         <span>
           <strong>Step {entry.step}</strong> on <span class="worker">{who(entry.worker)}</span>
-          {entry.leaseToken !== null && <> (lease {entry.leaseToken})</>}
-          {entry.model && (
-            <>
-              {' '}
-              · model call {entry.model.latencyMs === null ? '' : `${entry.model.latencyMs} ms, `}
-              {usageText(entry.model.usage)}
-            </>
-          )}
-          {entry.stopReason && <> · {entry.stopReason}</>}
+          {entry.leaseToken !== null && <> (lease {entry.leaseToken})</>} · model call
+          {entry.model.latencyMs === null ? '' : ` ${entry.model.latencyMs} ms`}
+          {entry.model.usage ? `, ${usageText(entry.model.usage)}` : ''}
         </span>
       );
     case 'checkpoint':
       return (
         <span>
-          Checkpoint after step {entry.step} ({entry.messages} messages committed)
-        </span>
-      );
-    case 'message':
-      return (
-        <span>
-          Message #{entry.seq} ({entry.role})
+          Checkpoint: {entry.messages.map((message) => `#${message.seq} ${message.role}`).join(', ')}{' '}
+          committed
         </span>
       );
     case 'tool':
       return (
         <span>
           Tool <code>{entry.toolName}</code> {entry.status}
+          {entry.step !== null && <> (step {entry.step})</>}
           {entry.durationMs !== null && <> in {entry.durationMs} ms</>}
           {entry.attempts > 1 && <> · {entry.attempts} attempts</>}
           {entry.rerun && <span class="badge warn">re-run after a crash</span>}
@@ -120,14 +110,17 @@ function TimelineLine({ entry, workers }: { entry: TimelineEntry; workers: Map<s
     case 'suspended':
       return (
         <span>
-          Suspended at step {entry.step}: waiting for{' '}
-          {entry.tickets.map((ticket) => ticket.toolName).join(', ')}
+          Suspended at step {entry.step} on <span class="worker">{who(entry.worker)}</span>: waiting for{' '}
+          {entry.tickets.length} decision{entry.tickets.length === 1 ? '' : 's'}
         </span>
       );
     case 'resumed':
+    case 'recovered':
       return (
         <span>
-          Resumed at step {entry.step} on <span class="worker">{who(entry.worker)}</span>
+          {entry.kind === 'resumed' ? 'Resumed' : <span class="badge warn">Recovered after a crash</span>} at
+          step {entry.step} on <span class="worker">{who(entry.worker)}</span>
+          {entry.leaseToken !== null && <> (lease {entry.leaseToken})</>}
         </span>
       );
     case 'lease-takeover':
@@ -135,7 +128,7 @@ function TimelineLine({ entry, workers }: { entry: TimelineEntry; workers: Map<s
         <span>
           <span class="badge warn">Lease takeover</span> at step {entry.step}: lease {entry.fromToken} of{' '}
           <span class="worker">{who(entry.from)}</span> → lease {entry.toToken} of{' '}
-          <span class="worker">{who(entry.to)}</span> (the first process died)
+          <span class="worker">{who(entry.to)}</span>
         </span>
       );
     case 'run-ended':
@@ -150,25 +143,16 @@ function TimelineLine({ entry, workers }: { entry: TimelineEntry; workers: Map<s
   }
 }
 
-function workerKey(worker: Worker): string {
-  return `${worker.owner}#${worker.incarnation}`;
+function workerKey(worker: TimelineWorker): string {
+  return `${worker.owner}#${worker.incarnation ?? ''}`;
 }
 
-/** Short names for the processes of a run: "process 1 (owner)", in order of appearance. */
-function workerNames(entries: readonly TimelineEntry[]): Map<string, string> {
+/** Short names for the processes of a run: "process 1 (owner, instance)", in order of appearance. */
+function workerNames(workers: readonly TimelineWorker[]): Map<string, string> {
   const names = new Map<string, string>();
-  const add = (worker: Worker | null | undefined) => {
-    if (!worker) return;
-    const key = workerKey(worker);
-    if (!names.has(key))
-      names.set(key, `process ${names.size + 1} (${worker.owner}, ${worker.incarnation.slice(0, 8)})`);
-  };
-  for (const entry of entries) {
-    if (entry.kind === 'step' || entry.kind === 'resumed') add(entry.worker);
-    if (entry.kind === 'lease-takeover') {
-      add(entry.from);
-      add(entry.to);
-    }
+  for (const worker of workers) {
+    const instance = worker.incarnation ? `, ${worker.incarnation.slice(0, 8)}` : '';
+    names.set(workerKey(worker), `process ${names.size + 1} (${worker.owner}${instance})`);
   }
   return names;
 }
