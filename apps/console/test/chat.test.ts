@@ -2,14 +2,15 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
 import { launchChromium, openPage, screenshot } from './browser.js';
-import { RECORD_STATUS, statusTexts } from './page-recorders.js';
+import { CuttableProxy } from './cuttable-proxy.js';
+import { expectWholeRun, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
 
 const threadIdOf = (page: Page) => decodeURIComponent(/#\/threads\/([^/]+)/.exec(page.url())?.[1] ?? '');
 
 describe('the console in Chromium against the sample server on a SQLite file', { timeout: 60_000 }, () => {
   let browser: Browser;
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
-  let server: { app: AppProcess; url: string };
+  let server: { app: AppProcess; url: string; port: number };
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -123,5 +124,27 @@ describe('the console in Chromium against the sample server on a SQLite file', {
     };
     const last = messages.messages.at(-1)?.message;
     expect(last?.content[0]?.text).toBe('The slow task is done: All 3 steps finished.');
+  });
+
+  it("reconnects after the network drops: the server replays the run's log after Last-Event-ID", async () => {
+    const { proxy, url } = await CuttableProxy.start(server.port);
+    try {
+      const page = await openPage(browser);
+      await page.addInitScript(RECORD_EVENTS);
+      await page.goto(url);
+      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.getByLabel('Message').fill('run the slow task with 6 steps');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
+      proxy.cut({ refuse: true });
+      await page.getByRole('status').filter({ hasText: 'Connection lost; reconnecting' }).waitFor();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      proxy.restore();
+      await page.getByText('The slow task is done: All 6 steps finished.').waitFor({ timeout: 20_000 });
+      await expectWholeRun(page);
+      await page.context().close();
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import type { Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 /** Records every text the page's status line showed, so a short-lived "Thinking…" is seen too. */
 export const RECORD_STATUS = () => {
@@ -40,4 +41,14 @@ export function appliedEvents(page: Page) {
         }
       ).appliedEvents,
   );
+}
+
+/** Every event of one run exactly once and in order: seq 0, 1, 2, … up to its run-end. */
+export async function expectWholeRun(page: Page): Promise<void> {
+  const events = await appliedEvents(page);
+  expect(events.length).toBeGreaterThan(10);
+  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+  expect(new Set(events.map((event) => event.runId)).size).toBe(1);
+  expect(events.at(-1)?.type).toBe('run-end');
+  expect(events.filter((event) => event.type === 'tool-progress')).toHaveLength(6);
 }

@@ -3,17 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { temporaryDir } from './assistant-server.js';
 import { launchChromium, openPage, screenshot } from './browser.js';
 import { TestFleet } from './fleet.js';
-import { appliedEvents, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
-
-/** Every event of one run exactly once and in order: seq 0, 1, 2, … up to its run-end. */
-async function expectWholeRun(page: Page): Promise<void> {
-  const events = await appliedEvents(page);
-  expect(events.length).toBeGreaterThan(10);
-  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
-  expect(new Set(events.map((event) => event.runId)).size).toBe(1);
-  expect(events.at(-1)?.type).toBe('run-end');
-  expect(events.filter((event) => event.type === 'tool-progress')).toHaveLength(6);
-}
+import { expectWholeRun, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
 
 describe('the console recovers its event stream (a fleet on a SQLite file and Redis)', {
   timeout: 90_000,

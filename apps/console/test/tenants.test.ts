@@ -21,7 +21,7 @@ describe('the console with bearer tokens: sign-in, and one tenant never sees ano
     await dataDir?.remove();
   });
 
-  it('asks for a token, refuses a wrong one, and shows each tenant only its own threads', async () => {
+  it('asks for a token, refuses a wrong one, shows each tenant only its own threads, and deletes one', async () => {
     const alice = await openPage(browser);
     await alice.goto(server.url);
     await alice.getByLabel('Access token').fill('not-a-token');
@@ -57,6 +57,15 @@ describe('the console with bearer tokens: sign-in, and one tenant never sees ano
       await fetch(`${server.url}/threads`, { headers: { authorization: 'Bearer bob-secret' } })
     ).json()) as { threads: Array<{ id: string }> };
     expect(listed.threads.map((thread) => thread.id)).not.toContain(aliceThread);
+
+    // Alice deletes her thread (after confirming): gone from her list and from the API.
+    alice.once('dialog', (dialog) => void dialog.accept());
+    await alice.getByRole('button', { name: /^Delete thread/ }).click();
+    await alice.getByText('No threads yet.').waitFor();
+    const gone = await fetch(`${server.url}/threads/${encodeURIComponent(aliceThread)}`, {
+      headers: { authorization: 'Bearer alice-secret' },
+    });
+    expect(gone.status).toBe(404);
 
     // Signing out forgets the token.
     await alice.getByRole('button', { name: 'Sign out' }).click();
