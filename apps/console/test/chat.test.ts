@@ -89,6 +89,27 @@ describe('the console in Chromium against the sample server on a SQLite file', {
     await page.context().close();
   });
 
+  it('answers a tool that asks the user from a form drawn from its response schema', async () => {
+    const page = await openPage(browser);
+    await page.goto(server.url);
+    await page.getByRole('button', { name: 'New thread' }).click();
+    await page
+      .getByLabel('Message')
+      .fill('call ask_user {"question":"Which city?","choices":["Paris","Tokyo"]}');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const form = page.getByRole('form', { name: 'Answer for ask_user' });
+    await form.waitFor();
+    await expect(page.getByRole('region', { name: /Input needed/ }).textContent()).resolves.toContain(
+      'Which city?',
+    );
+    await form.getByLabel('Which city?').selectOption('Tokyo');
+    await screenshot(page, 'input-form');
+    await form.getByRole('button', { name: 'Send answer' }).click();
+    await page.getByText('The tool "ask_user" answered: {"answer":"Tokyo"}.').waitFor();
+    await expect(page.getByRole('form', { name: 'Answer for ask_user' }).count()).resolves.toBe(0);
+    await page.context().close();
+  });
+
   it('stops a run with Stop (a cancel), while closing the tab only detaches and the run goes on', async () => {
     const page = await openPage(browser);
     await page.goto(server.url);
