@@ -138,7 +138,7 @@ describe('buildTimeline (from what a crash left in the store)', () => {
     });
     expect(
       timeline.entries.filter((entry) => entry.kind !== 'checkpoint').map((entry) => entry.kind),
-    ).toEqual(['run-created', 'step', 'tool', 'tool', 'recovered', 'lease-takeover', 'step', 'run-ended']);
+    ).toEqual(['run-created', 'step', 'tool', 'tool', 'lease-takeover', 'recovered', 'step', 'run-ended']);
     expect(timeline.workers).toEqual([
       { owner: 'host-a', incarnation: 'a-1' },
       { owner: 'host-a', incarnation: 'b-2' },
