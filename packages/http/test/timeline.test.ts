@@ -91,8 +91,9 @@ describe('buildTimeline (from what a crash left in the store)', () => {
       threadId: 't',
       expectedMessageCount: 0,
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'go' }] },
+        { id: 'm1', role: 'user', content: [{ type: 'text', text: 'go' }] },
         {
+          id: 'm2',
           role: 'assistant',
           content: [
             { type: 'tool-call', toolCallId: 'p1', callId: 'c1', toolName: 'fetch', arguments: '{}' },
@@ -100,6 +101,7 @@ describe('buildTimeline (from what a crash left in the store)', () => {
           ],
         },
         {
+          id: 'm3',
           role: 'tool',
           content: [
             {
