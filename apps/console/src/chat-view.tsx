@@ -155,13 +155,16 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
 
   /** After the stream is lost (the server restarted): wait until the store says the run no longer runs. */
   const waitWhileRunning = async () => {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && !detach.current) {
       const thread = await api.json<ThreadAnswer>(path).catch(() => undefined);
       if (thread && thread.latestRun?.status !== 'running') return;
       setConnection({ state: 'reconnecting', detail: 'waiting for the server to finish the run' });
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
+    // A restarted single server no longer runs it: the runtime continues a cut-off run with the thread's
+    // next request.
+    setError('The server restarted and no longer runs this run; it continues with your next message.');
   };
 
   /** Follows a run that is already active, replaying its events from its start over the older history. */
