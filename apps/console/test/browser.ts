@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 
 /** Debian's Chromium (`apt-get install chromium`); the tests never download a browser. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -47,4 +48,27 @@ export async function openPage(browser: Browser, timeoutMs = 15_000): Promise<Pa
 export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * Launches Chromium once for the file's tests (closed after them) and returns a getter for it. When Chromium
+ * cannot start, every test fails with the reason (a failing `beforeAll` would only mark them skipped).
+ */
+export function useChromium(): () => Browser {
+  let browser: Browser | undefined;
+  let failure: unknown;
+  beforeAll(async () => {
+    try {
+      browser = await launchChromium();
+    } catch (error) {
+      failure = error;
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (!browser) throw failure ?? new Error('Chromium was not launched');
+    return browser;
+  };
 }

@@ -1,23 +1,17 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
-import { launchChromium, openPage, screenshot } from './browser.js';
+import { openPage, screenshot, useChromium } from './browser.js';
 import { CuttableProxy } from './cuttable-proxy.js';
 import { expectWholeRun, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
 
 const threadIdOf = (page: Page) => decodeURIComponent(/#\/threads\/([^/]+)/.exec(page.url())?.[1] ?? '');
 
 describe('the console in Chromium against the sample server on a SQLite file', { timeout: 60_000 }, () => {
-  let browser: Browser;
+  const browser = useChromium();
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
   let server: { app: AppProcess; url: string; port: number };
 
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
   beforeEach(async () => {
     dataDir = await temporaryDir();
     server = await serve(dataDir.path);
@@ -28,7 +22,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   });
 
   it('chats with streamed text and tool calls, asks for an approval, lists it in the inbox, and resumes', async () => {
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.addInitScript(RECORD_STATUS);
     await page.goto(server.url);
     await page.getByRole('button', { name: 'New thread' }).click();
@@ -90,7 +84,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   });
 
   it('answers a tool that asks the user from a form drawn from its response schema', async () => {
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.goto(server.url);
     await page.getByRole('button', { name: 'New thread' }).click();
     await page
@@ -111,7 +105,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   });
 
   it('stops a run with Stop (a cancel), while closing the tab only detaches and the run goes on', async () => {
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.goto(server.url);
     await page.getByRole('button', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('run the slow task with 8 steps');
@@ -150,7 +144,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   it("reconnects after the network drops: the server replays the run's log after Last-Event-ID", async () => {
     const { proxy, url } = await CuttableProxy.start(server.port);
     try {
-      const page = await openPage(browser);
+      const page = await openPage(browser());
       await page.addInitScript(RECORD_EVENTS);
       await page.goto(url);
       await page.getByRole('button', { name: 'New thread' }).click();

@@ -1,27 +1,24 @@
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlCount, tabTo, unlabeledControls } from './accessibility.js';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
-import { launchChromium, openPage, screenshot } from './browser.js';
+import { openPage, screenshot, useChromium } from './browser.js';
 
 describe('the console by keyboard alone, every control labelled', { timeout: 60_000 }, () => {
-  let browser: Browser;
+  const browser = useChromium();
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
   let server: { app: AppProcess; url: string };
 
   beforeAll(async () => {
-    browser = await launchChromium();
     dataDir = await temporaryDir();
     server = await serve(dataDir.path);
   });
   afterAll(async () => {
-    await browser?.close();
     await server?.app.stop();
     await dataDir?.remove();
   });
 
   it('starts a thread, chats, approves and opens the inbox with the keyboard only', async () => {
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.goto(server.url);
     await page.getByRole('button', { name: 'New thread' }).waitFor();
     expect(await unlabeledControls(page)).toEqual([]);

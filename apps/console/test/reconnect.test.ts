@@ -1,23 +1,17 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { temporaryDir } from './assistant-server.js';
-import { launchChromium, openPage, screenshot } from './browser.js';
+import { openPage, screenshot, useChromium } from './browser.js';
 import { TestFleet } from './fleet.js';
 import { expectWholeRun, RECORD_EVENTS, RECORD_STATUS, statusTexts } from './page-recorders.js';
 
 describe('the console recovers its event stream (a fleet on a SQLite file and Redis)', {
   timeout: 90_000,
 }, () => {
-  let browser: Browser;
+  const browser = useChromium();
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
   let fleet: TestFleet;
 
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
   beforeEach(async () => {
     dataDir = await temporaryDir();
     fleet = new TestFleet(dataDir.path);
@@ -30,7 +24,7 @@ describe('the console recovers its event stream (a fleet on a SQLite file and Re
   });
 
   async function startSlowTask(): Promise<Page> {
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.addInitScript(RECORD_EVENTS);
     await page.addInitScript(RECORD_STATUS);
     await page.goto(fleet.url);

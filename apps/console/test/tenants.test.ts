@@ -1,28 +1,25 @@
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
-import { launchChromium, openPage, screenshot } from './browser.js';
+import { openPage, screenshot, useChromium } from './browser.js';
 
 describe('the console with bearer tokens: sign-in, and one tenant never sees another', {
   timeout: 60_000,
 }, () => {
-  let browser: Browser;
+  const browser = useChromium();
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
   let server: { app: AppProcess; url: string };
 
   beforeAll(async () => {
-    browser = await launchChromium();
     dataDir = await temporaryDir();
     server = await serve(dataDir.path, ['--token', 'alice=alice-secret', '--token', 'bob=bob-secret']);
   });
   afterAll(async () => {
-    await browser?.close();
     await server?.app.stop();
     await dataDir?.remove();
   });
 
   it('asks for a token, refuses a wrong one, shows each tenant only its own threads, and deletes one', async () => {
-    const alice = await openPage(browser);
+    const alice = await openPage(browser());
     await alice.goto(server.url);
     await alice.getByLabel('Access token').fill('not-a-token');
     await alice.getByRole('button', { name: 'Sign in' }).click();
@@ -38,7 +35,7 @@ describe('the console with bearer tokens: sign-in, and one tenant never sees ano
     await expect(alice.locator('nav.threads li a').count()).resolves.toBe(1);
 
     // Bob, in a separate browser context, signs in with his token: Alice's thread is not listed, not openable.
-    const bob = await openPage(browser);
+    const bob = await openPage(browser());
     await bob.goto(server.url);
     await bob.getByLabel('Access token').fill('bob-secret');
     await bob.getByRole('button', { name: 'Sign in' }).click();

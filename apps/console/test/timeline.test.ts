@@ -1,20 +1,13 @@
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { temporaryDir } from './assistant-server.js';
-import { launchChromium, openPage, screenshot } from './browser.js';
+import { openPage, screenshot, useChromium } from './browser.js';
 import { TestFleet } from './fleet.js';
 
 describe('the timeline of a run whose worker was SIGKILLed mid-tool', { timeout: 90_000 }, () => {
-  let browser: Browser;
+  const browser = useChromium();
   let dataDir: Awaited<ReturnType<typeof temporaryDir>>;
   let fleet: TestFleet;
 
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
   beforeEach(async () => {
     dataDir = await temporaryDir();
     fleet = new TestFleet(dataDir.path);
@@ -27,7 +20,7 @@ describe('the timeline of a run whose worker was SIGKILLed mid-tool', { timeout:
 
   it('shows the re-run call, the takeover by another process, and each step with its model call', async () => {
     const first = await fleet.worker();
-    const page = await openPage(browser);
+    const page = await openPage(browser());
     await page.goto(fleet.url);
     await page.getByRole('button', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('run the slow task with 4 steps');
