@@ -22,6 +22,8 @@ export interface AssistantServerOptions {
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   logError?: (error: unknown) => void;
+  /** Adds routes of its own to the app before the API's (the web console's `GET /` and `/assets/*`). */
+  routes?: (app: Hono) => void;
 }
 
 /** The paths `@lunation/http` answers; `GET /` and `/assets/*` stay free for the web console. */
@@ -55,6 +57,7 @@ export class AssistantServer {
     });
     const mount = (context: Context) => this.track(this.api.handle(context.req.raw));
     this.app = new Hono();
+    options.routes?.(this.app);
     for (const path of API_PATHS) this.app.all(path, mount);
     this.app.notFound(mount);
     this.server = createAdaptorServer({ fetch: this.app.fetch }) as Server;

@@ -1,0 +1,34 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DemoModel } from '../src/demo-model.js';
+import { temporaryDir } from './support.js';
+import { errorOf, startServer, type TestServer } from './test-server.js';
+
+describe('the server leaves GET / and /assets/* to the web console', () => {
+  let sandbox: Awaited<ReturnType<typeof temporaryDir>> | undefined;
+  let api: TestServer | undefined;
+
+  afterEach(async () => {
+    await api?.close();
+    await sandbox?.remove();
+  });
+
+  it('answers them with routes of its own, the API everywhere else', async () => {
+    sandbox = await temporaryDir();
+    api = await startServer(new DemoModel({ tokenDelayMs: 0 }), sandbox.path, {
+      routes: (app) => {
+        app.get('/', (c) => c.html('<h1>console</h1>'));
+        app.get('/assets/*', (c) => c.text(`asset ${c.req.path}`));
+      },
+    });
+    expect(await (await api.call('/', { token: '' })).text()).toBe('<h1>console</h1>');
+    expect(await (await api.call('/assets/app.js', { token: '' })).text()).toBe('asset /assets/app.js');
+    expect((await api.call('/threads')).status).toBe(200);
+    expect(await errorOf(await api.call('/nowhere'))).toMatchObject({ status: 404, code: 'not-found' });
+  });
+
+  it('without them, answers 404 JSON there like any unknown path', async () => {
+    sandbox = await temporaryDir();
+    api = await startServer(new DemoModel({ tokenDelayMs: 0 }), sandbox.path);
+    expect(await errorOf(await api.call('/'))).toMatchObject({ status: 404, code: 'not-found' });
+  });
+});
