@@ -5,7 +5,6 @@ import type { Dispatcher, LunationStore } from '@lunation/contract';
 import { createHttpApi, FleetFront, type HttpApi, LocalFront, tokenAuth } from '@lunation/http';
 import type { AgentRuntime } from '@lunation/runtime';
 import { type Context, Hono } from 'hono';
-import { ConsoleFiles } from './console-files.js';
 
 export interface AssistantServerOptions {
   /** Runs the threads in this process; unused with `dispatcher`. */
@@ -23,8 +22,8 @@ export interface AssistantServerOptions {
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   logError?: (error: unknown) => void;
-  /** The web console served at `/` and `/assets/*`; `false` serves none. @default new ConsoleFiles() */
-  console?: ConsoleFiles | false;
+  /** Adds routes of its own to the app before the API's (the web console's `GET /` and `/assets/*`). */
+  routes?: (app: Hono) => void;
 }
 
 /** The paths `@lunation/http` answers; `GET /` and `/assets/*` stay free for the web console. */
@@ -33,7 +32,7 @@ const API_PATHS = ['/threads', '/threads/*', '/inbox', '/chat', '/chat/*'];
 /**
  * The assistant's HTTP server: a Hono app on `@hono/node-server` that mounts `@lunation/http` (threads,
  * messages streamed as Server-Sent Events, decisions, run timelines, the `useChat` endpoint). Each bearer token
- * sees only its own resource's threads. The web console (`apps/console`, built by `pnpm build`) is served at `/`. Other routes can be added to `app` (any unknown path answers the API's
+ * sees only its own resource's threads. Other routes can be added to `app` (any unknown path answers the API's
  * JSON 404).
  */
 export class AssistantServer {
@@ -58,12 +57,7 @@ export class AssistantServer {
     });
     const mount = (context: Context) => this.track(this.api.handle(context.req.raw));
     this.app = new Hono();
-    const consoleFiles = options.console === false ? undefined : (options.console ?? new ConsoleFiles());
-    if (consoleFiles) {
-      this.app.on(['GET', 'HEAD'], ['/', '/index.html', '/assets/*'], async (context) => {
-        return (await consoleFiles.answer(context.req.method, context.req.path)) ?? mount(context);
-      });
-    }
+    options.routes?.(this.app);
     for (const path of API_PATHS) this.app.all(path, mount);
     this.app.notFound(mount);
     this.server = createAdaptorServer({ fetch: this.app.fetch }) as Server;

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
+import type { Hono } from 'hono';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -69,3 +70,15 @@ function assetOf(pathname: string): string | undefined {
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Lunation console</title></head>
 <body><main><h1>The console is not built</h1><p>Run <code>pnpm build</code> at the repository root, then reload.</p>
 <p>The HTTP API works without it.</p></main></body></html>`;
+
+/**
+ * Routes serving the console (`AssistantServerOptions.routes`): `GET`/`HEAD` of `/`, `/index.html` and
+ * `/assets/*`; a missing asset falls through to the app's not-found answer (the API's JSON 404).
+ */
+export function consoleRoutes(files: ConsoleFiles = new ConsoleFiles()): (app: Hono) => void {
+  return (app) => {
+    app.on(['GET', 'HEAD'], ['/', '/index.html', '/assets/*'], async (context) => {
+      return (await files.answer(context.req.method, context.req.path)) ?? context.notFound();
+    });
+  };
+}
