@@ -1,23 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  type Dispatcher,
-  jsonObjectSchema,
-  type LunationStore,
-  type ResumeDecision,
-  resumeDecisionSchema,
-  type ThreadRecord,
-} from '@lunation/contract';
-import { type AgentRuntime, FleetClient } from '@lunation/runtime';
-import { createId } from '@lunation/runtime/internal';
-import { z } from 'zod';
-import { FleetFront } from './fleet-front.js';
-import { HttpError, toHttpError } from './http-error.js';
-import { type BodyLimits, CLIENT_CLOSED, parseBody, readJsonBody, sendJson } from './http-io.js';
-import { LocalFront } from './local-front.js';
-import type { RunFront } from './run-front.js';
-import { LOCAL_RESOURCE, TokenAuth } from './token-auth.js';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Dispatcher, LunationStore } from '@lunation/contract';
+import { createHttpApi, FleetFront, type HttpApi, LocalFront, tokenAuth } from '@lunation/http';
+import type { AgentRuntime } from '@lunation/runtime';
+import { type Context, Hono } from 'hono';
 
 export interface AssistantServerOptions {
   /** Runs the threads in this process; unused with `dispatcher`. */
@@ -35,80 +22,45 @@ export interface AssistantServerOptions {
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   logError?: (error: unknown) => void;
+  /** Adds routes of its own to the app before the API's (the web console's `GET /` and `/assets/*`). */
+  routes?: (app: Hono) => void;
 }
 
-interface RequestContext {
-  request: IncomingMessage;
-  response: ServerResponse;
-  url: URL;
-  /** Whose threads the caller may see. */
-  resource: string;
-  /** The thread id from the path, when the route has one. */
-  threadId: string;
-  /** The run id from the path, when the route has one. */
-  runId: string;
-}
-
-type Handler = (context: RequestContext) => Promise<void>;
-
-const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
-const messageBodySchema = z.object({ text: z.string().min(1) }).strict();
-const decisionsBodySchema = z
-  .object({ decisions: z.array(resumeDecisionSchema.partial({ decisionId: true })).min(1) })
-  .strict();
-const limitSchema = z.coerce.number().int().min(1).max(100);
+/** The paths `@lunation/http` answers; `GET /` and `/assets/*` stay free for the web console. */
+const API_PATHS = ['/threads', '/threads/*', '/inbox', '/chat', '/chat/*'];
 
 /**
- * The assistant's HTTP API on node:http: threads, messages streamed as Server-Sent Events, decisions,
- * history and cancellation. Each bearer token sees only its own resource's threads.
+ * The assistant's HTTP server: a Hono app on `@hono/node-server` that mounts `@lunation/http` (threads,
+ * messages streamed as Server-Sent Events, decisions, run timelines, the `useChat` endpoint). Each bearer token
+ * sees only its own resource's threads. Other routes can be added to `app` (any unknown path answers the API's
+ * JSON 404).
  */
 export class AssistantServer {
   readonly server: Server;
-  private readonly front: RunFront;
-  private readonly store: LunationStore;
-  private readonly auth: TokenAuth;
-  private readonly bodyLimits: BodyLimits;
-  private readonly logError: (error: unknown) => void;
-  private readonly requests = new Set<Promise<void>>();
+  readonly app: Hono;
+  readonly api: HttpApi;
+  private readonly requests = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
 
-  private readonly routes: Array<{ path: RegExp; methods: Record<string, Handler> }> = [
-    {
-      path: /^\/threads\/?$/,
-      methods: { GET: (context) => this.listThreads(context), POST: (context) => this.createThread(context) },
-    },
-    { path: /^\/threads\/([^/]+)$/, methods: { GET: (context) => this.getThread(context) } },
-    {
-      path: /^\/threads\/([^/]+)\/messages$/,
-      methods: { GET: (context) => this.listMessages(context), POST: (context) => this.postMessage(context) },
-    },
-    { path: /^\/threads\/([^/]+)\/decisions$/, methods: { POST: (context) => this.postDecisions(context) } },
-    { path: /^\/threads\/([^/]+)\/cancel$/, methods: { POST: (context) => this.cancel(context) } },
-    {
-      path: /^\/threads\/([^/]+)\/runs\/([^/]+)\/events$/,
-      methods: { GET: (context) => this.followRun(context) },
-    },
-  ];
-
   constructor(options: AssistantServerOptions) {
-    this.store = options.store;
-    const heartbeatMs = options.heartbeatMs ?? 15_000;
-    this.front = options.dispatcher
-      ? new FleetFront(
-          new FleetClient({ dispatcher: options.dispatcher, store: options.store }),
-          options.dispatcher,
-          options.store,
-          heartbeatMs,
-        )
-      : new LocalFront(options.runtime, heartbeatMs);
-    this.auth = new TokenAuth(options.tokens ?? new Map());
-    this.bodyLimits = { maxBytes: options.maxBodyBytes ?? 1_048_576, maxDepth: options.maxJsonDepth ?? 64 };
-    this.logError = options.logError ?? ((error) => console.error(error));
-    this.server = createServer((request, response) => {
-      const handled = this.handle(request, response);
-      this.requests.add(handled);
-      void handled.finally(() => this.requests.delete(handled));
+    const tokens = options.tokens ?? new Map();
+    this.api = createHttpApi({
+      store: options.store,
+      front: options.dispatcher
+        ? new FleetFront({ dispatcher: options.dispatcher, store: options.store })
+        : new LocalFront(options.runtime),
+      ...(tokens.size > 0 ? { authenticate: tokenAuth(tokens) } : {}),
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.maxJsonDepth === undefined ? {} : { maxJsonDepth: options.maxJsonDepth }),
+      ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+      ...(options.logError ? { logError: options.logError } : {}),
     });
+    const mount = (context: Context) => this.track(this.api.handle(context.req.raw));
+    this.app = new Hono();
+    options.routes?.(this.app);
+    for (const path of API_PATHS) this.app.all(path, mount);
+    this.app.notFound(mount);
+    this.server = createAdaptorServer({ fetch: this.app.fetch }) as Server;
   }
 
   /** Starts listening; resolves with the base URL, e.g. `http://127.0.0.1:8787`. */
@@ -126,14 +78,14 @@ export class AssistantServer {
   }
 
   /**
-   * Stops accepting connections, ends what the front runs (this process's runs are cancelled, each ending
+   * Stops accepting connections, ends what the API runs (this process's runs are cancelled, each ending
    * cleanly and checkpointed; a fleet's streams detach, their runs go on), waits for the streams to finish,
    * then closes the remaining connections. The store is left open.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-      await this.front.close();
+      await this.api.close();
       await Promise.allSettled(this.requests);
       this.server.closeAllConnections();
       await closed;
@@ -141,181 +93,9 @@ export class AssistantServer {
     return this.closing;
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    try {
-      if (this.closing) {
-        throw new HttpError(503, 'shutting-down', 'The server is shutting down; retry shortly', {
-          connection: 'close',
-        });
-      }
-      const resource = this.authenticate(request);
-      const url = new URL(request.url ?? '/', 'http://localhost');
-      const route = this.routes.find((candidate) => candidate.path.test(url.pathname));
-      if (!route) throw new HttpError(404, 'not-found', `No route ${url.pathname}`);
-      const method = request.method ?? '';
-      const handler = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined;
-      if (!handler) {
-        const allowed = Object.keys(route.methods).join(', ');
-        throw new HttpError(
-          405,
-          'method-not-allowed',
-          `${request.method} is not allowed here; use ${allowed}`,
-          {
-            allow: allowed,
-          },
-        );
-      }
-      const [, encodedId, encodedRunId] = route.path.exec(url.pathname) ?? [];
-      await handler({
-        request,
-        response,
-        url,
-        resource,
-        threadId: encodedId ? decodeId(encodedId) : '',
-        runId: encodedRunId ? decodeId(encodedRunId) : '',
-      });
-    } catch (error) {
-      const httpError = toHttpError(error);
-      if (httpError.code === CLIENT_CLOSED) {
-        response.destroy();
-        return;
-      }
-      if (httpError.status >= 500 && httpError.code === 'internal') this.logError(error);
-      if (response.headersSent) response.end();
-      else sendJson(response, httpError.status, errorBody(httpError), httpError.headers);
-    }
+  private track(answer: Promise<Response>): Promise<Response> {
+    this.requests.add(answer);
+    void answer.finally(() => this.requests.delete(answer));
+    return answer;
   }
-
-  private authenticate(request: IncomingMessage): string {
-    if (!this.auth.enabled) return LOCAL_RESOURCE;
-    const resource = this.auth.resourceOf(request.headers.authorization);
-    if (resource === undefined) {
-      throw new HttpError(401, 'unauthorized', 'Send a valid token as "Authorization: Bearer <token>"', {
-        'www-authenticate': 'Bearer',
-      });
-    }
-    return resource;
-  }
-
-  /** The caller's thread; another resource's thread is "not found", as if it did not exist. */
-  private async ownThread({ threadId, resource }: RequestContext): Promise<ThreadRecord> {
-    const thread = await this.store.getThread(threadId);
-    if (!thread || (thread.resourceId ?? LOCAL_RESOURCE) !== resource) {
-      throw new HttpError(404, 'not-found', `There is no thread "${threadId}"`);
-    }
-    return thread;
-  }
-
-  private async listThreads({ response, url, resource }: RequestContext): Promise<void> {
-    const limitParameter = url.searchParams.get('limit');
-    const limit = limitParameter === null ? 20 : limitSchema.safeParse(limitParameter).data;
-    if (limit === undefined)
-      throw new HttpError(400, 'invalid-argument', 'limit must be a whole number from 1 to 100');
-    const cursor = url.searchParams.get('cursor') ?? undefined;
-    const page = await this.store.listThreads({ resourceId: resource, limit, ...(cursor ? { cursor } : {}) });
-    sendJson(response, 200, { threads: page.items, nextCursor: page.nextCursor ?? null });
-  }
-
-  private async createThread({ request, response, resource }: RequestContext): Promise<void> {
-    const body = parseBody(createThreadBodySchema, await readJsonBody(request, this.bodyLimits));
-    // Thread ids are shown to clients: random, not sequential.
-    const thread = await this.store.createThread({
-      id: randomUUID(),
-      resourceId: resource,
-      ...(body?.metadata ? { metadata: body.metadata } : {}),
-    });
-    sendJson(response, 201, { thread });
-  }
-
-  private async getThread(context: RequestContext): Promise<void> {
-    const thread = await this.ownThread(context);
-    const run = await this.store.getLatestRun(thread.id);
-    sendJson(context.response, 200, {
-      thread,
-      latestRun: run
-        ? {
-            runId: run.identity.runId,
-            status: run.status,
-            termination: run.termination ?? null,
-            openTickets: run.openTickets,
-          }
-        : null,
-    });
-  }
-
-  private async listMessages(context: RequestContext): Promise<void> {
-    const thread = await this.ownThread(context);
-    const messages = await this.store.listMessages(thread.id);
-    sendJson(context.response, 200, { messages });
-  }
-
-  private async postMessage(context: RequestContext): Promise<void> {
-    const body = parseBody(messageBodySchema, await readJsonBody(context.request, this.bodyLimits));
-    const thread = await this.ownThread(context);
-    await this.front.send(
-      { response: context.response, threadId: thread.id, resource: context.resource },
-      body.text,
-    );
-  }
-
-  /** Answers open tickets: streams the resumed run, or returns JSON while tickets are still open. */
-  private async postDecisions(context: RequestContext): Promise<void> {
-    const body = parseBody(decisionsBodySchema, await readJsonBody(context.request, this.bodyLimits));
-    assertOneDecisionPerTicket(body.decisions);
-    const thread = await this.ownThread(context);
-    const decisions: ResumeDecision[] = body.decisions.map((decision) => ({
-      ...decision,
-      decisionId: decision.decisionId ?? createId(),
-    }));
-    await this.front.decide(
-      { response: context.response, threadId: thread.id, resource: context.resource },
-      decisions,
-    );
-  }
-
-  private async cancel(context: RequestContext): Promise<void> {
-    const thread = await this.ownThread(context);
-    await this.front.cancel({ response: context.response, threadId: thread.id, resource: context.resource });
-  }
-
-  /** A run's events after the `Last-Event-ID` header (or `?after=`): how a dropped stream resumes. */
-  private async followRun(context: RequestContext): Promise<void> {
-    const thread = await this.ownThread(context);
-    const header = context.request.headers['last-event-id'];
-    const lastEventId =
-      (Array.isArray(header) ? header[0] : header) ?? context.url.searchParams.get('after') ?? undefined;
-    await this.front.follow(
-      { response: context.response, threadId: thread.id, resource: context.resource },
-      context.runId,
-      lastEventId,
-    );
-  }
-}
-
-function decodeId(encoded: string): string {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    throw new HttpError(400, 'invalid-argument', `"${encoded}" is not a valid thread id`);
-  }
-}
-
-/** Two decisions for one ticket (say resume and cancel) contradict each other: the request is refused whole. */
-function assertOneDecisionPerTicket(decisions: ReadonlyArray<{ ticketId: string }>): void {
-  const firstIndex = new Map<string, number>();
-  for (const [index, { ticketId }] of decisions.entries()) {
-    const earlier = firstIndex.get(ticketId);
-    if (earlier !== undefined) {
-      throw new HttpError(
-        400,
-        'decision-invalid',
-        `Decisions #${earlier} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
-      );
-    }
-    firstIndex.set(ticketId, index);
-  }
-}
-
-function errorBody(error: HttpError) {
-  return { error: { code: error.code, message: error.message } };
 }

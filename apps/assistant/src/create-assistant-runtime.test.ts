@@ -66,6 +66,7 @@ describe('createAssistantRuntime', () => {
       'current_time',
       'read_file',
       'slow_task',
+      'ask_user',
     ]);
   });
 });

@@ -1,5 +1,6 @@
 import type { Instrumentation, LunationStore, ModelProvider } from '@lunation/contract';
 import { type AgentRuntime, type AnyTool, createRuntime, permissionPlugin } from '@lunation/runtime';
+import { askUserTool } from './tools/ask-user-tool.js';
 import { calculatorTool } from './tools/calculator-tool.js';
 import { currentTimeTool } from './tools/current-time-tool.js';
 import { createReadFileTool } from './tools/read-file-tool.js';
@@ -31,12 +32,13 @@ export const ASSISTANT_LEASE_TTL_MS = 6_000;
 
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.
 Use the calculator for any arithmetic, current_time for dates and times, read_file to read files the user
-mentions (paths are relative to a sandbox folder; "." lists it), and slow_task when asked for a slow job.
+mentions (paths are relative to a sandbox folder; "." lists it), slow_task when asked for a slow job, and
+ask_user when only the user can tell you something.
 Tools named <server>__<tool> come from MCP servers the user configured.
 If the user declines a tool call, accept it and carry on without it.`;
 
 /**
- * The assistant: one agent with four tools and those of its MCP servers; reading a file, and an MCP tool that
+ * The assistant: one agent with five tools and those of its MCP servers; reading a file, and an MCP tool that
  * does not say it is read-only, need the user's approval.
  */
 export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentRuntime {
@@ -54,6 +56,7 @@ export function createAssistantRuntime(options: AssistantRuntimeOptions): AgentR
         currentTimeTool,
         createReadFileTool({ sandbox: options.sandbox }),
         createSlowTaskTool(options.slowTask),
+        askUserTool,
         ...(options.mcpTools ?? []),
       ],
       plugins: [

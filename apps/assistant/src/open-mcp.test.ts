@@ -61,6 +61,7 @@ describe('the assistant with MCP servers (--mcp)', () => {
         'current_time',
         'read_file',
         'slow_task',
+        'ask_user',
         'everything__echo',
         'everything__toggle-simulated-logging',
       ]);
@@ -84,6 +85,7 @@ describe('the assistant with MCP servers (--mcp)', () => {
         'current_time',
         'read_file',
         'slow_task',
+        'ask_user',
         'everything__echo',
       ]);
     } finally {

@@ -18,6 +18,7 @@ import { INTERRUPTED_CALL_PROMPT, parseInterruptedCallAnswer } from './interrupt
 import { LineReader } from './line-reader.js';
 import { RECAP_MESSAGES, recapLines } from './thread-recap.js';
 import { LOCAL_RESOURCE } from './token-auth.js';
+import { ASK_USER_ACTION } from './tools/ask-user-tool.js';
 
 export interface ChatOptions {
   runtime: AgentRuntime;
@@ -82,11 +83,16 @@ export async function runChat(options: ChatOptions): Promise<void> {
   const ask = async (ticket: SuspensionTicket): Promise<ResumeDecision | undefined> => {
     printer.printTicket(ticket);
     const interrupted = ticket.action === INTERRUPTED_CALL_ACTION;
+    const question = ticket.action === ASK_USER_ACTION;
     while (true) {
       const answer = await reader.read(
         printer.style(
           'yellow',
-          interrupted ? INTERRUPTED_CALL_PROMPT : '    allow? [y]es / [n]o / [a]lways: ',
+          interrupted
+            ? INTERRUPTED_CALL_PROMPT
+            : question
+              ? '    your answer: '
+              : '    allow? [y]es / [n]o / [a]lways: ',
         ),
       );
       if (answer === undefined) return undefined;
@@ -107,6 +113,12 @@ export async function runChat(options: ChatOptions): Promise<void> {
         printer.line(
           '    Please answer a (run it again), d (it is done; a result may follow: d {"json"}) or f (fail it).',
         );
+        continue;
+      }
+      if (question) {
+        if (answer.trim() !== '')
+          return { ...decision, action: 'resume', payload: { answer: answer.trim() } };
+        printer.line('    Please type an answer.');
         continue;
       }
       const choice = answer.trim().toLowerCase();

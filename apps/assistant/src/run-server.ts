@@ -1,6 +1,7 @@
 import { type Dispatcher, LunationError, type LunationStore } from '@lunation/contract';
 import type { AgentRuntime } from '@lunation/runtime';
 import { AssistantServer } from './assistant-server.js';
+import { consoleRoutes } from './console-files.js';
 
 export interface ServeOptions {
   runtime: AgentRuntime;
@@ -14,12 +15,14 @@ export interface ServeOptions {
   log: (line: string) => void;
 }
 
-/** Serves the HTTP API until SIGTERM or SIGINT, then shuts down gracefully (a second signal forces exit). */
+/** Serves the HTTP API and the web console until SIGTERM or SIGINT, then shuts down gracefully (a second signal forces exit). */
 export async function runServer(options: ServeOptions): Promise<void> {
   const server = new AssistantServer({
     runtime: options.runtime,
     store: options.store,
     tokens: options.tokens,
+    // The web console (apps/console, built by `pnpm build`) at / and /assets/*.
+    routes: consoleRoutes(),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   let url: string;
@@ -36,6 +39,7 @@ export async function runServer(options: ServeOptions): Promise<void> {
   options.log(
     `Lunation assistant listening on ${url}${options.dispatcher ? ' (fleet: workers run the threads)' : ''}`,
   );
+  options.log(`  Console: ${url}/ (open it in a browser)`);
   options.log(`  ${options.banner}`);
   options.log(
     resources.size === 0

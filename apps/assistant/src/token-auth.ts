@@ -1,8 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { LunationError } from '@lunation/contract';
+import { LOCAL_RESOURCE } from '@lunation/http';
 
 /** The resource id of the terminal chat, and of every HTTP caller when no tokens are configured. */
-export const LOCAL_RESOURCE = 'local';
+export { LOCAL_RESOURCE };
 
 /** The resource id of a token given without one (`--token <token>`). */
 export const DEFAULT_TOKEN_RESOURCE = 'default';
@@ -32,32 +32,4 @@ export function parseTokens(specs: readonly string[]): Map<string, string> {
     tokens.set(token, resource);
   }
   return tokens;
-}
-
-const digest = (value: string) => createHash('sha256').update(value).digest();
-
-/** Maps `Authorization: Bearer <token>` headers to resource ids, comparing tokens in constant time. */
-export class TokenAuth {
-  private readonly entries: Array<{ digest: Buffer; resource: string }>;
-
-  constructor(tokens: ReadonlyMap<string, string>) {
-    this.entries = [...tokens].map(([token, resource]) => ({ digest: digest(token), resource }));
-  }
-
-  /** False when every request is accepted as the `local` resource (no tokens configured). */
-  get enabled(): boolean {
-    return this.entries.length > 0;
-  }
-
-  /** The resource id of the header's token; undefined when it is missing or unknown. */
-  resourceOf(authorization: string | undefined): string | undefined {
-    const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-    if (token === undefined) return undefined;
-    const presented = digest(token);
-    let resource: string | undefined;
-    for (const entry of this.entries) {
-      if (timingSafeEqual(entry.digest, presented)) resource = entry.resource;
-    }
-    return resource;
-  }
 }

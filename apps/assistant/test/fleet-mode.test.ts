@@ -176,6 +176,23 @@ describe.each(['redis', 'postgres'])(
       expect(whole.map((event) => event.id)).toEqual(seen.slice(1).map((event) => event.id));
       const starts = whole.filter((event) => event.event === 'tool-execution-start');
       expect(starts.map((event) => event.data.rerun)).toEqual([false, true]);
+
+      // The run's timeline (from the store, on either server) shows both workers and the takeover.
+      const timeline = (await (
+        await fetch(`${second}/threads/${threadId}/runs/${runId}/timeline`)
+      ).json()) as {
+        entries: Array<{ kind: string; [field: string]: unknown }>;
+        workers: unknown[];
+      };
+      expect(timeline.workers).toHaveLength(2);
+      const kinds = timeline.entries.map((entry) => entry.kind);
+      expect(kinds).toEqual(expect.arrayContaining(['step', 'recovered', 'lease-takeover', 'run-ended']));
+      expect(
+        timeline.entries.find((entry) => entry.kind === 'tool' && entry.toolName === 'slow_task'),
+      ).toMatchObject({
+        attempts: 2,
+        rerun: true,
+      });
     });
 
     it("runs an MCP server's tool on a worker started with --mcp", async () => {
@@ -256,6 +273,13 @@ describe.each(['redis', 'postgres'])(
         await post(`${first}/threads/${threadId}/messages`, { text: 'run the slow task with 20 steps' }),
       );
       await readUntil(stream, slow, (event) => event.event === 'tool-progress');
+      // A useChat client on the other server resumes the active run's UI message stream.
+      const chat = await fetch(`${second}/chat/${threadId}/stream`);
+      expect(chat.status).toBe(200);
+      expect(chat.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+      const reader = chat.body?.getReader();
+      expect(new TextDecoder().decode((await reader?.read())?.value)).toContain('"type":"start"');
+      await reader?.cancel();
       const cancel = await post(`${second}/threads/${threadId}/cancel`);
       expect(cancel.status).toBe(202);
       await readUntil(stream, slow, (event) => event.event === 'run-end');

@@ -147,6 +147,6 @@ describe('real providers, chosen and configured from the environment', { timeout
     const toolNames = request?.body.tools?.map(
       (tool) => (tool.name ?? (tool.function as { name: string }).name) as string,
     );
-    expect(toolNames?.sort()).toEqual(['calculator', 'current_time', 'read_file', 'slow_task']);
+    expect(toolNames?.sort()).toEqual(['ask_user', 'calculator', 'current_time', 'read_file', 'slow_task']);
   });
 });

@@ -131,6 +131,33 @@ describe('the HTTP server as a child process on a SQLite file', { timeout: 90_00
       result: { status: 'success', data: { steps: 2 } },
     });
     expect(runEnd(events).termination.type).not.toBe('error');
+
+    // The run's timeline, from the store alone, shows the crash: the first process's step, the takeover by the
+    // restarted one (a new lease token and instance), and the slow task re-run under its same key.
+    const runId = runEnd(events).identity.runId;
+    const timeline = (await (
+      await fetch(`${second.url}/threads/${threadId}/runs/${runId}/timeline`)
+    ).json()) as {
+      entries: Array<{ kind: string; [field: string]: unknown }>;
+      workers: Array<{ owner: string; incarnation: string }>;
+    };
+    const kinds = timeline.entries.map((entry) => entry.kind);
+    expect(kinds).toContain('recovered');
+    const takeover = timeline.entries.find((entry) => entry.kind === 'lease-takeover') as
+      | { fromToken: number; toToken: number; from: { incarnation: string }; to: { incarnation: string } }
+      | undefined;
+    expect(takeover).toBeDefined();
+    expect(takeover!.toToken).toBeGreaterThan(takeover!.fromToken);
+    expect(takeover!.to.incarnation).not.toBe(takeover!.from.incarnation);
+    expect(
+      timeline.entries.find((entry) => entry.kind === 'tool' && entry.toolName === 'slow_task'),
+    ).toMatchObject({
+      attempts: 2,
+      rerun: true,
+      status: 'completed',
+    });
+    expect(timeline.workers).toHaveLength(2);
+    expect(kinds.indexOf('step')).toBeLessThan(kinds.indexOf('lease-takeover'));
     const history = (await (await fetch(`${second.url}/threads/${threadId}/messages`)).json()) as {
       messages: Array<{ message: { role: string } }>;
     };

@@ -17,7 +17,7 @@ export interface TestServer {
 export async function startServer(
   model: ModelProvider,
   sandbox: string,
-  options: Pick<AssistantServerOptions, 'logError' | 'maxJsonDepth'> = {},
+  options: Pick<AssistantServerOptions, 'logError' | 'maxJsonDepth' | 'routes'> = {},
 ): Promise<TestServer> {
   const store = new MemoryStore();
   const runtime = createAssistantRuntime({ model, store, sandbox, slowTask: { stepMs: 1_000 } });

@@ -64,6 +64,13 @@ export {
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
 export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';
+export {
+  RUN_JOURNAL_KEY,
+  RUN_JOURNAL_LIMIT,
+  type RunJournalEntry,
+  type RunJournalRunner,
+  runJournalOf,
+} from './loop/run-journal.js';
 export type { FrontendTool, RunResult } from './loop/run-scope.js';
 export { MAX_JSON_DEPTH } from './loop/storable.js';
 export type { InProcessRetention } from './persistence.js';

@@ -9,6 +9,8 @@ import type { LocalTaskHost } from './task-host.js';
 /** What the stages of a run (opening it, launching its loop) share: the executor's parts. */
 export interface ExecutorCore {
   readonly registry: AgentRegistry;
+  /** Names this executor in leases and in the run journal (`AgentRuntimeOptions.owner`). */
+  readonly owner: string;
   readonly persistence: Persistence;
   /** The same persistence when it is this process's memory: runs then open threads without a promise. */
   readonly local: InProcessPersistence | undefined;

@@ -84,6 +84,7 @@ export function launchRun(
     resolveAgent: core.resolverOf(snapshot),
     persistence: core.persistence,
     leaseToken: run.leaseToken,
+    runner: { owner: core.owner, incarnation: core.leases?.incarnation },
     history: thread.messages,
     input,
     threadState: thread.threadState,

@@ -33,6 +33,7 @@ import { LocalTaskHost } from './task-host.js';
 export class ThreadExecutor implements ExecutorCore, RunDispatch {
   readonly registry: AgentRegistry;
   readonly store: LunationStore | undefined;
+  readonly owner: string;
   readonly persistence: Persistence;
   readonly local: InProcessPersistence | undefined;
   readonly leases: ThreadLeases | undefined;
@@ -53,6 +54,7 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
       );
     }
     const owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.owner = owner;
     if (options.store) {
       this.persistence = new StorePersistence(options.store);
       this.leases = new ThreadLeases(

@@ -8,6 +8,7 @@ import {
   statusForTermination,
   type TerminationReason,
   toErrorInfo,
+  toolCallIdentity,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
 import type { ModelResponse } from '../plugin.js';
@@ -166,9 +167,16 @@ export class AgentLoop {
     this.inferring = true;
     const request = buildRequest(scope);
     const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
+    const inferredAt = Date.now();
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
       this.inferring = false;
+      scope.journal.inferred(
+        step,
+        Date.now() - inferredAt,
+        inference.response.usage,
+        inference.response.toolCalls.map(toolCallIdentity),
+      );
       if (observed) {
         const { response } = inference;
         observed.end({ message: response.message, stopReason: response.stopReason, usage: response.usage });

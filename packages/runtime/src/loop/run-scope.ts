@@ -26,6 +26,7 @@ import { type PhaseContextBase, PhaseEngine } from '../phase-engine.js';
 import type { AgentView, ModelResponse, Plugin } from '../plugin.js';
 import { activeAgentKey, type RunProgress, runProgressKey } from '../runtime-keys.js';
 import { StateStore } from '../state.js';
+import { RunJournal, type RunJournalRunner, withoutJournal } from './run-journal.js';
 
 /** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
 export interface FrontendTool extends ToolDescriptor {
@@ -63,6 +64,8 @@ export interface RunLoopOptions {
   resolveAgent(agentId: string): ResolvedAgent;
   persistence: Persistence;
   leaseToken: number | undefined;
+  /** Who runs it (lease owner and instance), for the run's journal. */
+  runner?: RunJournalRunner | undefined;
   /** The thread's committed messages. */
   history: Message[];
   /** New input messages of this run. */
@@ -145,15 +148,18 @@ export class RunScope {
   output: JsonValue | undefined;
   /** The run's observer, when the runtime has instrumentation. */
   readonly instrumentation: RunInstrumentation | undefined;
+  /** The run's per-step journal, stamped into each run record the checkpointer writes. */
+  readonly journal: RunJournal;
   private seq = 0;
 
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
     this.instrumentation = options.instrumentation;
+    this.journal = new RunJournal(options.previous, options.runner, options.leaseToken);
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys);
     this.state.restore(options.threadState);
-    if (options.previous) this.state.restore(options.previous.state);
+    if (options.previous) this.state.restore(withoutJournal(options.previous.state));
     this.engine = this.createEngine();
     this.agentView = agentViewOf(this.agent);
     this.messages = options.history;

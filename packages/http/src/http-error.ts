@@ -1,6 +1,6 @@
 import { type ErrorCode, LunationError } from '@lunation/contract';
 
-/** An error answered as `{ "error": { "code", "message" } }` with an HTTP status. */
+/** An error answered as `{ "error": { "code", "message" } }` with an HTTP status and extra headers. */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -13,6 +13,9 @@ export class HttpError extends Error {
   }
 }
 
+/** The code of the error raised when the client hangs up mid-body (499, as nginx logs it). */
+export const CLIENT_CLOSED = 'client-closed';
+
 const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   'invalid-argument': 400,
   'decision-invalid': 400,
@@ -20,10 +23,11 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   'not-found': 404,
   'thread-busy': 409,
   'store-conflict': 409,
+  overloaded: 503,
   'store-unavailable': 503,
 };
 
-/** The HttpError for anything thrown; LunationErrors keep their code, anything else is a 500. */
+/** The HttpError for anything thrown; LunationErrors keep their code, anything else is a 500 `internal`. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   if (LunationError.hasCode(error, 'thread-busy')) return threadBusy(error);
@@ -31,6 +35,24 @@ export function toHttpError(error: unknown): HttpError {
     return new HttpError(STATUS_BY_CODE[error.code] ?? 500, error.code, error.message);
   }
   return new HttpError(500, 'internal', 'Internal server error');
+}
+
+/** A JSON response. */
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
+}
+
+/** The JSON response of an error: `{ "error": { "code", "message" } }`. */
+export function errorResponse(error: HttpError): Response {
+  return jsonResponse(error.status, { error: { code: error.code, message: error.message } }, error.headers);
+}
+
+/** The caller's thread does not exist (or is another resource's: said the same way). */
+export function noThread(threadId: string): HttpError {
+  return new HttpError(404, 'not-found', `There is no thread "${threadId}"`);
 }
 
 /**

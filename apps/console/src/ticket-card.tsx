@@ -1,0 +1,113 @@
+import { useState } from 'preact/hooks';
+import type { SuspensionTicket } from './api-types.js';
+import { SchemaForm } from './schema-form.js';
+
+/** An answer to one ticket, as `POST /threads/:id/decisions` takes it. */
+export interface Decision {
+  ticketId: string;
+  action: 'resume' | 'cancel';
+  payload?: unknown;
+  reason?: string;
+}
+
+/** An open ticket: approve, deny or always allow; a frontend tool's form; or an interrupted call's choices. */
+export function TicketCard(props: {
+  ticket: Pick<SuspensionTicket, 'id' | 'toolName' | 'arguments' | 'action' | 'message'> &
+    Partial<Pick<SuspensionTicket, 'responseSchema' | 'parameters'>>;
+  disabled: boolean;
+  onDecide(decision: Decision): void;
+}) {
+  const { ticket, disabled, onDecide } = props;
+  const [doneResult, setDoneResult] = useState('');
+  const titleId = `ticket-${ticket.id}`;
+  const decide = (action: Decision['action'], payload?: unknown, reason?: string) =>
+    onDecide({
+      ticketId: ticket.id,
+      action,
+      ...(payload === undefined ? {} : { payload }),
+      ...(reason ? { reason } : {}),
+    });
+  return (
+    <section class={`ticket ticket-${ticket.action}`} aria-labelledby={titleId}>
+      <h3 id={titleId}>
+        {ticket.action === 'approve'
+          ? 'Approval needed'
+          : ticket.action === 'interrupted-call'
+            ? 'Interrupted call'
+            : 'Input needed'}
+        : <code>{ticket.toolName}</code>
+      </h3>
+      <p>{ticket.message}</p>
+      <pre class="arguments">{formatJson(ticket.arguments)}</pre>
+      {ticket.action === 'approve' && (
+        <div class="actions">
+          <button type="button" class="primary" disabled={disabled} onClick={() => decide('resume')}>
+            Approve
+          </button>
+          <button
+            type="button"
+            disabled={disabled}
+            onClick={() => decide('cancel', undefined, 'denied in the console')}
+          >
+            Deny
+          </button>
+          <button type="button" disabled={disabled} onClick={() => decide('resume', { always: true })}>
+            Always allow {ticket.toolName}
+          </button>
+        </div>
+      )}
+      {ticket.action === 'interrupted-call' && (
+        <div class="actions">
+          <button
+            type="button"
+            class="primary"
+            disabled={disabled}
+            onClick={() => decide('resume', { choice: 'rerun' })}
+          >
+            Run it again
+          </button>
+          <label>
+            Result (treat as done)
+            <input value={doneResult} onInput={(event) => setDoneResult(event.currentTarget.value)} />
+          </label>
+          <button
+            type="button"
+            disabled={disabled}
+            onClick={() => decide('resume', { choice: 'done', result: parseLoose(doneResult) })}
+          >
+            Treat as done
+          </button>
+          <button type="button" disabled={disabled} onClick={() => decide('resume', { choice: 'fail' })}>
+            Fail it
+          </button>
+        </div>
+      )}
+      {ticket.action !== 'approve' && ticket.action !== 'interrupted-call' && (
+        <SchemaForm
+          schema={ticket.responseSchema}
+          name={ticket.toolName}
+          disabled={disabled}
+          onSubmit={(payload) => decide('resume', payload)}
+          onDecline={() => decide('cancel', undefined, 'declined in the console')}
+        />
+      )}
+    </section>
+  );
+}
+
+/** Pretty JSON when the text is JSON, else the text. */
+export function formatJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+function parseLoose(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,148 @@
+import {
+  type Dispatcher,
+  type LunationStore,
+  type ResumeDecision,
+  runEventIdSchema,
+} from '@lunation/contract';
+import { FleetClient } from '@lunation/runtime';
+import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
+import { HttpError } from './http-error.js';
+
+/** Options of {@link FleetFront}. */
+export interface FleetFrontOptions {
+  /** The fleet's dispatcher: submissions, cancel requests and run event logs. */
+  dispatcher: Dispatcher;
+  /** The fleet's store (the same the workers use). */
+  store: LunationStore;
+}
+
+/**
+ * Runs nothing here: submits to a fleet's workers through its dispatcher and streams the runs' logged events,
+ * with ids, from any server of the fleet. A client that goes away detaches (its run goes on); it comes back with
+ * `GET /threads/:id/runs/:runId/events` and `Last-Event-ID`, here or on another server.
+ */
+export class FleetFront implements RunFront {
+  private readonly client: FleetClient;
+  private readonly dispatcher: Dispatcher;
+  private readonly store: LunationStore;
+  private readonly streams = new Set<AbortController>();
+
+  constructor(options: FleetFrontOptions) {
+    this.dispatcher = options.dispatcher;
+    this.store = options.store;
+    this.client = new FleetClient({ dispatcher: options.dispatcher, store: options.store });
+  }
+
+  async send(request: FrontRequest, text: string): Promise<RunStream> {
+    const { runId } = await this.client.send({
+      threadId: request.threadId,
+      input: text,
+      resourceId: request.resource,
+    });
+    return { ...this.stream(runId, undefined), first: { event: 'run-submitted', data: { runId } } };
+  }
+
+  async decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
+    const latest = await this.store.getLatestRun(request.threadId);
+    const open = latest?.status === 'waiting' ? latest.openTickets : [];
+    const unknown = decisions.find((decision) => !open.some((ticket) => ticket.id === decision.ticketId));
+    if (unknown || !latest) {
+      throw new HttpError(
+        400,
+        'unknown-ticket',
+        `Ticket "${unknown?.ticketId}" is not open on thread "${request.threadId}"; open: ${open.map((ticket) => ticket.id).join(', ') || 'none'}`,
+      );
+    }
+    const after = await this.lastEventId(latest.identity.runId);
+    const { runId } = await this.client.decide(request.threadId, decisions);
+    const undecided = open.filter((ticket) => !decisions.some((decision) => decision.ticketId === ticket.id));
+    if (undecided.length > 0) {
+      // The run resumes once every ticket is decided: nothing to stream yet.
+      return { status: 202, body: { submitted: decisions.length, openTickets: undecided, runId } };
+    }
+    return this.stream(runId, after);
+  }
+
+  async cancel({ threadId }: FrontRequest): Promise<FrontAnswer> {
+    const latest = await this.store.getLatestRun(threadId);
+    const request = await this.client.cancel(threadId, { reason: 'cancelled by the client' });
+    return {
+      status: 202,
+      body: { cancelled: true, requestId: request.id, runId: latest?.identity.runId ?? null },
+    };
+  }
+
+  async follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream> {
+    const run = await this.store.getRun(runId);
+    if (run?.identity.threadId !== request.threadId) {
+      throw new HttpError(
+        404,
+        'not-found',
+        `Thread "${request.threadId}" has no run "${runId}" (a run just submitted is found once a worker starts it)`,
+      );
+    }
+    if (lastEventId !== undefined && !runEventIdSchema.safeParse(lastEventId).success) {
+      throw new HttpError(
+        400,
+        'invalid-argument',
+        `Last-Event-ID "${lastEventId}" is not an event id of this API`,
+      );
+    }
+    return this.stream(runId, lastEventId);
+  }
+
+  async active({ threadId }: FrontRequest): Promise<RunStream | undefined> {
+    const latest = await this.store.getLatestRun(threadId);
+    if (latest?.status !== 'running' && latest?.status !== 'created') return undefined;
+    const runId = latest.identity.runId;
+    return this.stream(runId, await this.invocationStart(runId));
+  }
+
+  async close(): Promise<void> {
+    for (const stream of this.streams) stream.abort();
+  }
+
+  /** The run's events after `after` until its `run-end`, or until detached. */
+  private stream(runId: string, after: string | undefined): RunStream {
+    const detach = new AbortController();
+    this.streams.add(detach);
+    const streams = this.streams;
+    const records = this.client.events(runId, { signal: detach.signal, ...(after ? { after } : {}) });
+    return {
+      runId,
+      records: (async function* () {
+        try {
+          yield* records;
+        } finally {
+          streams.delete(detach);
+        }
+      })(),
+      detach: () => detach.abort(),
+    };
+  }
+
+  /** The id of the run's last logged event, or `'0'`. */
+  private async lastEventId(runId: string): Promise<string> {
+    let last = '0';
+    for (;;) {
+      const page = await this.dispatcher.readEvents(runId, { after: last });
+      const tail = page.events.at(-1);
+      if (!tail) return last;
+      last = tail.id;
+    }
+  }
+
+  /** The id before the run's last `run-start` (where its current invocation begins), or `'0'`. */
+  private async invocationStart(runId: string): Promise<string> {
+    let last = '0';
+    let start = '0';
+    for (;;) {
+      const page = await this.dispatcher.readEvents(runId, { after: last });
+      for (const record of page.events) {
+        if (record.event.type === 'run-start') start = last;
+        last = record.id;
+      }
+      if (page.events.length === 0) return start;
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import type { ResumeDecision, RunEventRecord } from '@lunation/contract';
+
+/** The caller's request on one of its threads, as a front sees it (ownership is checked before). */
+export interface FrontRequest {
+  threadId: string;
+  /** Whose thread it is. */
+  resource: string;
+}
+
+/** A run's events as a front streams them: each with its id in the run's log, ending after `run-end`. */
+export interface RunStream {
+  /** The run, when known before its first event. */
+  runId: string | undefined;
+  records: AsyncIterable<RunEventRecord>;
+  /** Stops streaming to this client (it went away): the run goes on. */
+  detach(): void;
+  /** Sent before the records, without an id (a fleet's `run-submitted`). */
+  first?: { event: string; data: unknown };
+}
+
+/** A JSON answer of a front: status and body. */
+export interface FrontAnswer {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * Where the API's run requests go: the runtime in this process ({@link LocalFront}) or a fleet's workers through
+ * a dispatcher ({@link FleetFront}). A front runs or submits; the API turns its streams into HTTP answers.
+ */
+export interface RunFront {
+  /** Starts a run with the text and streams its events. */
+  send(request: FrontRequest, text: string): Promise<RunStream>;
+  /** Answers open tickets: the resumed run's events, or a JSON answer while tickets stay open. */
+  decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer>;
+  /** Cancels the thread's active run. */
+  cancel(request: FrontRequest): Promise<FrontAnswer>;
+  /**
+   * The events of one of the thread's runs after `lastEventId` (a reconnecting client's), or from the start.
+   * @throws HttpError 404 when the front cannot stream that run.
+   */
+  follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream>;
+  /** The events of the thread's active run from the start of its current invocation; undefined when none runs. */
+  active(request: FrontRequest): Promise<RunStream | undefined>;
+  /** Ends what the front runs or streams, for a shutdown. */
+  close(): Promise<void>;
+}
+
+/** Whether a front's answer is a stream (else JSON). */
+export function isRunStream(answer: RunStream | FrontAnswer): answer is RunStream {
+  return 'records' in answer;
+}

@@ -1,0 +1,99 @@
+import type { ResumeDecision } from '@lunation/contract';
+import type { AgentRuntime, RunHandle } from '@lunation/runtime';
+import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
+import { HttpError } from './http-error.js';
+import { type LocalRunLog, LocalRunLogs } from './local-run-log.js';
+
+/** Options of {@link LocalFront}. */
+export interface LocalFrontOptions {
+  /** How long a finished run's events stay here for reconnecting clients. @default 300000 (5 minutes) */
+  retainMs?: number;
+}
+
+/**
+ * Runs threads in this process on an `AgentRuntime`. Each run's events are logged here with ids, so a client
+ * that drops its stream reconnects with `Last-Event-ID` while the run is active (and a few minutes after);
+ * closing a stream only detaches. `close()` cancels what runs (each run ends cleanly, checkpointed).
+ */
+export class LocalFront implements RunFront {
+  private closing = false;
+  private readonly logs: LocalRunLogs;
+  private readonly readers = new Set<AbortController>();
+
+  constructor(
+    private readonly runtime: AgentRuntime,
+    options: LocalFrontOptions = {},
+  ) {
+    this.logs = new LocalRunLogs(options.retainMs ?? 300_000);
+  }
+
+  async send({ threadId, resource }: FrontRequest, text: string): Promise<RunStream> {
+    const run = await this.runtime.run({ threadId, input: text, resourceId: resource });
+    return this.start(run);
+  }
+
+  async decide({ threadId }: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
+    const outcome = await this.runtime.sendDecisions(threadId, decisions);
+    if (outcome.run) return this.start(outcome.run);
+    const { applied, ignored, openTickets } = outcome;
+    return { status: 200, body: { applied, ignored, openTickets } };
+  }
+
+  async cancel({ threadId }: FrontRequest): Promise<FrontAnswer> {
+    return { status: 200, body: { cancelled: this.runtime.cancel(threadId, 'cancelled by the client') } };
+  }
+
+  async follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream> {
+    const log = this.logs.get(runId);
+    if (log?.threadId !== request.threadId) {
+      throw new HttpError(
+        404,
+        'not-found',
+        `Thread "${request.threadId}" has no run "${runId}" streaming in this process (a finished run's events are kept a few minutes; a fleet keeps them across servers)`,
+      );
+    }
+    const after = lastEventId === undefined ? 0 : Number(lastEventId);
+    if (!Number.isSafeInteger(after) || after < 0 || !/^(0|[1-9][0-9]*)$/.test(lastEventId ?? '0')) {
+      throw new HttpError(
+        400,
+        'invalid-argument',
+        `Last-Event-ID "${lastEventId}" is not an event id of this API`,
+      );
+    }
+    return this.read(log, after);
+  }
+
+  async active({ threadId }: FrontRequest): Promise<RunStream | undefined> {
+    const log = this.logs.active(threadId);
+    return log ? this.read(log, log.invocationStart) : undefined;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.runtime.cancelAll('the server is shutting down');
+    for (const reader of this.readers) reader.abort();
+  }
+
+  private start(run: RunHandle): RunStream {
+    if (this.closing) run.cancel('the server is shutting down');
+    const log = this.logs.record(run);
+    return this.read(log, log.records.length);
+  }
+
+  private read(log: LocalRunLog, after: number): RunStream {
+    const reader = new AbortController();
+    this.readers.add(reader);
+    const readers = this.readers;
+    return {
+      runId: log.runId,
+      records: (async function* () {
+        try {
+          yield* log.read(after, reader.signal);
+        } finally {
+          readers.delete(reader);
+        }
+      })(),
+      detach: () => reader.abort(),
+    };
+  }
+}

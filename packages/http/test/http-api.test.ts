@@ -1,0 +1,218 @@
+import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { InboxThread, RunTimeline } from '../src/index.js';
+import { BOB, parseSse, readSse, runEndOf, startApi, type TestApi } from './support.js';
+
+let api: TestApi | undefined;
+
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+});
+
+async function createThread(
+  test: TestApi,
+  metadata?: Record<string, unknown>,
+  token?: string,
+): Promise<string> {
+  const response = await test.call('/threads', {
+    method: 'POST',
+    ...(metadata ? { json: { metadata } } : {}),
+    ...(token ? { token } : {}),
+  });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { thread: { id: string } }).thread.id;
+}
+
+describe('@lunation/http over real HTTP on a SQLite file', () => {
+  it('streams a run with event ids, suspends it for approval, lists it in the inbox and resumes it', async () => {
+    const model = new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]);
+    api = await startApi(model);
+    const threadId = await createThread(api);
+    const events = await readSse(
+      await api.call(`/threads/${threadId}/messages`, { json: { text: 'read a.txt' } }),
+    );
+    expect(events.map((event) => event.id)).toEqual(events.map((_, index) => String(index + 1)));
+    const suspended = runEndOf(events);
+    expect(suspended.status).toBe('waiting');
+    const ticket = suspended.openTickets[0]!;
+
+    const inbox = (await (await api.call('/inbox')).json()) as { threads: InboxThread[] };
+    expect(inbox.threads).toHaveLength(1);
+    expect(inbox.threads[0]).toMatchObject({
+      thread: { id: threadId },
+      runId: suspended.identity.runId,
+      tickets: [
+        { ticketId: ticket.id, toolName: 'read_file', arguments: { path: 'a.txt' }, action: 'approve' },
+      ],
+    });
+    expect(
+      ((await (await api.call('/inbox', { token: BOB })).json()) as { threads: unknown[] }).threads,
+    ).toEqual([]);
+
+    const resumed = await readSse(
+      await api.call(`/threads/${threadId}/decisions`, {
+        json: { decisions: [{ ticketId: ticket.id, action: 'resume' }] },
+      }),
+    );
+    // The run's log continues: the resumed invocation's ids follow the first one's.
+    expect(Number(resumed[0]?.id)).toBe(events.length + 1);
+    expect(runEndOf(resumed).status).toBe('done');
+    expect(((await (await api.call('/inbox')).json()) as { threads: unknown[] }).threads).toEqual([]);
+
+    // A client that reconnects after an event id gets every later event once, in order.
+    const after = events.length - 2;
+    const followed = await readSse(
+      await api.call(`/threads/${threadId}/runs/${suspended.identity.runId}/events`, {
+        headers: { 'last-event-id': String(after) },
+      }),
+    );
+    expect(followed.map((event) => event.id)).toEqual([String(after + 1), String(after + 2)]);
+    expect(followed.at(-1)?.event).toBe('run-end');
+  });
+
+  it('lists runs and builds a timeline from the store: steps, tools, checkpoints, suspension and resume', async () => {
+    const model = new ScriptedModel([
+      callTool('read_file', { path: 'a.txt' }, { usage: { inputTokens: 40, outputTokens: 10 } }),
+      reply('It says hello.', { usage: { inputTokens: 60, outputTokens: 5 } }),
+    ]);
+    api = await startApi(model);
+    const threadId = await createThread(api);
+    const ticket = runEndOf(
+      await readSse(await api.call(`/threads/${threadId}/messages`, { json: { text: 'read a.txt' } })),
+    ).openTickets[0]!;
+    await readSse(
+      await api.call(`/threads/${threadId}/decisions`, {
+        json: { decisions: [{ ticketId: ticket.id, action: 'resume' }] },
+      }),
+    );
+    const runs = (await (await api.call(`/threads/${threadId}/runs`)).json()) as {
+      runs: Array<{ runId: string; status: string; steps: number }>;
+      nextCursor: null;
+    };
+    expect(runs.runs).toHaveLength(1);
+    expect(runs.runs[0]).toMatchObject({ status: 'done', steps: 2 });
+    const runId = runs.runs[0]!.runId;
+
+    const timeline = (await (
+      await api.call(`/threads/${threadId}/runs/${runId}/timeline`)
+    ).json()) as RunTimeline;
+    const kinds = timeline.entries.map((entry) => entry.kind);
+    expect(kinds[0]).toBe('run-created');
+    expect(kinds.at(-1)).toBe('run-ended');
+    expect(
+      kinds.filter((kind) => kind !== 'checkpoint'),
+      JSON.stringify(timeline.entries.map((e) => [e.kind, e.at])),
+    ).toEqual(['run-created', 'step', 'suspended', 'resumed', 'tool', 'step', 'run-ended']);
+    const steps = timeline.entries.filter((entry) => entry.kind === 'step');
+    expect(steps.map((step) => [step.step, step.model.usage?.inputTokens])).toEqual([
+      [1, 40],
+      [2, 60],
+    ]);
+    expect(steps[0]?.model.latencyMs).toEqual(expect.any(Number));
+    expect(steps[0]?.worker.owner).toBe('test-process');
+    // The resume took the lease again: a new token.
+    expect(steps[1]!.leaseToken!).toBeGreaterThan(steps[0]!.leaseToken!);
+    const tool = timeline.entries.find((entry) => entry.kind === 'tool');
+    expect(tool).toMatchObject({
+      toolName: 'read_file',
+      status: 'completed',
+      attempts: 1,
+      rerun: false,
+      fromLedger: false,
+    });
+    expect(timeline.entries.filter((entry) => entry.kind === 'checkpoint').length).toBeGreaterThan(0);
+    expect(timeline.workers).toHaveLength(1);
+    expect(timeline.run).toMatchObject({ runId, status: 'done', finalText: 'It says hello.' });
+
+    expect((await api.call(`/threads/${threadId}/runs/${runId}/timeline`, { token: BOB })).status).toBe(404);
+    expect((await api.call(`/threads/${threadId}/runs/nope/timeline`)).status).toBe(404);
+  });
+
+  it('searches threads by title, metadata and first message, paged', async () => {
+    const model = new ScriptedModel(() => reply('ok'));
+    api = await startApi(model);
+    const titled = await createThread(api, { title: 'Quarterly Report' });
+    const tagged = await createThread(api, { tags: ['report-2026'] });
+    const talked = await createThread(api);
+    await readSse(
+      await api.call(`/threads/${talked}/messages`, { json: { text: 'draft the REPORT please' } }),
+    );
+    await createThread(api, { title: 'unrelated' });
+    await createThread(api, { title: 'report of bob' }, BOB);
+
+    const all = (await (await api.call('/threads?search=report')).json()) as {
+      threads: Array<{ id: string }>;
+    };
+    expect(all.threads.map((thread) => thread.id)).toEqual([titled, tagged, talked]);
+
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `/threads?search=report&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = (await (await api.call(query)).json()) as {
+        threads: Array<{ id: string }>;
+        nextCursor: string | null;
+      };
+      expect(page.threads.length).toBeLessThanOrEqual(1);
+      ids.push(...page.threads.map((thread) => thread.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(ids).toEqual([titled, tagged, talked]);
+  });
+
+  it('deletes a thread, refuses while a run holds it, and scopes deletion to the caller', async () => {
+    const model = new ScriptedModel([{ text: 'slow answer', delayMs: 400 }]);
+    api = await startApi(model);
+    const threadId = await createThread(api);
+    expect((await api.call(`/threads/${threadId}`, { method: 'DELETE', token: BOB })).status).toBe(404);
+    const running = api.call(`/threads/${threadId}/messages`, { json: { text: 'go' } });
+    const response = await running;
+    const busy = await api.call(`/threads/${threadId}`, { method: 'DELETE' });
+    expect(busy.status).toBe(409);
+    expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('thread-busy');
+    await readSse(response);
+    // The lease is released just after run-end.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const deleted = await api.call(`/threads/${threadId}`, { method: 'DELETE' });
+    expect(await deleted.json()).toEqual({ deleted: true });
+    expect((await api.call(`/threads/${threadId}`)).status).toBe(404);
+    const wrongMethod = await api.call(`/threads/${threadId}`, { method: 'PUT' });
+    expect(wrongMethod.headers.get('allow')).toBe('GET, DELETE');
+  });
+
+  it('detaches a dropped stream (the run goes on) and resumes it from Last-Event-ID', async () => {
+    const model = new ScriptedModel([reply('one two three four five six')], {
+      textChunkSize: 4,
+      partDelayMs: 30,
+    });
+    api = await startApi(model);
+    const threadId = await createThread(api);
+    const controller = new AbortController();
+    const response = await api.call(`/threads/${threadId}/messages`, {
+      json: { text: 'count' },
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    let text = '';
+    while (!text.includes('text-delta')) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    const seen = parseSse(text.slice(0, text.lastIndexOf('\n\n') + 2));
+    const last = seen.at(-1)!;
+    const runId = (JSON.parse(seen[0]!.data) as { identity: { runId: string } }).identity.runId;
+    const rest = await readSse(
+      await api.call(`/threads/${threadId}/runs/${runId}/events`, { headers: { 'last-event-id': last.id! } }),
+    );
+    expect(rest[0]?.id).toBe(String(Number(last.id) + 1));
+    expect(runEndOf(rest).status).toBe('done');
+    const deltas = [...seen, ...rest]
+      .filter((event) => event.event === 'text-delta')
+      .map((event) => (JSON.parse(event.data) as { delta: string }).delta)
+      .join('');
+    expect(deltas).toBe('one two three four five six');
+    expect(
+      (await api.call(`/threads/${threadId}/runs/${runId}/events`, { headers: { 'last-event-id': 'x' } }))
+        .status,
+    ).toBe(400);
+  });
+});

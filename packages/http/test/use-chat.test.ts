@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
+import {
+  AbstractChat,
+  type ChatInit,
+  type ChatState,
+  type ChatStatus,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type UIMessage,
+} from 'ai';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ALICE, BOB, reads, startApi, type TestApi } from './support.js';
+
+/** The AI SDK's chat state, kept in plain arrays (what `@ai-sdk/react` keeps in React state). */
+class ArrayChatState implements ChatState<UIMessage> {
+  status: ChatStatus = 'ready';
+  error: Error | undefined = undefined;
+  messages: UIMessage[] = [];
+  pushMessage = (message: UIMessage) => {
+    this.messages = [...this.messages, message];
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index: number, message: UIMessage) => {
+    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+  };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+/** The AI SDK's own chat client (`AbstractChat`, which `useChat` wraps) with its default transport. */
+class TestChat extends AbstractChat<UIMessage> {
+  constructor(api: TestApi, id: string, token = ALICE, init: Partial<ChatInit<UIMessage>> = {}) {
+    super({
+      id,
+      state: new ArrayChatState(),
+      transport: new DefaultChatTransport({
+        api: `${api.url}/chat`,
+        headers: { authorization: `Bearer ${token}` },
+      }),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+      ...init,
+    });
+  }
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+type ToolPart = {
+  type: string;
+  state: string;
+  toolCallId: string;
+  input?: unknown;
+  output?: unknown;
+  approval?: { id: string };
+};
+const toolParts = (message: UIMessage | undefined) =>
+  (message?.parts ?? []).filter((part) => part.type === 'dynamic-tool') as unknown as ToolPart[];
+const textOf = (message: UIMessage | undefined) =>
+  (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+
+let api: TestApi | undefined;
+
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+  reads.length = 0;
+});
+
+describe('the useChat endpoint, driven by the AI SDK client (ai 7: AbstractChat + DefaultChatTransport)', () => {
+  it('streams text, reasoning and tool parts, asks for approval on a ticket and resumes on the approval', async () => {
+    const model = new ScriptedModel([
+      { reasoning: 'The user wants a file.', ...callTool('read_file', { path: 'a.txt' }) },
+      reply('It says hello.'),
+    ]);
+    api = await startApi(model);
+    const threadId = randomUUID();
+    const chat = new TestChat(api, threadId);
+    await chat.sendMessage({ text: 'read a.txt' });
+    expect(chat.status).toBe('ready');
+    const asked = chat.messages.at(-1);
+    expect(asked?.role).toBe('assistant');
+    expect(asked?.parts.find((part) => part.type === 'reasoning')).toMatchObject({
+      text: 'The user wants a file.',
+    });
+    const [part] = toolParts(asked);
+    expect(part).toMatchObject({ state: 'approval-requested', input: { path: 'a.txt' } });
+    expect(reads).toEqual([]);
+
+    // The approval id is the Lunation ticket: the thread (created by the chat) waits on it.
+    const status = (await (await api.call(`/threads/${threadId}`)).json()) as {
+      latestRun: { status: string; openTickets: Array<{ id: string }> };
+    };
+    expect(status.latestRun.status).toBe('waiting');
+    expect(status.latestRun.openTickets.map((ticket) => ticket.id)).toEqual([part?.approval?.id]);
+
+    await chat.addToolApprovalResponse({ id: part!.approval!.id, approved: true });
+    await until(
+      () => chat.status === 'ready' && textOf(chat.messages.at(-1)).includes('hello'),
+      'the resumed answer',
+    );
+    expect(chat.messages).toHaveLength(2);
+    const answered = chat.messages.at(-1);
+    expect(toolParts(answered)[0]).toMatchObject({ state: 'output-available', output: 'contents of a.txt' });
+    expect(textOf(answered)).toBe('It says hello.');
+    expect(reads).toEqual(['a.txt']);
+    const history = (await (await api.call(`/threads/${threadId}/messages`)).json()) as {
+      messages: unknown[];
+    };
+    expect(history.messages).toHaveLength(4);
+    // Another tenant neither sees the thread nor can resume its stream.
+    expect((await api.call(`/threads/${threadId}`, { token: BOB })).status).toBe(404);
+    expect((await api.call(`/chat/${threadId}/stream`, { token: BOB })).status).toBe(204);
+  });
+
+  it('maps a denial to a cancelled ticket: the part ends output-denied and the tool never runs', async () => {
+    const model = new ScriptedModel([
+      callTool('read_file', { path: 'secret.txt' }),
+      reply('All right, I will not.'),
+    ]);
+    api = await startApi(model);
+    const chat = new TestChat(api, randomUUID());
+    await chat.sendMessage({ text: 'read secret.txt' });
+    const approvalId = toolParts(chat.messages.at(-1))[0]!.approval!.id;
+    await chat.addToolApprovalResponse({ id: approvalId, approved: false, reason: 'private' });
+    await until(() => chat.status === 'ready' && textOf(chat.messages.at(-1)).includes('not'), 'the answer');
+    expect(toolParts(chat.messages.at(-1))[0]?.state).toBe('output-denied');
+    expect(reads).toEqual([]);
+  });
+
+  it('resumes an active run in a second client through GET /chat/:id/stream, then answers 204', async () => {
+    const model = new ScriptedModel([reply('one two three four five six seven eight')], {
+      textChunkSize: 4,
+      partDelayMs: 40,
+    });
+    api = await startApi(model);
+    const threadId = randomUUID();
+    const first = new TestChat(api, threadId);
+    const sent = first.sendMessage({ text: 'count' });
+    await until(
+      () => textOf(first.messages.at(-1)).length > 0 && first.messages.at(-1)?.role === 'assistant',
+      'a first delta',
+    );
+
+    // A second client (a reloaded page) with the user's message but no answer yet resumes the stream.
+    const second = new TestChat(api, threadId, ALICE, { messages: [first.messages[0]!] });
+    await second.resumeStream();
+    expect(textOf(second.messages.at(-1))).toBe('one two three four five six seven eight');
+    await sent;
+    expect(textOf(first.messages.at(-1))).toBe('one two three four five six seven eight');
+    expect(second.messages.at(-1)?.id).toBe(first.messages.at(-1)?.id);
+
+    // Nothing runs any more: the transport's reconnect gets 204 and the client stays as it is.
+    const response = await api.call(`/chat/${threadId}/stream`);
+    expect(response.status).toBe(204);
+    const third = new TestChat(api, threadId);
+    await third.resumeStream();
+    expect(third.messages).toEqual([]);
+    expect(third.status).toBe('ready');
+  });
+
+  it('answers the UI message stream protocol on the wire', async () => {
+    api = await startApi(new ScriptedModel([reply('Hi.')]));
+    const response = await api.call('/chat', {
+      json: {
+        id: randomUUID(),
+        trigger: 'submit-message',
+        messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hello' }] }],
+      },
+    });
+    expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const lines = (await response.text()).split('\n\n').filter(Boolean);
+    expect(lines.at(-1)).toBe('data: [DONE]');
+    const chunks = lines
+      .slice(0, -1)
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string });
+    expect(chunks.map((chunk) => chunk.type)).toEqual([
+      'start',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'finish-step',
+      'finish',
+    ]);
+    expect(chunks.at(-1)).toMatchObject({ finishReason: 'stop' });
+    const bad = await api.call('/chat', { json: { id: 'x', messages: [] } });
+    expect(bad.status).toBe(400);
+  });
+});

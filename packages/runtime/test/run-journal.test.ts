@@ -1,0 +1,99 @@
+import type { LunationStore } from '@lunation/contract';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { MemoryStore } from '../../store-memory/src/index.js';
+import {
+  createRuntime,
+  defineTool,
+  permissionPlugin,
+  RUN_JOURNAL_KEY,
+  RUN_JOURNAL_LIMIT,
+  runJournalOf,
+} from '../src/index.js';
+import { callTool, reply, ScriptedModel } from '../src/testing/index.js';
+
+const readFile = defineTool({
+  name: 'read_file',
+  description: 'Reads a file',
+  input: z.object({ path: z.string() }),
+  execute: ({ path }) => `contents of ${path}`,
+});
+
+function runtimeOn(store: LunationStore, model: ScriptedModel, owner: string) {
+  return createRuntime()
+    .model('m', model)
+    .agent({
+      id: 'a',
+      model: 'm',
+      tools: [readFile],
+      plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'read_*', decision: 'ask' }] } }],
+    })
+    .store(store)
+    .options({ owner })
+    .build();
+}
+
+describe('the run journal', () => {
+  it('records each step with its lease token and runner, a suspension and a resume elsewhere', async () => {
+    const store = new MemoryStore();
+    const model = new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]);
+    const thread = await store.createThread({ id: 't1' });
+    const first = runtimeOn(store, model, 'process-a');
+    const run = await first.run({ threadId: thread.id, input: 'read a.txt' });
+    const suspended = await run.result;
+    expect(suspended.status).toBe('waiting');
+
+    const second = runtimeOn(store, model, 'process-b');
+    const ticket = suspended.openTickets[0]!;
+    const outcome = await second.sendDecisions(thread.id, [
+      { decisionId: 'd', ticketId: ticket.id, action: 'resume' },
+    ]);
+    await outcome.run?.result;
+
+    const record = await store.getRun(run.runId);
+    const journal = runJournalOf(record!);
+    expect(journal.map((entry) => [entry.event, entry.step, entry.owner])).toEqual([
+      ['step', 1, 'process-a'],
+      ['suspended', 1, 'process-a'],
+      ['resumed', 1, 'process-b'],
+      ['step', 2, 'process-b'],
+      ['ended', 2, 'process-b'],
+    ]);
+    expect(journal[0]).toMatchObject({ token: expect.any(Number), modelMs: expect.any(Number) });
+    expect(journal[0]?.usage).toBeDefined();
+    expect(journal[1]?.tickets).toEqual([ticket.id]);
+    expect(journal[4]?.termination).toBe('natural-end');
+    // A resume takes the lease again: a new token, a new runner instance.
+    expect(journal[2]?.token).toBeGreaterThan(journal[0]!.token!);
+    expect(journal[2]?.incarnation).not.toBe(journal[0]?.incarnation);
+    // The journal is the run record's, never the thread's state.
+    expect(await store.getThreadState(thread.id)).not.toHaveProperty(RUN_JOURNAL_KEY);
+  });
+
+  it('keeps at most the last RUN_JOURNAL_LIMIT entries', async () => {
+    const store = new MemoryStore();
+    const steps = RUN_JOURNAL_LIMIT + 20;
+    const noop = defineTool({
+      name: 'noop',
+      description: 'Does nothing',
+      input: z.object({}),
+      execute: () => 'ok',
+    });
+    const model = new ScriptedModel([
+      ...Array.from({ length: steps }, () => callTool('noop', {})),
+      reply('done'),
+    ]);
+    const runtime = createRuntime()
+      .model('m', model)
+      .agent({ id: 'a', model: 'm', tools: [noop], maxRounds: steps + 5 })
+      .store(store)
+      .build();
+    await store.createThread({ id: 't2' });
+    const run = await runtime.run({ threadId: 't2', input: 'go' });
+    expect((await run.result).status).toBe('done');
+    const journal = runJournalOf((await store.getRun(run.runId))!);
+    expect(journal).toHaveLength(RUN_JOURNAL_LIMIT);
+    expect(journal.at(-1)).toMatchObject({ event: 'ended', step: steps + 1 });
+    expect(journal.at(-2)).toMatchObject({ event: 'step', step: steps + 1 });
+  });
+});
