@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -13,18 +13,14 @@ import {
   messageStop,
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { BridgeProcessConfig } from './fixtures/bridge-process.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/bridge-process.ts', import.meta.url));
-const server = new ScriptedServer();
+const server = useScriptedServer();
 const directory = mkdtempSync(join(tmpdir(), 'lunation-ai-sdk-'));
 
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
+afterAll(() => {
   rmSync(directory, { recursive: true, force: true });
 });
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -9,16 +9,12 @@ import {
   messageStop,
   streamHeaders,
 } from '@lunation/provider-testkit/wires/anthropic-messages';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
+const server = useScriptedServer();
+afterAll(() => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();
-  await server.stop();
 });
 
 const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });

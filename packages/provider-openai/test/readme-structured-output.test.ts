@@ -1,16 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import { chunk, done, streamHeaders, usageChunk } from '@lunation/provider-testkit/wires/openai-chat';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 
-const server = new ScriptedServer();
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
+const server = useScriptedServer();
+afterAll(() => {
   vi.unstubAllEnvs();
   vi.restoreAllMocks();
-  await server.stop();
 });
 
 const usage = {

@@ -7,7 +7,7 @@ import {
   specificationVersions,
   type Usage,
 } from '@lunation/contract';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   assertStreamInvariants,
   type CollectedStream,
@@ -22,6 +22,7 @@ import {
 } from './provider-wire.js';
 import { ScriptedServer } from './scripted-server.js';
 import { typecheckSpec } from './typecheck-spec.js';
+import { useScriptedServer } from './use-scripted-server.js';
 
 /** What the kit passes to `createModel`. */
 export interface ConformanceModelSettings {
@@ -114,17 +115,7 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
   };
 
   describe(`${options.name} provider conformance`, () => {
-    const server = new ScriptedServer();
-
-    beforeAll(async () => {
-      await server.start();
-    });
-    afterAll(async () => {
-      await server.stop();
-    });
-    beforeEach(() => {
-      server.reset();
-    });
+    const server = useScriptedServer();
 
     const model = (maxRetries = 0) => createModel({ baseURL: server.url, maxRetries });
 
