@@ -8,15 +8,17 @@ import { afterAll, beforeAll } from 'vitest';
 /** Debian's Chromium (`apt-get install chromium`); the tests never download a browser. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** Where the tests save a screenshot of each state; the root README links some of them. */
-export const SCREENSHOTS = join(
-  dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  '..',
-  'docs',
-  'screenshots',
-);
+const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/**
+ * Where the tests save a screenshot of each state: `apps/console/test-results/screenshots/` (ignored by git),
+ * or, with `LUNATION_UPDATE_SCREENSHOTS=1` (`pnpm --filter @lunation/console screenshots`), the committed
+ * `docs/screenshots/` that the root README links. A plain `pnpm test` leaves the working tree clean.
+ */
+export const SCREENSHOTS =
+  process.env.LUNATION_UPDATE_SCREENSHOTS === '1'
+    ? join(repositoryRoot, 'docs', 'screenshots')
+    : join(repositoryRoot, 'apps', 'console', 'test-results', 'screenshots');
 
 /** Launches headless Chromium; fails (never skips) when it is missing. */
 export async function launchChromium(): Promise<Browser> {
@@ -44,7 +46,7 @@ export async function openPage(browser: Browser, timeoutMs = 15_000): Promise<Pa
   return context.newPage();
 }
 
-/** Saves `docs/screenshots/<name>.png`. */
+/** Saves `<name>.png` in {@link SCREENSHOTS}. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
