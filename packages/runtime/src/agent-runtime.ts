@@ -23,12 +23,7 @@ import {
 import { z } from 'zod';
 import type { AgentDefinition, ResolvedAgent } from './agent.js';
 import type { TaskHost, TaskRecord } from './background-tasks.js';
-import {
-  checkDecisions,
-  commitPartialDecisions,
-  commitSupersede,
-  validateDecisionShapes,
-} from './decisions.js';
+import { checkDecisions, commitSupersede, validateDecisionShapes } from './decisions.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
 import { AgentLoop } from './loop/agent-loop.js';
@@ -130,6 +125,12 @@ export interface RunHandle {
   readonly result: Promise<RunResult>;
   /** Cancels the run; it ends `cancelled` and is checkpointed. */
   cancel(reason?: string): void;
+}
+
+/** What {@link AgentRuntime.sendDecisions} takes beside the id and the decisions. */
+export interface SendDecisionsOptions {
+  /** The caller's owner (tenant / user id): a thread of another owner is `not-found`, as for `run()`. */
+  resourceId?: string;
 }
 
 /** What {@link AgentRuntime.sendDecisions} resolves with. */
@@ -318,24 +319,20 @@ export class AgentRuntime {
         const undecided = tickets.filter(
           (ticket) => !freshDecisions.some((decision) => decision.ticketId === ticket.id),
         );
-        if (freshDecisions.length === 0 || undecided.length > 0) {
-          // Nothing new, or some tickets still open: record what was decided and stay waiting.
-          const partial =
-            freshDecisions.length > 0
-              ? await commitPartialDecisions(this.commitContext(run), thread, freshDecisions)
-              : { openTickets: tickets, run: latest };
+        if (freshDecisions.length === 0) {
+          // Every decision was applied before: nothing to continue.
           await this.release(run);
           if (outcome) {
-            outcome.applied = freshDecisions.map((decision) => decision.decisionId);
             outcome.ignored = checked.ignored;
-            outcome.openTickets = partial.openTickets;
+            outcome.openTickets = tickets;
           }
-          return settledHandle(threadId, partial.run ?? latest, partial.openTickets, freshDecisions, records);
+          return settledHandle(threadId, latest, tickets);
         }
         if (latest && latest.status !== 'done') previous = latest;
         if (outcome) {
           outcome.applied = freshDecisions.map((decision) => decision.decisionId);
           outcome.ignored = checked.ignored;
+          outcome.openTickets = undecided;
         }
       } else {
         previous = continuedRun(latest);
@@ -613,15 +610,28 @@ export class AgentRuntime {
   }
 
   /**
-   * Answers open tickets of a waiting run (by run id or thread id). Decisions are checked first: an unknown
-   * ticket or a payload failing the ticket's response schema is rejected and changes nothing; a repeated
-   * decisionId is ignored. Once every ticket is decided, the run resumes (in this process).
+   * Answers open tickets of a waiting run (by run id or thread id; an id naming both a run and another thread
+   * is refused as ambiguous). Decisions are checked first: an unknown ticket or a payload failing the ticket's
+   * response schema is rejected and changes nothing; a repeated decisionId is ignored. The run's loop applies
+   * them (C0); once every ticket is decided, the run resumes (in this process) and `run` is its handle. With
+   * `resourceId`, a thread of another owner is `not-found`, as for {@link run}.
    */
-  async sendDecisions(id: string, decisions: ResumeDecision[]): Promise<DecisionOutcome> {
+  async sendDecisions(
+    id: string,
+    decisions: ResumeDecision[],
+    options: SendDecisionsOptions = {},
+  ): Promise<DecisionOutcome> {
     const threadId = await this.threadOf(id);
     const outcome: DecisionOutcome = { applied: [], ignored: [], openTickets: [] };
-    const handle = observed(await this.begin({ threadId, decisions }, true, outcome));
-    if (outcome.openTickets.length > 0 || outcome.applied.length === 0) return outcome;
+    const request: RunOptions = { threadId, decisions };
+    if (options.resourceId !== undefined) request.resourceId = options.resourceId;
+    const handle = observed(await this.begin(request, true, outcome));
+    if (outcome.applied.length === 0) return outcome;
+    if (outcome.openTickets.length > 0) {
+      // Some tickets stay open: the run recorded the decisions and waits again.
+      const result = await handle.result;
+      return { ...outcome, openTickets: result.openTickets };
+    }
     return { ...outcome, run: handle };
   }
 
@@ -634,7 +644,17 @@ export class AgentRuntime {
     const active = this.activeByRun.get(id) ?? this.activeByThread.get(id);
     if (active) return active.identity.threadId;
     const run = await this.persistence.getRun(id);
-    if (run) return run.identity.threadId;
+    if (run) {
+      const { threadId } = run.identity;
+      if (threadId !== id && (await this.persistence.load(id))) {
+        throw new LunationError(
+          'invalid-argument',
+          `"${id}" names both a run (of thread "${threadId}") and a thread; send the decisions by the thread id "${threadId}"`,
+          { details: { runId: id, threadId } },
+        );
+      }
+      return threadId;
+    }
     const thread = await this.persistence.load(id);
     if (thread) return id;
     throw new LunationError('not-found', `No run or thread "${id}"`);
@@ -930,16 +950,10 @@ export function normaliseInput(input: RunInput | undefined): Message[] {
 }
 
 /**
- * The handle of a run() that continued nothing (some tickets are still open, or every decision was applied
- * before): it reports the thread's waiting (or finished) run as the store has it.
+ * The handle of a run() that continued nothing (every decision was applied before): it reports the thread's
+ * waiting (or finished) run as the store has it.
  */
-function settledHandle(
-  threadId: string,
-  run: RunRecord | undefined,
-  tickets: SuspensionTicket[],
-  decisions: ResumeDecision[],
-  records: Readonly<Record<string, ToolCallRecord>>,
-): RunHandle {
+function settledHandle(threadId: string, run: RunRecord | undefined, tickets: SuspensionTicket[]): RunHandle {
   const identity: RunIdentity = run?.identity ?? {
     threadId,
     runId: createId(),
@@ -960,23 +974,11 @@ function settledHandle(
     messages: [],
   };
   const stream = new EventStream();
-  let seq = 0;
-  const callOfTicket = new Map<string, string>();
-  for (const record of Object.values(records))
-    if (record.ticket) callOfTicket.set(record.ticket.id, record.toolCallId);
-  for (const decision of decisions) {
-    stream.push({
-      type: 'tool-call-resumed',
-      identity,
-      seq: seq++,
-      toolCallId: callOfTicket.get(decision.ticketId) ?? '',
-      decision,
-    });
-  }
+  const seq = 0;
   stream.push({
     type: 'run-end',
     identity,
-    seq: seq++,
+    seq,
     status,
     termination,
     finalText: result.finalText,

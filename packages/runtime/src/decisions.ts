@@ -11,16 +11,9 @@ import {
 import { z } from 'zod';
 import { createId } from './id.js';
 import { cancelledResult, errorResult } from './loop/call-plan.js';
-import {
-  answerOpenStep,
-  decideRecord,
-  openTickets,
-  type ToolCallRecord,
-  toolCallsKey,
-} from './loop/call-records.js';
+import { answerOpenStep, type ToolCallRecord, toolCallsKey } from './loop/call-records.js';
 import { MAX_JSON_DEPTH } from './loop/storable.js';
 import type { Persistence } from './persistence.js';
-import { appliedDecisionsKey } from './runtime-keys.js';
 import { formatIssues } from './tool.js';
 
 // Decisions and new input that arrive while a thread waits on tickets, before any run continues it.
@@ -121,43 +114,6 @@ interface CommitContext {
 }
 
 /**
- * Some tickets decided, others still open: the decided calls become `resuming` with their decisions and the
- * waiting run's record lists only the tickets still open — one commit. Returns the tickets still open.
- */
-export async function commitPartialDecisions(
-  context: CommitContext,
-  thread: OpenThread,
-  decisions: ResumeDecision[],
-): Promise<{ openTickets: SuspensionTicket[]; run: RunRecord | undefined }> {
-  const records = { ...(thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord>) };
-  for (const decision of decisions) {
-    for (const [id, record] of Object.entries(records)) {
-      if (record.status === 'suspended' && record.ticket?.id === decision.ticketId) {
-        records[id] = decideRecord(record, decision);
-      }
-    }
-  }
-  const tickets = openTickets(records);
-  const latest = thread.latestRun;
-  const run =
-    latest?.status === 'waiting' ? { ...latest, openTickets: tickets, updatedAt: Date.now() } : undefined;
-  await context.persistence.commit({
-    threadId: context.threadId,
-    expectedMessageCount: thread.messages.length,
-    messages: [],
-    threadState: {
-      ...thread.threadState,
-      [toolCallsKey.name]: records,
-      [appliedDecisionsKey.name]: appliedWith(thread.threadState, decisions),
-    } as Record<string, JsonValue>,
-    ...(run ? { run } : {}),
-    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
-  });
-  thread.threadState = { ...thread.threadState, [toolCallsKey.name]: records };
-  return { openTickets: tickets, run };
-}
-
-/**
  * New input instead of decisions: in one commit, every open call is answered (declined as superseded, or with
  * its recorded result), the call records are cleared and the waiting run ends `cancelled`. The new input then
  * starts a run of its own on a thread with nothing open.
@@ -209,14 +165,6 @@ export async function commitSupersede(context: CommitContext, thread: OpenThread
   if (message) thread.messages = [...thread.messages, message];
   thread.threadState = threadState;
   if (run) thread.latestRun = run;
-}
-
-function appliedWith(threadState: Record<string, unknown>, decisions: ResumeDecision[]): string[] {
-  const applied = (threadState[appliedDecisionsKey.name] ?? []) as string[];
-  return appliedDecisionsKey.apply(
-    applied,
-    decisions.map((decision) => decision.decisionId),
-  );
 }
 
 function nestingDepth(value: unknown, depth: number): number {

@@ -144,6 +144,12 @@ export class ToolCalls {
     const plans: CallPlan[] = [];
     for (const call of calls) plans.push(await this.restore(call, applied));
     this.plans = plans;
+    if (plans.some(isAwaitingDecision)) {
+      // Tickets of the step stay open: C0 records the decisions that came, and nothing runs until all are in.
+      this.recordOutcomes(plans, applied);
+      if (this.scope.durable) await this.checkpointer.commitDecisions('waiting');
+      return this.close(plans, undefined);
+    }
     const blocked = await this.decide(plans, undefined);
     this.recordOutcomes(plans, applied);
     if (this.scope.durable) await this.commitOutcomes(plans, true);
@@ -153,7 +159,7 @@ export class ToolCalls {
     const outcome = this.close(plans, blocked);
     // A resumed call's completion must be durable before the next model call.
     if (this.scope.durable && !outcome.suspended && outcome.blocked === undefined) {
-      await this.checkpointer.commit('C2', 'running', undefined, true);
+      await this.checkpointer.commitStepEnd();
     }
     return outcome;
   }
@@ -369,7 +375,8 @@ export class ToolCalls {
       }
     }
     if (claims === 0 && !checkpointer.hasUncommitted() && !checkpointer.stateChanged()) return;
-    await checkpointer.commit(resuming ? 'C0' : 'C1', 'running', undefined, false);
+    if (resuming) await checkpointer.commitDecisions('running');
+    else await checkpointer.commitGateOutcomes();
   }
 
   /** Tells listeners of the tickets, once they are durable. */
@@ -667,6 +674,11 @@ export class ToolCalls {
 }
 
 const NO_PLANS: readonly CallPlan[] = Object.freeze([]);
+
+/** A call restored still waiting for its ticket's decision (not one suspended in this process). */
+function isAwaitingDecision(plan: CallPlan): boolean {
+  return plan.status === 'suspended' && !plan.newlySuspended && plan.result === undefined;
+}
 
 function anySuspended(plans: readonly CallPlan[]): boolean {
   for (const plan of plans) if (plan.status === 'suspended') return true;
