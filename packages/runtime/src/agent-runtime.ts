@@ -23,7 +23,7 @@ import {
 import { z } from 'zod';
 import type { AgentDefinition, ResolvedAgent } from './agent.js';
 import type { TaskHost, TaskRecord } from './background-tasks.js';
-import { checkDecisions, commitSupersede, validateDecisionShapes } from './decisions.js';
+import { checkDecisions, validateDecisionShapes } from './decisions.js';
 import { EventStream } from './event-stream.js';
 import { createId } from './id.js';
 import { AgentLoop } from './loop/agent-loop.js';
@@ -311,6 +311,7 @@ export class AgentRuntime {
       const latest = thread.latestRun;
       let previous: RunRecord | undefined;
       let freshDecisions = NO_DECISIONS;
+      let superseded: RunRecord | undefined;
 
       if (decisions.length > 0) {
         const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
@@ -346,14 +347,14 @@ export class AgentRuntime {
             { details: { openTickets: tickets.map((ticket) => ticket.id) } },
           );
         }
-        await commitSupersede(this.commitContext(run), thread);
+        superseded = latest;
       }
       if (previous && previous.identity.runId !== run.identity.runId && this.leases && run.leaseToken) {
         // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it (acquiring
         // over this instance's own lease issues a new token).
         run.leaseToken = await this.leases.acquire(threadId, previous.identity.runId);
       }
-      return this.launch(run, options, thread, input, previous, freshDecisions, snapshot);
+      return this.launch(run, options, thread, input, previous, freshDecisions, snapshot, superseded);
     } catch (error) {
       await this.release(run);
       throw error;
@@ -369,6 +370,7 @@ export class AgentRuntime {
     previous: RunRecord | undefined,
     decisions: ResumeDecision[],
     snapshot: RegistrySnapshot,
+    superseded?: RunRecord,
   ): LiveRun {
     const { threadId, runId } = run.identity;
     const finishedTasks = this.finishedTasks.get(threadId);
@@ -424,6 +426,7 @@ export class AgentRuntime {
       threadState: thread.threadState,
       previous,
       decisions,
+      superseded,
       frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
       signal: run.controller.signal,
       controller: run.controller,
@@ -488,10 +491,6 @@ export class AgentRuntime {
     const token = run.leaseToken;
     run.leaseToken = undefined;
     return this.leases && token !== undefined ? this.leases.release(threadId, token) : undefined;
-  }
-
-  private commitContext(run: LiveRun) {
-    return { persistence: this.persistence, threadId: run.identity.threadId, leaseToken: run.leaseToken };
   }
 
   /**

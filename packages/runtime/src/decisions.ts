@@ -1,22 +1,16 @@
 import {
-  type JsonValue,
   LunationError,
-  type Message,
   type ResumeDecision,
-  type RunRecord,
   resumeDecisionSchema,
   type SuspensionTicket,
-  type ToolMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
-import { createId } from './id.js';
-import { cancelledResult, errorResult } from './loop/call-plan.js';
-import { answerOpenStep, type ToolCallRecord, toolCallsKey } from './loop/call-records.js';
+import type { ToolCallRecord } from './loop/call-records.js';
 import { MAX_JSON_DEPTH } from './loop/storable.js';
-import type { Persistence } from './persistence.js';
 import { formatIssues } from './tool.js';
 
-// Decisions and new input that arrive while a thread waits on tickets, before any run continues it.
+// Decisions at the boundary: checked (shape, open ticket, one per ticket, payload) before a run is started with
+// them, changing nothing when they fail. The loop's resume stage (`loop/tool-calls.ts`) applies them.
 
 /** Checks the shape of each decision (and that its payload is not absurdly deep) before anything else. */
 export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
@@ -98,73 +92,6 @@ function checkPayload(decision: ResumeDecision, ticket: SuspensionTicket): void 
     `Decision "${decision.decisionId}": the payload does not match ticket "${ticket.id}"'s response schema: ${formatIssues(parsed.error, '(payload)')}`,
     { details: { ticketId: ticket.id } },
   );
-}
-
-/** A thread as a run is about to start on it. */
-export interface OpenThread {
-  messages: Message[];
-  threadState: Record<string, unknown>;
-  latestRun: RunRecord | undefined;
-}
-
-interface CommitContext {
-  persistence: Persistence;
-  threadId: string;
-  leaseToken: number | undefined;
-}
-
-/**
- * New input instead of decisions: in one commit, every open call is answered (declined as superseded, or with
- * its recorded result), the call records are cleared and the waiting run ends `cancelled`. The new input then
- * starts a run of its own on a thread with nothing open.
- */
-export async function commitSupersede(context: CommitContext, thread: OpenThread): Promise<void> {
-  const records = (thread.threadState[toolCallsKey.name] ?? {}) as Record<string, ToolCallRecord>;
-  const parts = answerOpenStep(thread.messages, records, (record) =>
-    record?.status === 'suspended' && record.ticket
-      ? errorResult(
-          `Cancelled: the user sent a new message instead of answering "${record.ticket.message}".`,
-          {
-            superseded: true,
-          },
-        )
-      : cancelledResult('the user sent a new message before this call could run'),
-  );
-  const latest = thread.latestRun;
-  const message: ToolMessage | undefined =
-    parts.length === 0
-      ? undefined
-      : {
-          id: createId(),
-          role: 'tool',
-          content: parts,
-          metadata: {
-            ...(latest ? { runId: latest.identity.runId, step: latest.steps } : {}),
-            superseded: true,
-          },
-        };
-  const { [toolCallsKey.name]: _, ...threadState } = thread.threadState;
-  const run: RunRecord | undefined =
-    latest && latest.status !== 'done'
-      ? {
-          ...latest,
-          status: 'done',
-          termination: { type: 'cancelled', reason: 'superseded by a new message' },
-          openTickets: [],
-          updatedAt: Date.now(),
-        }
-      : undefined;
-  await context.persistence.commit({
-    threadId: context.threadId,
-    expectedMessageCount: thread.messages.length,
-    messages: message ? [message] : [],
-    threadState: threadState as Record<string, JsonValue>,
-    ...(run ? { run } : latest ? { runId: latest.identity.runId } : {}),
-    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
-  });
-  if (message) thread.messages = [...thread.messages, message];
-  thread.threadState = threadState;
-  if (run) thread.latestRun = run;
 }
 
 function nestingDepth(value: unknown, depth: number): number {

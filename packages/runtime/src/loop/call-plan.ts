@@ -86,6 +86,14 @@ export function errorResult(message: string, metadata?: ToolResult['metadata']):
   return { status: 'error', message, ...(metadata ? { metadata } : {}) };
 }
 
+/** The result of a call that did not run: the run ended or was stopped first. */
 export function cancelledResult(why: string): ToolResult {
   return errorResult(`Cancelled: ${why}.`, { cancelled: true });
+}
+
+/** The result of a call whose ticket was left undecided: the user sent a new message instead. */
+export function supersededResult(ticket: SuspensionTicket): ToolResult {
+  return errorResult(`Cancelled: the user sent a new message instead of answering "${ticket.message}".`, {
+    superseded: true,
+  });
 }

@@ -170,6 +170,46 @@ export class Checkpointer {
     return this.write('C2', 'running', undefined, true);
   }
 
+  /**
+   * **C0** when new input replaces a waiting run: the tool message answering its open calls, the cleared call
+   * records and that run's record ended `cancelled` — one commit, before the input joins the thread. This run's
+   * own record is written with its first checkpoint.
+   */
+  async commitSupersede(superseded: RunRecord | undefined): Promise<void> {
+    const run: RunRecord | undefined =
+      superseded && superseded.status !== 'done'
+        ? {
+            ...superseded,
+            status: 'done',
+            termination: { type: 'cancelled', reason: 'superseded by a new message' },
+            openTickets: [],
+            updatedAt: Date.now(),
+          }
+        : undefined;
+    const { scope } = this;
+    const { persistence, identity, leaseToken } = scope.options;
+    const messages = scope.messages.slice(this.committedCount);
+    const threadRevision = scope.state.threadRevision;
+    const commit: CheckpointCommit = {
+      threadId: identity.threadId,
+      expectedMessageCount: this.committedCount,
+      messages,
+    };
+    if (run) commit.run = run;
+    else if (superseded) commit.runId = superseded.identity.runId;
+    if (threadRevision !== this.lastThreadRevision) commit.threadState = scope.state.exportScope('thread');
+    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
+    const observed = scope.instrumentation?.checkpointStarted('C0');
+    try {
+      this.committedCount = await persistence.commit(commit);
+    } catch (error) {
+      observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined, error });
+      throw error;
+    }
+    observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined });
+    this.lastThreadRevision = threadRevision;
+  }
+
   /** The run's last commit: whatever is not in the store yet and the run record with its final status. */
   commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
     return this.write('run-end', status, termination, true);

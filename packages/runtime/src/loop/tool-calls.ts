@@ -3,6 +3,7 @@ import {
   type InterruptPolicy,
   type JsonSchema,
   type ResumeDecision,
+  type RunRecord,
   type ToolCall,
   type ToolExecution,
   type ToolMessage,
@@ -22,6 +23,7 @@ import {
   isSettled,
   newPlan,
   settle,
+  supersededResult,
   toRecord,
 } from './call-plan.js';
 import {
@@ -140,6 +142,11 @@ export class ToolCalls {
   async resume(): Promise<ToolStepOutcome | undefined> {
     const calls = unansweredCalls(this.scope.messages);
     if (calls.length === 0) return undefined;
+    const { superseded } = this.scope.options;
+    if (superseded !== undefined) {
+      await this.supersede(superseded);
+      return undefined;
+    }
     const applied: string[] = [];
     const plans: CallPlan[] = [];
     for (const call of calls) plans.push(await this.restore(call, applied));
@@ -162,6 +169,28 @@ export class ToolCalls {
       await this.checkpointer.commitStepEnd();
     }
     return outcome;
+  }
+
+  /**
+   * New input replaces a waiting run: each open call is answered (a recorded result, declined as superseded, or
+   * cancelled before it could run), the records cleared and that run ended `cancelled` — C0, before the input.
+   */
+  private async supersede(superseded: RunRecord): Promise<void> {
+    const { scope } = this;
+    const parts = answerOpenStep(scope.messages, scope.state.peek(toolCallsKey), (record) =>
+      record?.status === 'suspended' && record.ticket
+        ? supersededResult(record.ticket)
+        : cancelledResult('the user sent a new message before this call could run'),
+    );
+    const message: ToolMessage = {
+      id: createId(),
+      role: 'tool',
+      content: parts,
+      metadata: { runId: superseded.identity.runId, step: superseded.steps, superseded: true },
+    };
+    scope.append(message);
+    this.clearRecords();
+    await this.checkpointer.commitSupersede(superseded);
   }
 
   /**
@@ -224,14 +253,7 @@ export class ToolCalls {
           this.applyDecision(plan, decision);
           applied.push(decision.decisionId);
         } else if (input.length > 0) {
-          settle(
-            plan,
-            'cancelled',
-            errorResult(
-              `Cancelled: the user sent a new message instead of answering "${plan.ticket.message}".`,
-              { superseded: true },
-            ),
-          );
+          settle(plan, 'cancelled', supersededResult(plan.ticket));
         }
         return plan;
       }
