@@ -52,8 +52,9 @@ type Handler = (context: RequestContext) => Promise<void>;
 
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
 const messageBodySchema = z.object({ text: z.string().min(1) }).strict();
+// Only what the server needs to fill in decision ids: the runtime checks each decision at its boundary.
 const decisionsBodySchema = z
-  .object({ decisions: z.array(resumeDecisionSchema.partial({ decisionId: true })).min(1) })
+  .object({ decisions: z.array(z.looseObject({ decisionId: z.string().min(1).optional() })).min(1) })
   .strict();
 const limitSchema = z.coerce.number().int().min(1).max(100);
 
@@ -260,12 +261,11 @@ export class AssistantServer {
   /** Answers open tickets: streams the resumed run, or returns JSON while tickets are still open. */
   private async postDecisions(context: RequestContext): Promise<void> {
     const body = parseBody(decisionsBodySchema, await readJsonBody(context.request, this.bodyLimits));
-    assertOneDecisionPerTicket(body.decisions);
     const thread = await this.ownThread(context);
-    const decisions: ResumeDecision[] = body.decisions.map((decision) => ({
+    const decisions = body.decisions.map((decision) => ({
       ...decision,
       decisionId: decision.decisionId ?? createId(),
-    }));
+    })) as ResumeDecision[];
     await this.front.decide(
       { response: context.response, threadId: thread.id, resource: context.resource },
       decisions,
@@ -296,22 +296,6 @@ function decodeId(encoded: string): string {
     return decodeURIComponent(encoded);
   } catch {
     throw new HttpError(400, 'invalid-argument', `"${encoded}" is not a valid thread id`);
-  }
-}
-
-/** Two decisions for one ticket (say resume and cancel) contradict each other: the request is refused whole. */
-function assertOneDecisionPerTicket(decisions: ReadonlyArray<{ ticketId: string }>): void {
-  const firstIndex = new Map<string, number>();
-  for (const [index, { ticketId }] of decisions.entries()) {
-    const earlier = firstIndex.get(ticketId);
-    if (earlier !== undefined) {
-      throw new HttpError(
-        400,
-        'decision-invalid',
-        `Decisions #${earlier} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
-      );
-    }
-    firstIndex.set(ticketId, index);
   }
 }
 

@@ -18,8 +18,8 @@ export class LocalFront implements RunFront {
     await this.stream(response, run);
   }
 
-  async decide({ response, threadId }: FrontRequest, decisions: ResumeDecision[]): Promise<void> {
-    const outcome = await this.runtime.sendDecisions(threadId, decisions);
+  async decide({ response, threadId, resource }: FrontRequest, decisions: ResumeDecision[]): Promise<void> {
+    const outcome = await this.runtime.sendDecisions(threadId, decisions, { resourceId: resource });
     if (outcome.run) {
       await this.stream(response, outcome.run);
       return;

@@ -12,7 +12,10 @@ import { formatIssues } from './tool.js';
 // Decisions at the boundary: checked (shape, open ticket, one per ticket, payload) before a run is started with
 // them, changing nothing when they fail. The loop's resume stage (`loop/tool-calls.ts`) applies them.
 
-/** Checks the shape of each decision (and that its payload is not absurdly deep) before anything else. */
+/**
+ * The boundary check of a decision request, before anything else: each decision's shape (and a payload not
+ * absurdly deep), and one decision per ticket (a repeated decision id is a retry, not a second decision).
+ */
 export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
   if (!Array.isArray(decisions)) throw new LunationError('decision-invalid', 'Decisions must be an array');
   for (const [index, decision] of decisions.entries()) {
@@ -30,12 +33,25 @@ export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecis
       );
     }
   }
+  const deciding = new Map<string, { decisionId: string; index: number }>();
+  for (const [index, { decisionId, ticketId }] of decisions.entries()) {
+    const earlier = deciding.get(ticketId);
+    if (earlier !== undefined && earlier.decisionId !== decisionId) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decisions #${earlier.index} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
+        { details: { ticketId, decisionIds: [earlier.decisionId, decisionId] } },
+      );
+    }
+    deciding.set(ticketId, { decisionId, index });
+  }
   return decisions;
 }
 
 /**
- * Splits decisions into fresh ones and already-applied ones (ignored); throws, changing nothing, on a decision
- * for a ticket that is not open, two decisions for one ticket, or a payload failing the ticket's schema.
+ * Splits decisions (already through {@link validateDecisionShapes}) into fresh ones and already-applied ones
+ * (ignored); throws, changing nothing, on a decision for a ticket that is not open or a payload failing the
+ * ticket's schema.
  */
 export function checkDecisions(
   decisions: ResumeDecision[],
@@ -50,7 +66,7 @@ export function checkDecisions(
   }
   const fresh: ResumeDecision[] = [];
   const ignored: string[] = [];
-  const decided = new Map<string, string>();
+  const decided = new Set<string>();
   for (const decision of decisions) {
     if (
       applied.has(decision.decisionId) ||
@@ -68,16 +84,8 @@ export function checkDecisions(
         { details: { ticketId: decision.ticketId, openTickets: [...open.keys()] } },
       );
     }
-    const earlier = [...decided.entries()].find(([, ticketId]) => ticketId === ticket.id)?.[0];
-    if (earlier !== undefined) {
-      throw new LunationError(
-        'decision-invalid',
-        `Decisions "${earlier}" and "${decision.decisionId}" both decide ticket "${ticket.id}"; send one decision per ticket`,
-        { details: { ticketId: ticket.id } },
-      );
-    }
     if (decision.action === 'resume' && ticket.responseSchema) checkPayload(decision, ticket);
-    decided.set(decision.decisionId, ticket.id);
+    decided.add(decision.decisionId);
     fresh.push(decision);
   }
   return { fresh, ignored };

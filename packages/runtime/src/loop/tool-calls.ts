@@ -151,8 +151,8 @@ export class ToolCalls {
     const plans: CallPlan[] = [];
     for (const call of calls) plans.push(await this.restore(call, applied));
     this.plans = plans;
-    if (plans.some(isAwaitingDecision)) {
-      // Tickets of the step stay open: C0 records the decisions that came, and nothing runs until all are in.
+    if (this.scope.options.decisions.length > 0 && plans.some(isAwaitingDecision)) {
+      // Decisions for some tickets only: C0 records them, and nothing runs until every ticket is decided.
       this.recordOutcomes(plans, applied);
       if (this.scope.durable) await this.checkpointer.commitDecisions('waiting');
       return this.close(plans, undefined);
