@@ -6,7 +6,6 @@ import {
   jsonObjectSchema,
   type LunationStore,
   type ResumeDecision,
-  resumeDecisionSchema,
   type ThreadRecord,
 } from '@lunation/contract';
 import { type AgentRuntime, createId, FleetClient } from '@lunation/runtime';

@@ -21,7 +21,9 @@ import {
   errorResult,
   isRunnable,
   isSettled,
+  moveTo,
   newPlan,
+  restoredPlan,
   settle,
   supersededResult,
   toRecord,
@@ -234,19 +236,23 @@ export class ToolCalls {
     const { scope } = this;
     const { previous, decisions, input } = scope.options;
     const record = scope.state.peek(toolCallsKey)[call.toolCallId];
-    const plan = newPlan(call, record?.runId ?? previous?.identity.runId ?? scope.identity.runId);
+    const runId = record?.runId ?? previous?.identity.runId ?? scope.identity.runId;
     if (record) {
-      plan.status = record.status;
+      // The record's phase, except that a call recorded allowed or running begins again (the ledger tells).
+      const waiting = record.status === 'suspended' && record.ticket !== undefined;
+      const status =
+        record.result || waiting || record.status === 'resuming' ? record.status : ('allowed' as const);
+      const plan = restoredPlan(call, runId, status);
       if (record.ticket) plan.ticket = record.ticket;
       if (record.decision) plan.decision = record.decision;
       if (record.attempts !== undefined) plan.attempts = record.attempts;
       if (record.result) {
         plan.result = record.result;
-        plan.fromRecord = true;
+        plan.resultFrom = 'record';
         this.ledgerHit(plan, 'record');
         return plan;
       }
-      if (record.status === 'suspended' && plan.ticket) {
+      if (waiting && plan.ticket) {
         const ticketId = plan.ticket.id;
         const decision = decisions.find((candidate) => candidate.ticketId === ticketId);
         if (decision) {
@@ -255,12 +261,10 @@ export class ToolCalls {
         } else if (input.length > 0) {
           settle(plan, 'cancelled', supersededResult(plan.ticket));
         }
-        return plan;
       }
-      plan.ledger = 'begin';
-      if (plan.status !== 'resuming') plan.status = 'allowed';
       return plan;
     }
+    const plan = newPlan(call, runId);
     if (previous?.status !== 'running' || !scope.durable) {
       settle(plan, 'cancelled', cancelledResult('the run ended before this call finished'));
       return plan;
@@ -268,12 +272,12 @@ export class ToolCalls {
     // The process running this step died: the ledger tells what became of the call.
     const entry = await this.checkpointer.lookup(plan.runId, call);
     if (entry?.status === 'completed' && entry.result) {
-      plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+      moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');
       plan.result = entry.result;
-      plan.fromLedger = true;
+      plan.resultFrom = 'ledger';
       this.ledgerHit(plan, 'ledger');
     } else if (entry) {
-      plan.status = 'allowed';
+      moveTo(plan, 'allowed');
       plan.ledger = 'begin';
       this.interrupted(plan, entry, this.interruptPolicy(call));
     }
@@ -341,7 +345,7 @@ export class ToolCalls {
     if (scope.listening)
       scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
     const decided = decideRecord(toRecord(plan), decision);
-    plan.status = decided.status;
+    moveTo(plan, decided.status);
     plan.decision = decision;
     if (decided.result) plan.result = decided.result;
     else plan.ledger = 'begin';
@@ -423,7 +427,7 @@ export class ToolCalls {
       // The common step: one call, nothing to flush before another starts.
       const plan = plans[0] as CallPlan;
       if (isRunnable(plan)) return this.runOne(plan, response);
-      if (!plan.fromRecord) this.report(plan);
+      if (plan.resultFrom !== 'record') this.report(plan);
       return undefined;
     }
     return this.runSequential(plans, response);
@@ -435,7 +439,7 @@ export class ToolCalls {
     for (const plan of plans) if (isRunnable(plan)) remaining++;
     for (const plan of plans) {
       if (!isRunnable(plan)) {
-        if (!plan.fromRecord) this.report(plan);
+        if (plan.resultFrom !== 'record') this.report(plan);
         continue;
       }
       await this.runOne(plan, response);
@@ -447,7 +451,7 @@ export class ToolCalls {
   /** `run` in parallel mode: up to `concurrency` calls at once, results reported as they come. */
   private async runParallel(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
     const runnable = plans.filter(isRunnable);
-    for (const plan of plans) if (!isRunnable(plan) && !plan.fromRecord) this.report(plan);
+    for (const plan of plans) if (!isRunnable(plan) && plan.resultFrom !== 'record') this.report(plan);
     const limit = Math.max(1, this.scope.agent.definition.toolExecution?.concurrency ?? 8);
     let next = 0;
     let unfinished = runnable.length;
@@ -505,9 +509,9 @@ export class ToolCalls {
     if (scope.durable && plan.ledger === 'begin') {
       const entry = await checkpointer.begin(plan.runId, call);
       if (entry?.status === 'completed' && entry.result) {
-        plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+        moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');
         plan.result = entry.result;
-        plan.fromLedger = true;
+        plan.resultFrom = 'ledger';
         this.ledgerHit(plan, 'ledger');
         await this.afterExecute(plan, response);
         return;
@@ -517,7 +521,7 @@ export class ToolCalls {
       rerun =
         (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
     }
-    plan.status = 'running';
+    moveTo(plan, 'running');
     if (scope.listening) {
       scope.emit({
         type: 'tool-execution-start',
@@ -557,7 +561,7 @@ export class ToolCalls {
     const invocation = await invokeTool(context);
     if (context.committed) {
       // Its effect committed with the ledger completion: that result is the call's, whatever followed.
-      plan.status = context.committed.status === 'error' ? 'failed' : 'succeeded';
+      moveTo(plan, context.committed.status === 'error' ? 'failed' : 'succeeded');
       plan.result = context.committed;
       observed?.end({ status: plan.status, result: plan.result });
       if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
@@ -574,7 +578,7 @@ export class ToolCalls {
         return;
       }
     } else {
-      plan.status = invocation.status;
+      moveTo(plan, invocation.status);
       plan.result = invocation.result;
     }
     if (observed) {
@@ -622,7 +626,7 @@ export class ToolCalls {
     if (anySuspended(plans)) {
       const records = [];
       for (const plan of plans) {
-        if (plan.dirty || (isSettled(plan) && !plan.fromRecord)) records.push(toRecord(plan));
+        if (plan.dirty || (isSettled(plan) && plan.resultFrom !== 'record')) records.push(toRecord(plan));
         plan.dirty = false;
       }
       if (records.length > 0) scope.state.write([{ key: toolCallsKey, update: { type: 'set', records } }]);
@@ -665,7 +669,7 @@ export class ToolCalls {
       toolName: plan.call.toolName,
       status: plan.status,
       result: plan.result,
-      fromLedger: plan.fromLedger === true,
+      fromLedger: plan.resultFrom === 'ledger',
     });
   }
 
