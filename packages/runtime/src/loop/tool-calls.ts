@@ -55,29 +55,37 @@ export interface ToolStepOutcome {
  * strand a run, so every decision that guards a side effect is durable before the side effect can start, and
  * every finished side effect is durable before the next one starts and before the next model call:
  *
- * - **C1**, one commit before any tool of the step starts: the assistant message, each call's gate outcome
+ * - **C1** (`Checkpointer.commitGateOutcomes`), one commit before any tool of the step starts: the assistant message, each call's gate outcome
  *   (a suspended call with its ticket, a denied or failed one with its result, as call records in thread
  *   state) and an in-flight ledger entry for each call about to start.
  * - Each allowed call runs; when it finishes, its ledger completion is written before the next call starts
  *   (sequential) or as it finishes (parallel). The last one rides in C2.
- * - **C2**, the step's checkpoint: the tool message with every result in call order, the call records cleared.
+ * - **C2** (`Checkpointer.commitStepEnd`: `AgentLoop.step`, or `resume` below), the step's checkpoint: the tool message with every result in call order, the call records cleared.
  *   While a call waits for a decision no tool message is written: the finished calls' results are kept as
  *   call records beside the tickets, and the run record says `waiting` with exactly those tickets.
  *
- * A resume starts with **C0**: the decisions consumed (a suspended call becomes `resuming` with its decision,
- * or settles as declined), and the run record back to `running` once no ticket is open. A resumed or recovered
- * call records its start with `beginToolExecution`, which hands back the recorded result instead when an
- * earlier attempt finished it. Recovery decides from the store alone, per unanswered call:
+ * A resume starts with **C0** (`Checkpointer.commitDecisions`): the decisions consumed (a suspended call becomes
+ * `resuming` with its decision, or settles as declined or answered), and the run record back to `running` once
+ * no ticket is open. Decisions reach the loop checked (`decisions.ts`); this stage is the only place that applies
+ * them and emits `tool-call-resumed`. New input instead of decisions supersedes the waiting run: its C0
+ * (`Checkpointer.commitSupersede`) answers the open calls and ends that run `cancelled` before the input joins.
+ * A resumed or recovered call records its start with `beginToolExecution`, which hands back the recorded result
+ * instead when an earlier attempt finished it. Recovery decides from the store alone, per unanswered call
+ * (`restore`, then `resume`; each row has its test in `test/loop/recovery-table.test.ts`):
  *
- * | call record / ledger                     | what happens                                              |
- * | ---------------------------------------- | --------------------------------------------------------- |
- * | record with a result                     | the recorded result; never executed                       |
- * | `suspended`                              | waits for its decision (or is cancelled by new input)     |
- * | `resuming` (decided)                     | runs with its decision (begin → maybe the ledger's result)|
- * | no record, ledger `completed`            | the ledger's result; never executed                       |
- * | no record, ledger `in-flight`            | its interrupt policy (below)                              |
- * | no record, no ledger entry               | goes through ToolGate again; never executed unchecked     |
- * | any, but the run is not `running`        | cancelled: nothing runs behind the user's back            |
+ * | call record / ledger                          | what happens                                                  |
+ * | --------------------------------------------- | ------------------------------------------------------------- |
+ * | record with a result                          | the recorded result; never executed, the ledger not asked     |
+ * | `suspended`, its decision arrives             | C0: `resuming` with it (runs after C0), or settled (declined) |
+ * | `suspended`, decisions for other tickets only | stays; C0 records those; nothing of the step runs; `waiting`  |
+ * | `suspended`, no decision, no input            | stays; the run ends `waiting` with its ticket                 |
+ * | `suspended`, new input instead                | superseded: answered, the waiting run ends `cancelled` (C0)   |
+ * | `resuming` or `allowed` (record, no result)   | begins (after its interrupt policy, when the ledger says cut  |
+ * |                                               | off): the ledger's result if an attempt finished, else runs   |
+ * | no record, the run is not `running`           | cancelled: nothing runs behind the user's back                |
+ * | no record, ledger `completed`                 | the ledger's result; never executed                           |
+ * | no record, ledger `in-flight`                 | its interrupt policy (below)                                  |
+ * | no record, no ledger entry                    | goes through ToolGate again; never executed unchecked         |
  *
  * A call is **interrupted** when its ledger entry is `in-flight` with more attempts than its record says were
  * used (none without a record): an earlier process started it and died before its completion. Its interrupt
