@@ -8,7 +8,8 @@ import {
   type ResumeDecision,
   type ThreadRecord,
 } from '@lunation/contract';
-import { type AgentRuntime, createId, FleetClient } from '@lunation/runtime';
+import { type AgentRuntime, FleetClient } from '@lunation/runtime';
+import { createId } from '@lunation/runtime/internal';
 import { z } from 'zod';
 import { FleetFront } from './fleet-front.js';
 import { HttpError, toHttpError } from './http-error.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AgentEvent, RunEventRecord } from '@lunation/contract';
-import { formatIssues } from '@lunation/runtime';
+import { formatIssues } from '@lunation/runtime/internal';
 import type { z } from 'zod';
 import { HttpError } from './http-error.js';
 import { jsonNestingDepth } from './json-depth.js';

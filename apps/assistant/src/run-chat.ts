@@ -9,7 +9,8 @@ import {
   type SuspensionTicket,
   type ThreadRecord,
 } from '@lunation/contract';
-import { type AgentRuntime, createId, type RunHandle } from '@lunation/runtime';
+import type { AgentRuntime, RunHandle } from '@lunation/runtime';
+import { createId } from '@lunation/runtime/internal';
 import { CHAT_HELP, parseChatCommand, unknownCommandText } from './chat-commands.js';
 import { shellWord } from './command-line.js';
 import { EventPrinter } from './event-printer.js';

@@ -7,7 +7,7 @@ import {
   overloadedError,
   parseRunEventId,
   resolveDispatchPolicy,
-} from './dispatch-input.js';
+} from './dispatch-utils/index.js';
 import { LunationError } from './errors.js';
 import {
   cancelRequestSchema,

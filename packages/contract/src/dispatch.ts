@@ -284,6 +284,10 @@ export interface DispatchAdmin {
  * - Nothing completes the claim on the worker's behalf: a lock expiry is the only way a claim ends by itself.
  */
 export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, CancelSignals, RunEventLog {
+  /**
+   * The version of this interface the dispatcher implements; the runtime refuses a dispatcher declaring
+   * another one (`specification-mismatch`). See `specificationVersions`.
+   */
   readonly specificationVersion: 'v1';
   /** A short name for diagnostics, e.g. `local` or `bullmq`. */
   readonly kind: string;

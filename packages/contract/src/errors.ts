@@ -40,6 +40,8 @@ import { z } from 'zod';
  * - `mcp-unavailable` — an MCP server could not be started or reached, or its connection closed.
  * - `unsupported` — the store (or another part) cannot do what was asked, e.g. a transactional tool effect on
  *   a store without transactions.
+ * - `specification-mismatch` — an adapter (model, store, dispatcher) declares another `specificationVersion`
+ *   than the one this contract defines for its kind; raised when it is registered, before anything runs.
  * - `internal` — a bug: an invariant did not hold.
  */
 export const errorCodeSchema = z.enum([
@@ -78,6 +80,7 @@ export const errorCodeSchema = z.enum([
   'output-invalid',
   'mcp-unavailable',
   'unsupported',
+  'specification-mismatch',
   'internal',
 ]);
 /** One of the error codes listed on {@link errorCodeSchema}. */

@@ -1,16 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import {
   addUsage,
+  assertSpecificationVersion,
+  emptyUsage,
+  LunationError,
+  messageText,
+  specificationVersions,
+  statusForTermination,
+  toolResultText,
+} from './index.js';
+import {
   assertCheckpointCommit,
   assertId,
   assertInteger,
   assertObject,
-  emptyUsage,
-  messageText,
+  decodeCursor,
+  encodeCursor,
   pageLimit,
-  statusForTermination,
-  toolResultText,
-} from './index.js';
+} from './store-utils/index.js';
 
 describe('helpers', () => {
   it('sums usage field by field', () => {
@@ -81,5 +88,38 @@ describe('store input checks', () => {
         }),
       );
     }
+  });
+
+  it('encodes a page cursor as base64url JSON and refuses anything else with invalid-argument', () => {
+    const cursor = encodeCursor([1_700_000_000_000, 'thread-é?>']);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(cursor).toBe(Buffer.from(JSON.stringify([1_700_000_000_000, 'thread-é?>'])).toString('base64url'));
+    expect(decodeCursor(cursor, 'string')).toEqual([1_700_000_000_000, 'thread-é?>']);
+    expect(decodeCursor(encodeCursor([5, 7]), 'number')).toEqual([5, 7]);
+    for (const bad of ['', 'not a cursor', encodeCursor([5, 7]).slice(1), cursor]) {
+      const tieBreaker = bad === cursor ? 'number' : 'string';
+      expect(() => decodeCursor(bad, tieBreaker), bad).toThrow(/Invalid cursor/);
+    }
+  });
+
+  it("accepts an adapter declaring its kind's specification version and names both versions otherwise", () => {
+    expect(specificationVersions).toEqual({ model: 'v1', store: 'v1', dispatcher: 'v1' });
+    expect(() =>
+      assertSpecificationVersion('store', { specificationVersion: 'v1' }, 'store "s"'),
+    ).not.toThrow();
+    let error: unknown;
+    try {
+      assertSpecificationVersion('model', { specificationVersion: 'v0' }, 'model "old"');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(LunationError.isInstance(error) && error.code).toBe('specification-mismatch');
+    expect((error as Error).message).toBe(
+      'The model "old" implements specification v0, but this runtime\'s contract defines model specification v1; use a version of the adapter built for model v1',
+    );
+    expect((error as LunationError).details).toEqual({ kind: 'model', expected: 'v1', actual: 'v0' });
+    expect(() => assertSpecificationVersion('dispatcher', {}, 'dispatcher "d"')).toThrow(
+      'The dispatcher "d" implements no specificationVersion',
+    );
   });
 });

@@ -196,6 +196,10 @@ export interface ModelCallOptions {
  * and retry retryable ones themselves, but only before the first part was yielded.
  */
 export interface ModelProvider {
+  /**
+   * The version of this interface the model implements; the runtime refuses a model declaring another one
+   * (`specification-mismatch`). See `specificationVersions`.
+   */
   readonly specificationVersion: 'v1';
   /** The provider's id, e.g. `openai`. */
   readonly provider: string;

@@ -84,7 +84,9 @@ export type ToolExecution = z.infer<typeof toolExecutionSchema>;
 /**
  * Everything one step changes, applied all-or-nothing: new messages appended after `expectedMessageCount`,
  * the run record (upserted), the thread state (replaced whole when given) and ledger entries (upserted; a
- * `completed` entry is final and stays as it is). A stale `expectedMessageCount` raises `store-conflict`; a
+ * `completed` entry is final and stays as it is). Two ledger entries for one call (same `runId` and
+ * `toolCallId`) in one commit are applied in order: the later wins, except that a `completed` one is final
+ * (`ledgerEntriesToWrite` in `@lunation/contract/store-utils` does this; store-testkit checks it). A stale `expectedMessageCount` raises `store-conflict`; a
  * `leaseToken` below the thread's latest raises `stale-lease`, one above it (never issued) `lease-lost`; no
  * `leaseToken` while another writer holds the thread's unexpired lease raises `thread-busy`. In every case
  * nothing is written.
@@ -344,6 +346,11 @@ export interface LunationStore
     CheckpointStore,
     ToolExecutionLedger,
     LeaseManager {
+  /**
+   * The version of this interface the store implements; the runtime refuses a store declaring another one
+   * (`specification-mismatch`). See `specificationVersions`.
+   */
+  readonly specificationVersion: 'v1';
   /** A short name for diagnostics, e.g. `sqlite`. */
   readonly kind: string;
   /** Releases connections the store opened itself (injected clients are left open). */

@@ -1,15 +1,14 @@
 import {
   type ClaimOptions,
   type CompleteResult,
-  claimLostError,
   type DispatchClaim,
-  dispatchRetryDelay,
   type ErrorInfo,
   type FailOptions,
   type FailResult,
   LunationError,
   toErrorInfo,
 } from '@lunation/contract';
+import { claimLostError, dispatchRetryDelay } from '@lunation/contract/dispatch-utils';
 import { Job, UnrecoverableError, type Worker } from 'bullmq';
 import { ClaimGate } from './claim-gate.js';
 import type { DispatchContext } from './dispatch-context.js';

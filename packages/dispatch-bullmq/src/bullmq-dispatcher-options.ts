@@ -1,4 +1,5 @@
-import { assertInteger, type DispatchPolicy } from '@lunation/contract';
+import type { DispatchPolicy } from '@lunation/contract';
+import { assertInteger } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { BullMQSettings } from './dispatch-context.js';
 

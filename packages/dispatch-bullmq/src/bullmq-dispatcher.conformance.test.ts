@@ -30,6 +30,7 @@ afterAll(() => {
 
 runDispatcherConformance({
   name: 'bullmq',
+  tsconfig: new URL('../tsconfig.json', import.meta.url),
   async create(policy) {
     const keyPrefix = uniquePrefix();
     const dispatcher = new BullMQDispatcher({ ...policy, ...testSettings, url: redisUrl, keyPrefix });

@@ -1,8 +1,5 @@
 import {
   type AgentEvent,
-  assertId,
-  assertInteger,
-  assertSubmission,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -13,22 +10,27 @@ import {
   type DispatchClaim,
   type DispatchDepth,
   type Dispatcher,
-  dispatchRetryDelay,
   type EndEventsOptions,
   type FailOptions,
   type FailResult,
   type HandBackOptions,
   type InboxEntry,
   LunationError,
-  parseRunEventId,
   type ReadEventsOptions,
   type RunEventPage,
   type RunEventRecord,
-  resolveDispatchPolicy,
   type Submission,
   type SubmitResult,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
+import {
+  assertId,
+  assertInteger,
+  assertSubmission,
+  dispatchRetryDelay,
+  parseRunEventId,
+  resolveDispatchPolicy,
+} from '@lunation/contract/dispatch-utils';
 import { Queue, type RedisOptions, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { BullMQAdmin } from './bullmq-admin.js';

@@ -1,4 +1,5 @@
-import { type InboxEntry, overloadedError, type Submission, type SubmitResult } from '@lunation/contract';
+import type { InboxEntry, Submission, SubmitResult } from '@lunation/contract';
+import { overloadedError } from '@lunation/contract/dispatch-utils';
 import type { Queue } from 'bullmq';
 import type { DispatchContext } from './dispatch-context.js';
 import { dispatchScripts } from './dispatch-scripts.js';

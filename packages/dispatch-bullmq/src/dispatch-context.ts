@@ -1,4 +1,4 @@
-import type { ResolvedDispatchPolicy } from '@lunation/contract';
+import type { ResolvedDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { LuaScript } from './dispatch-scripts.js';
 import type { DispatchKeys } from './redis-keys.js';

@@ -1,4 +1,4 @@
-import type { ResolvedDispatchPolicy } from '@lunation/contract';
+import type { ResolvedDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import type { DispatchChannels } from './dispatch-schema.js';
 import type { NotificationHub } from './notification-hub.js';
 import type { PostgresDispatcherPool } from './postgres-connection.js';

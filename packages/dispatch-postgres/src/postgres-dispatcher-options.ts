@@ -1,10 +1,5 @@
-import {
-  assertId,
-  assertInteger,
-  type DispatchPolicy,
-  LunationError,
-  resolveDispatchPolicy,
-} from '@lunation/contract';
+import { type DispatchPolicy, LunationError } from '@lunation/contract';
+import { assertId, assertInteger, resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import pg from 'pg';
 import type { DispatchContext, PostgresSettings } from './dispatch-context.js';
 import {

@@ -1,8 +1,5 @@
 import {
   type AgentEvent,
-  assertId,
-  assertInteger,
-  assertSubmission,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -19,7 +16,6 @@ import {
   type HandBackOptions,
   type InboxEntry,
   LunationError,
-  parseRunEventId,
   type ReadEventsOptions,
   type RunEventPage,
   type RunEventRecord,
@@ -27,6 +23,12 @@ import {
   type SubmitResult,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
+import {
+  assertId,
+  assertInteger,
+  assertSubmission,
+  parseRunEventId,
+} from '@lunation/contract/dispatch-utils';
 import type pg from 'pg';
 import type { DispatchContext } from './dispatch-context.js';
 import { migrate } from './dispatch-migrations.js';

@@ -1,10 +1,5 @@
-import {
-  type InboxEntry,
-  overloadedError,
-  type Submission,
-  type SubmitResult,
-  toJsonText,
-} from '@lunation/contract';
+import type { InboxEntry, Submission, SubmitResult } from '@lunation/contract';
+import { overloadedError, toJsonText } from '@lunation/contract/dispatch-utils';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction, type Transaction } from './postgres-connection.js';

@@ -1,13 +1,12 @@
 import {
   type CompleteResult,
-  claimLostError,
   type DispatchClaim,
-  dispatchRetryDelay,
   type FailOptions,
   type FailResult,
   LunationError,
   toErrorInfo,
 } from '@lunation/contract';
+import { claimLostError, dispatchRetryDelay } from '@lunation/contract/dispatch-utils';
 import { clearClaim, jobAttemptOf } from './claim-token.js';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';

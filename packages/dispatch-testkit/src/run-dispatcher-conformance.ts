@@ -13,6 +13,7 @@ import { inboxSpec } from './specs/inbox-spec.js';
 import { retrySpec } from './specs/retry-spec.js';
 import { submitSpec } from './specs/submit-spec.js';
 import { subscribeSpec } from './specs/subscribe-spec.js';
+import { typecheckSpec } from './specs/typecheck-spec.js';
 
 /** Options of {@link runDispatcherConformance}. */
 export interface DispatcherConformanceOptions {
@@ -29,6 +30,12 @@ export interface DispatcherConformanceOptions {
    * (a lock expired, a backoff or hand-back delay ran out, a tenant slot freed). @default 5000
    */
   redeliveryMs?: number;
+  /**
+   * The dispatcher package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite
+   * runs the TypeScript compiler over the package with it, so a contract change that breaks the dispatcher
+   * fails the suite (vitest itself does not typecheck). Without it that spec is skipped, saying so.
+   */
+  tsconfig?: string | URL;
 }
 
 /** Registers the Dispatcher conformance suite (vitest `describe`/`it`) for one dispatcher implementation. */
@@ -79,5 +86,6 @@ export function runDispatcherConformance(options: DispatcherConformanceOptions):
     eventsSpec(context);
     subscribeSpec(context);
     closeSpec(context);
+    typecheckSpec(context, options.tsconfig);
   });
 }

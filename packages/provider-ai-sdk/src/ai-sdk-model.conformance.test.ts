@@ -24,6 +24,7 @@ const openaiV4Wire = { ...openaiWire, capabilities: { ...openaiWire.capabilities
 
 runProviderConformance({
   name: 'AiSdkModel over @ai-sdk/anthropic',
+  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: anthropicV4Wire,
   createModel: ({ baseURL, maxRetries }) =>
     new AiSdkModel({

@@ -1,17 +1,19 @@
 import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from '@ai-sdk/provider';
 import {
-  cancelledError,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+} from '@lunation/contract';
+import {
+  cancelledError,
   type ProviderLabel,
   type RetryOptions,
   type RetryPolicy,
   resolveRetryPolicy,
   streamWithRetries,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import { mapError } from './map-error.js';
 import { parseStream } from './parse-stream.js';
 import { toCallOptions } from './to-call-options.js';

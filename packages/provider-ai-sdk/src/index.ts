@@ -1,2 +1,2 @@
-export type { RetryOptions } from '@lunation/contract';
+export type { RetryOptions } from '@lunation/contract/provider-utils';
 export { AiSdkModel, type AiSdkModelOptions } from './ai-sdk-model.js';

@@ -1,11 +1,11 @@
+import { LunationError } from '@lunation/contract';
 import {
   errorCodeForErrorType,
   errorCodeForStatus,
-  LunationError,
   type ProviderLabel,
   providerError,
   streamInterruptedError,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 
 /** The shape of the AI SDK's `APICallError` (checked by its marker, so no runtime import is needed). */
 interface ApiCallErrorLike {

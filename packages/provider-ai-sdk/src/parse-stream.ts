@@ -3,15 +3,8 @@ import type {
   LanguageModelV4Usage,
   SharedV4ProviderMetadata,
 } from '@ai-sdk/provider';
-import {
-  type JsonObject,
-  type ModelStreamPart,
-  type ProviderLabel,
-  type ProviderMetadata,
-  type StopReason,
-  streamInterruptedError,
-  type Usage,
-} from '@lunation/contract';
+import type { JsonObject, ModelStreamPart, ProviderMetadata, StopReason, Usage } from '@lunation/contract';
+import { type ProviderLabel, streamInterruptedError } from '@lunation/contract/provider-utils';
 import { streamErrorPart } from './map-error.js';
 
 interface OpenCall {

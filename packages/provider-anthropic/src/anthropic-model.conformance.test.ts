@@ -4,6 +4,7 @@ import { AnthropicModel } from './anthropic-model.js';
 
 runProviderConformance({
   name: 'AnthropicModel',
+  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: anthropicWire,
   createModel: ({ baseURL, maxRetries }) =>
     new AnthropicModel({

@@ -1,4 +1,4 @@
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import {
   blockDelta,
   blockStart,
@@ -11,17 +11,10 @@ import {
 } from '@lunation/provider-testkit/wires/anthropic-messages';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AnthropicModel } from './anthropic-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useScriptedServer();
 
 const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });
 

@@ -5,7 +5,6 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 import {
   addUsage,
-  cancelledError,
   emptyUsage,
   type JsonObject,
   LunationError,
@@ -13,12 +12,15 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+} from '@lunation/contract';
+import {
+  cancelledError,
   type ProviderLabel,
   type RetryOptions,
   type RetryPolicy,
   resolveRetryPolicy,
   streamWithRetries,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import { AnswerBuilder } from './answer-builder.js';
 import {
   type AnthropicMcpServer,

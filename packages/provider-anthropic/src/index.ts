@@ -1,4 +1,4 @@
-export type { RetryOptions } from '@lunation/contract';
+export type { RetryOptions } from '@lunation/contract/provider-utils';
 export { type AnthropicClient, AnthropicModel, type AnthropicModelOptions } from './anthropic-model.js';
 export {
   type AnthropicMcpServer,

@@ -1,12 +1,12 @@
 import { AnthropicError, APIConnectionError, APIConnectionTimeoutError, APIError } from '@anthropic-ai/sdk';
+import { LunationError } from '@lunation/contract';
 import {
   errorCodeForErrorType,
   errorCodeForStatus,
-  LunationError,
   type ProviderLabel,
   providerError,
   streamInterruptedError,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 
 /**
  * Maps anything the SDK threw to a LunationError. `phase` says whether the response had started:

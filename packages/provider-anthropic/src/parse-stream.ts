@@ -4,11 +4,10 @@ import {
   type JsonObject,
   LunationError,
   type ModelStreamPart,
-  type ProviderLabel,
   type StopReason,
-  streamInterruptedError,
   type Usage,
 } from '@lunation/contract';
+import { type ProviderLabel, streamInterruptedError } from '@lunation/contract/provider-utils';
 
 type BlockState =
   | { kind: 'text'; citations: JsonObject[] | undefined }

@@ -1,4 +1,5 @@
-import { LunationError, type ProviderLabel } from '@lunation/contract';
+import { LunationError } from '@lunation/contract';
+import type { ProviderLabel } from '@lunation/contract/provider-utils';
 
 /**
  * The error for a function call the response ended in the middle of (the token limit, a content filter): its

@@ -1,4 +1,4 @@
-export type { RetryOptions } from '@lunation/contract';
+export type { RetryOptions } from '@lunation/contract/provider-utils';
 export type { MaxTokensField, ReasoningHistory } from './build-request.js';
 export { type McpApprovalArguments, mcpApprovalTool } from './mcp-approval.js';
 export { type OpenAIClient, OpenAIModel, type OpenAIModelOptions } from './openai-model.js';

@@ -1,11 +1,11 @@
+import { LunationError } from '@lunation/contract';
 import {
   errorCodeForErrorType,
   errorCodeForStatus,
-  LunationError,
   type ProviderLabel,
   providerError,
   streamInterruptedError,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, OpenAIError } from 'openai';
 
 interface OpenAIErrorBody {

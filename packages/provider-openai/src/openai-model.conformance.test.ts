@@ -4,6 +4,7 @@ import { OpenAIModel } from './openai-model.js';
 
 runProviderConformance({
   name: 'OpenAIModel',
+  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: openaiWire,
   createModel: ({ baseURL, maxRetries }) =>
     new OpenAIModel({

@@ -1,18 +1,11 @@
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import { chunk, done, streamHeaders, usageChunk } from '@lunation/provider-testkit/wires/openai-chat';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OpenAIModel } from './openai-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useScriptedServer();
 
 const sse = (...events: string[]) => ({ status: 200, headers: streamHeaders(), body: events });
 const role = chunk({ role: 'assistant', content: '', refusal: null });

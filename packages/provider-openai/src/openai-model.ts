@@ -1,17 +1,19 @@
 import {
-  cancelledError,
   type JsonObject,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+} from '@lunation/contract';
+import {
+  cancelledError,
   type ProviderLabel,
   type RetryOptions,
   type RetryPolicy,
   resolveRetryPolicy,
   streamWithRetries,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { buildRequest, type MaxTokensField, type ReasoningHistory } from './build-request.js';

@@ -1,19 +1,12 @@
 import type { Usage } from '@lunation/contract';
-import { ScriptedServer } from '@lunation/provider-testkit';
+import { useScriptedServer } from '@lunation/provider-testkit';
 import { createRuntime, type Tool } from '@lunation/runtime';
 import { collectEvents, eventsOfType, eventTypes, streamedText } from '@lunation/runtime/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ResponsesStreamWriter, responsesSse } from './__fixtures__/openai-responses-wire.js';
 import { OpenAIResponsesModel } from './openai-responses-model.js';
 
-const server = new ScriptedServer();
-
-beforeAll(async () => {
-  await server.start();
-});
-afterAll(async () => {
-  await server.stop();
-});
+const server = useScriptedServer();
 
 const firstUsage: Usage = {
   inputTokens: 120,

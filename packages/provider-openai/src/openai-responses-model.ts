@@ -1,16 +1,18 @@
 import {
-  cancelledError,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+} from '@lunation/contract';
+import {
+  cancelledError,
   type ProviderLabel,
   type RetryOptions,
   type RetryPolicy,
   resolveRetryPolicy,
   streamWithRetries,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import OpenAI from 'openai';
 import type {
   ResponseCreateParamsStreaming,

@@ -2,11 +2,10 @@ import {
   emptyUsage,
   LunationError,
   type ModelStreamPart,
-  type ProviderLabel,
   type StopReason,
-  streamInterruptedError,
   type Usage,
 } from '@lunation/contract';
+import { type ProviderLabel, streamInterruptedError } from '@lunation/contract/provider-utils';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import { cutOffCallError } from './cut-off-call-error.js';

@@ -1,15 +1,17 @@
+import type {
+  ErrorCode,
+  JsonObject,
+  LunationError,
+  ModelStreamPart,
+  StopReason,
+  Usage,
+} from '@lunation/contract';
 import {
-  type ErrorCode,
   errorCodeForErrorType,
-  type JsonObject,
-  type LunationError,
-  type ModelStreamPart,
   type ProviderLabel,
   providerError,
-  type StopReason,
   streamInterruptedError,
-  type Usage,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 import type {
   Response,
   ResponseOutputItem,

@@ -4,6 +4,7 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
+  specificationVersions,
   type Usage,
 } from '@lunation/contract';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -20,6 +21,7 @@ import {
   type ScriptedResponse,
 } from './provider-wire.js';
 import { ScriptedServer } from './scripted-server.js';
+import { typecheckSpec } from './typecheck-spec.js';
 
 /** What the kit passes to `createModel`. */
 export interface ConformanceModelSettings {
@@ -37,6 +39,13 @@ export interface ProviderConformanceOptions {
   wire: ProviderWire;
   /** Builds the adapter against the scripted server. */
   createModel: (settings: ConformanceModelSettings) => ModelProvider;
+  /**
+   * The adapter package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite runs
+   * the TypeScript compiler over the package with it, so a contract change that breaks the adapter fails the
+   * suite (vitest itself does not typecheck). Pass it in one suite run per package; without it that spec is
+   * skipped, saying so.
+   */
+  tsconfig?: string | URL;
 }
 
 const weatherTool = {
@@ -138,9 +147,9 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       return lunationError;
     }
 
-    it('declares specification v1, a provider id and a model id', () => {
+    it('declares the model specification version of this contract, a provider id and a model id', () => {
       const instance = model();
-      expect(instance.specificationVersion).toBe('v1');
+      expect(instance.specificationVersion).toBe(specificationVersions.model);
       expect(instance.provider).toMatch(/\S/);
       expect(instance.modelId).toMatch(/\S/);
     });
@@ -488,6 +497,8 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       const { error } = await collectStream(stream);
       expect(expectLunationError(error, 'provider-error').isRetryable).toBe(true);
     });
+
+    typecheckSpec(options.tsconfig);
   });
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePlugin, defineStateKey, update } from '../src/index.js';
+import { definePlugin, defineStateKey, updateState } from '../src/index.js';
 
 /** Counts tool calls per thread and blocks calls past a configured budget. */
 const toolCallsUsed = defineStateKey<number>({
@@ -22,7 +22,7 @@ export const toolBudgetPlugin = definePlugin<{ maxCalls: number }>({
       };
     });
     registrar.hook('AfterToolExecute', (context) => ({
-      updates: [update(toolCallsUsed, context.state.get(toolCallsUsed) + 1)],
+      updates: [updateState(toolCallsUsed, context.state.get(toolCallsUsed) + 1)],
     }));
   },
 });

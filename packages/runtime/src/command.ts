@@ -48,12 +48,12 @@ export interface Command {
 }
 
 /** Schedules an action (for use in a command's `actions`). */
-export function schedule<Payload>(action: ActionType<Payload>, payload: Payload): ScheduledAction {
+export function scheduleAction<Payload>(action: ActionType<Payload>, payload: Payload): ScheduledAction {
   return { action, payload };
 }
 
 /** Emits an effect (for use in a command's `effects`). */
-export function emit<Payload>(effect: EffectType<Payload>, payload: Payload): EmittedEffect {
+export function emitEffect<Payload>(effect: EffectType<Payload>, payload: Payload): EmittedEffect {
   return { effect, payload };
 }
 

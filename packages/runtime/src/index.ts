@@ -35,10 +35,10 @@ export {
   defineEffect,
   type EffectType,
   type EmittedEffect,
-  emit,
+  emitEffect,
   isEmptyCommand,
   type ScheduledAction,
-  schedule,
+  scheduleAction,
 } from './command.js';
 export {
   applyCompaction,
@@ -62,16 +62,13 @@ export {
   type FleetSendOptions,
   type FleetSubmission,
 } from './fleet/fleet-client.js';
-export { createId } from './id.js';
-export { AgentLoop } from './loop/agent-loop.js';
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
 export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';
-export type { FrontendTool, RunLoopOptions, RunResult } from './loop/run-scope.js';
+export type { FrontendTool, RunResult } from './loop/run-scope.js';
 export { MAX_JSON_DEPTH } from './loop/storable.js';
 export type { InProcessRetention } from './persistence.js';
 export { PHASES, type Phase } from './phase.js';
-export { MAX_ACTION_ROUNDS, PhaseEngine } from './phase-engine.js';
 export {
   type ActionHandler,
   type AgentView,
@@ -84,7 +81,6 @@ export {
   type PhaseHook,
   type Plugin,
   type PluginRegistrar,
-  PluginSet,
   type RequestDraft,
   type RequestTransform,
   type ToolGateDecision,
@@ -108,12 +104,9 @@ export {
   addContextMessage,
   allowedToolsKey,
   type ContextMessage,
-  corePlugin,
   excludeTools,
-  handoff,
+  handoffTo,
   includeOnlyTools,
-  type RunProgress,
-  runProgressKey,
   setInferenceOverrides,
 } from './runtime-keys.js';
 export {
@@ -124,14 +117,12 @@ export {
   type StateKeyOptions,
   type StateScope,
   StateSnapshot,
-  StateStore,
   type StateUpdate,
-  update,
+  updateState,
 } from './state.js';
 export {
   type AnyTool,
   defineTool,
-  formatIssues,
   type TicketInput,
   type Tool,
   type ToolContext,

@@ -1,5 +1,6 @@
 import {
   type AcquireLeaseInput,
+  assertSpecificationVersion,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type Lease,
@@ -62,7 +63,9 @@ export interface Persistence {
 /** Persistence through a LunationStore: checkpoints, the execution ledger and leases. */
 export class StorePersistence implements Persistence {
   readonly durable = true;
-  constructor(readonly store: LunationStore) {}
+  constructor(readonly store: LunationStore) {
+    assertSpecificationVersion('store', store, `store "${store.kind}"`);
+  }
 
   async load(threadId: string): Promise<LoadedThread | undefined> {
     const checkpoint = await this.store.loadCheckpoint(threadId);

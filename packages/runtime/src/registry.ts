@@ -1,4 +1,9 @@
-import { LunationError, type ModelProvider, type ToolDescriptor } from '@lunation/contract';
+import {
+  assertSpecificationVersion,
+  LunationError,
+  type ModelProvider,
+  type ToolDescriptor,
+} from '@lunation/contract';
 import type { AgentDefinition, PluginReference, ResolvedAgent } from './agent.js';
 import { type Plugin, PluginSet } from './plugin.js';
 import { corePlugin } from './runtime-keys.js';
@@ -61,12 +66,18 @@ export class RegistrySnapshot {
   }
 }
 
-/** Resolves every agent of a set, collecting every problem; throws `build-invalid` listing them all. */
+/**
+ * Resolves every agent of a set, collecting every problem; throws `build-invalid` listing them all, or first
+ * `specification-mismatch` for a model declaring another specification version than the contract's.
+ */
 export function resolveRegistry(
   set: RegistrySet,
   version: number,
   delegateTool: DelegateToolFactory,
 ): RegistrySnapshot {
+  for (const [id, model] of Object.entries(set.models)) {
+    assertSpecificationVersion('model', model, `model "${id}"`);
+  }
   const problems: string[] = [];
   const sharedTools = new Map<string, AnyTool>();
   for (const tool of set.tools ?? []) {
@@ -92,10 +103,6 @@ export function resolveRegistry(
     if (!model) {
       agentProblems.push(
         `${where}: unknown model "${definition.model}"; known models: ${Object.keys(set.models).join(', ') || 'none'}`,
-      );
-    } else if (model.specificationVersion !== 'v1') {
-      agentProblems.push(
-        `${where}: model "${definition.model}" implements specification ${String(model.specificationVersion)}, not v1`,
       );
     }
     const plugins = new PluginSet();

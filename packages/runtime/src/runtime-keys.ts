@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { type Command, defineAction } from './command.js';
 import { toolCallsKey } from './loop/call-records.js';
 import { definePlugin } from './plugin.js';
-import { defineStateKey, update } from './state.js';
+import { defineStateKey, updateState } from './state.js';
 
 /** The loop's own per-run bookkeeping. */
 export interface RunProgress {
@@ -84,8 +84,8 @@ export const activeAgentKey = defineStateKey<string | null>({
 });
 
 /** A command that hands the thread over to another agent from the next step on (same history). */
-export function handoff(agentId: string): Command {
-  return { updates: [update(activeAgentKey, agentId)] };
+export function handoffTo(agentId: string): Command {
+  return { updates: [updateState(activeAgentKey, agentId)] };
 }
 
 /** Tools approved for the whole thread ("always allow"). */

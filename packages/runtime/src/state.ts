@@ -66,7 +66,7 @@ export interface StateUpdate {
 }
 
 /** A typed state update, for use in commands. */
-export function update<Value, Update>(key: StateKey<Value, Update>, value: Update): StateUpdate {
+export function updateState<Value, Update>(key: StateKey<Value, Update>, value: Update): StateUpdate {
   return { key, update: value };
 }
 

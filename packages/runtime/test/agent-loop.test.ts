@@ -10,8 +10,8 @@ import {
   defineStateKey,
   defineTool,
   type PhaseContext,
-  schedule,
-  update,
+  scheduleAction,
+  updateState,
 } from '../src/index.js';
 import {
   callTool,
@@ -409,7 +409,7 @@ describe('phases, state and plugins', () => {
             expect(context.identity.threadId).toBe('t');
             expect(context.agent.id).toBe('a');
             expect(context.signal).toBeInstanceOf(AbortSignal);
-            return { updates: [update(marks, phase)] };
+            return { updates: [updateState(marks, phase)] };
           });
         }
         registrar.toolGate((context) => {
@@ -465,12 +465,12 @@ describe('phases, state and plugins', () => {
           registrar.hook('StepStart', async (context) => {
             calls.push(`first saw ${context.state.get(log).length}`);
             await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
-            return { updates: [update(log, [...context.state.get(log), 'first'])] };
+            return { updates: [updateState(log, [...context.state.get(log), 'first'])] };
           });
           registrar.hook('StepStart', async (context) => {
             calls.push(`second saw ${context.state.get(log).length}`);
             await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
-            return { updates: [update(log, [...context.state.get(log), 'second'])] };
+            return { updates: [updateState(log, [...context.state.get(log), 'second'])] };
           });
           registrar.hook('StepEnd', (context) => {
             outcomes.push([...context.state.get(log), ...calls]);
@@ -495,14 +495,14 @@ describe('phases, state and plugins', () => {
       configSchema: z.object({ rounds: z.number().int() }),
       register(registrar) {
         registrar.stateKey(count);
-        registrar.hook('StepStart', () => ({ actions: [schedule(ping, 1)] }));
+        registrar.hook('StepStart', () => ({ actions: [scheduleAction(ping, 1)] }));
         registrar.onAction(ping, (n, context) => ({
-          updates: [update(count, context.state.get(count) + 1)],
-          actions: n < registrar.config.rounds ? [schedule(ping, n + 1)] : [],
+          updates: [updateState(count, context.state.get(count) + 1)],
+          actions: n < registrar.config.rounds ? [scheduleAction(ping, n + 1)] : [],
         }));
         registrar.hook('AfterInference', (context) => ({
           actions: [],
-          updates: [update(count, context.state.get(count) * 100)],
+          updates: [updateState(count, context.state.get(count) * 100)],
         }));
       },
     });
@@ -524,7 +524,9 @@ describe('phases, state and plugins', () => {
       register(registrar) {
         registrar.hook('BeforeInference', (context) =>
           context.step === 1
-            ? { actions: [schedule(addContextMessage, { key: 'r', role: 'system', text: 'Be brief.' })] }
+            ? {
+                actions: [scheduleAction(addContextMessage, { key: 'r', role: 'system', text: 'Be brief.' })],
+              }
             : undefined,
         );
       },

@@ -1,7 +1,7 @@
 import type { AssistantMessage, Message, ToolMessage } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineTool, handoff } from '../src/index.js';
+import { createRuntime, defineTool, handoffTo } from '../src/index.js';
 import { callTool, reply, ScriptedModel } from '../src/testing/index.js';
 
 // Issue 23: the runtime owns each call's identity. Providers that number their ids per model instance or per
@@ -28,7 +28,7 @@ describe('runtime-owned call identity', () => {
       input: z.object({}),
       execute: (_, context) => {
         ran.push({ tool: 'transfer', toolCallId: context.toolCallId, key: context.idempotencyKey });
-        return context.output({ status: 'success', message: 'Transferred.' }, handoff('billing'));
+        return context.output({ status: 'success', message: 'Transferred.' }, handoffTo('billing'));
       },
     });
     const refund = defineTool({

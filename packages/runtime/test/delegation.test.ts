@@ -5,7 +5,7 @@ import {
   applyCompaction,
   createRuntime,
   defineTool,
-  handoff,
+  handoffTo,
   summaryRange,
   truncateMessages,
 } from '../src/index.js';
@@ -89,7 +89,7 @@ describe('handoff', () => {
       description: 'Hand the conversation to billing',
       input: z.object({}),
       execute: (_, context) =>
-        context.output({ status: 'success', message: 'Transferred to billing.' }, handoff('billing')),
+        context.output({ status: 'success', message: 'Transferred to billing.' }, handoffTo('billing')),
     });
     const refund = defineTool({
       name: 'refund',

@@ -176,6 +176,26 @@ describe('a fleet: clients submit, workers run, events cross over', () => {
     expect((await store.getRun(runId))?.status).toBe('waiting');
   });
 
+  it("runs claimed work through its runtime's executor: the run is that runtime's active run, cancellable there", async () => {
+    const store = new MemoryStore();
+    const runtime = workerRuntime(store);
+    const dispatcher = new LocalDispatcher();
+    dispatchers.push(dispatcher);
+    workers.push(new AgentWorker({ runtime, dispatcher, workerId: 'worker-x', idleWaitMs: 50 }).start());
+    const client = new FleetClient({ dispatcher, store });
+    const { runId } = await client.send({ threadId: 't-exec', input: 'slow' });
+    const records: RunEventRecord[] = [];
+    for await (const record of client.events(runId, { signal: AbortSignal.timeout(10_000) })) {
+      records.push(record);
+      if (record.event.type === 'tool-execution-start') {
+        expect(runtime.activeRun('t-exec')?.runId).toBe(runId);
+        expect(runtime.cancel(runId, 'stopped in process')).toBe(true);
+      }
+    }
+    expect(runEnd(records)).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+    expect(runtime.activeRuns()).toEqual([]);
+  });
+
   it('applies a thread submissions in order, one run after another', async () => {
     const { client, store } = fleet(3);
     const runs = [];

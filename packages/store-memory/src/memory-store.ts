@@ -1,9 +1,5 @@
 import {
   type AcquireLeaseInput,
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertId,
-  assertInteger,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -15,8 +11,6 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
-  leaseHeldElsewhere,
-  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
   type RunRecord,
@@ -24,8 +18,16 @@ import {
   type ThreadRecord,
   type ToolExecution,
   type ToolResult,
-  unissuedLeaseToken,
 } from '@lunation/contract';
+import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  leaseHeldElsewhere,
+  ledgerEntryElsewhere,
+  unissuedLeaseToken,
+} from '@lunation/contract/store-utils';
 import { copyJson } from './json-copy.js';
 import {
   type LeaseSlot,
@@ -64,6 +66,7 @@ interface RunCursor {
 
 /** The in-memory reference implementation of LunationStore; data lives as long as its backend. */
 export class MemoryStore implements LunationStore {
+  readonly specificationVersion = 'v1' as const;
   readonly kind = 'memory';
   /** The data this store reads and writes; pass it to another MemoryStore to share it. */
   readonly backend: MemoryBackend;

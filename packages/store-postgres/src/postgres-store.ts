@@ -1,10 +1,5 @@
 import {
   type AcquireLeaseInput,
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertId,
-  assertInteger,
-  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -16,10 +11,8 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
-  leaseHeldElsewhere,
   type MessageRecord,
   type Page,
-  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
@@ -29,9 +22,21 @@ import {
   type ToolExecution,
   type ToolResult,
   type TransactionalToolEffects,
+} from '@lunation/contract';
+import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  assertObject,
+  decodeCursor,
+  encodeCursor,
+  leaseHeldElsewhere,
+  ledgerEntriesToWrite,
+  pageLimit,
   toJsonText,
   unissuedLeaseToken,
-} from '@lunation/contract';
+} from '@lunation/contract/store-utils';
 import {
   CompiledQuery,
   Kysely,
@@ -41,7 +46,6 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { CallBatcher, type CallBatching, type Executor } from './call-batcher.js';
-import { decodeCursor, encodeCursor } from './page-cursor.js';
 import { createMigrator, migrate } from './postgres-migrations.js';
 import { assertSchemaName, defaultSchema } from './postgres-schema.js';
 import { createStatements, type Statement, type Statements } from './postgres-statements.js';
@@ -165,6 +169,7 @@ interface LeaseRow {
  * @remarks The schema is migrated on first use; call `init()` (or use `PostgresStore.open`) to do it up front.
  */
 export class PostgresStore implements LunationStore, TransactionalToolEffects {
+  readonly specificationVersion = 'v1' as const;
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the store's tables. */
   readonly schema: string;
@@ -391,7 +396,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     assertCheckpointCommit(commit);
     const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
     const messagesJson = `[${commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`)).join(',')}]`;
-    const executions = lastEntryPerCall(commit.toolExecutions ?? []);
+    const executions = ledgerEntriesToWrite(commit.toolExecutions ?? []);
     const [row] = await this.#query(
       this.#statements.commit,
       [
@@ -770,14 +775,6 @@ function kyselyExecutor(db: Kysely<unknown>): Executor {
 }
 
 /** One entry per tool call, the last given winning (an upsert cannot touch a row twice in one statement). */
-function lastEntryPerCall(executions: ToolExecution[]): ToolExecution[] {
-  if (executions.length < 2) return executions;
-  const byCall = new Map<string, ToolExecution>();
-  for (const execution of executions)
-    byCall.set(JSON.stringify([execution.runId, execution.toolCallId]), execution);
-  return [...byCall.values()];
-}
-
 function toThread(json: ThreadJson): ThreadRecord {
   const thread: ThreadRecord = {
     id: json.id,

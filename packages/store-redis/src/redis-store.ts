@@ -1,10 +1,5 @@
 import {
   type AcquireLeaseInput,
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertId,
-  assertInteger,
-  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -16,20 +11,28 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
-  leaseHeldElsewhere,
-  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
-  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolExecution,
+} from '@lunation/contract';
+import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  assertObject,
+  leaseHeldElsewhere,
+  ledgerEntriesToWrite,
+  ledgerEntryElsewhere,
+  pageLimit,
   toJsonText,
   unissuedLeaseToken,
-} from '@lunation/contract';
+} from '@lunation/contract/store-utils';
 import { Redis } from 'ioredis';
 import { type LuaScript, redisScripts } from './redis-scripts.js';
 import { toStoreError } from './to-store-error.js';
@@ -75,6 +78,7 @@ const timestampWidth = 15;
  * @remarks Standalone Redis (or one primary) only: scripts build keys from ids, which Redis Cluster forbids.
  */
 export class RedisStore implements LunationStore {
+  readonly specificationVersion = 'v1' as const;
   readonly kind = 'redis';
   readonly #client: RedisClient;
   readonly #ownedClient: Redis | undefined;
@@ -247,7 +251,7 @@ export class RedisStore implements LunationStore {
     } else {
       args.push(run.identity.runId, padTimestamp(run.createdAt), toJsonText(run, 'run'));
     }
-    const toolExecutions = commit.toolExecutions ?? [];
+    const toolExecutions = ledgerEntriesToWrite(commit.toolExecutions ?? []);
     args.push(toolExecutions.length);
     toolExecutions.forEach((execution, index) => {
       const { status, attempts, result, completedAt, ...record } = execution;

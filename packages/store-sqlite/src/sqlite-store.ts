@@ -1,10 +1,5 @@
 import {
   type AcquireLeaseInput,
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertId,
-  assertInteger,
-  assertObject,
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
@@ -16,11 +11,8 @@ import {
   type ListThreadsOptions,
   LunationError,
   type LunationStore,
-  leaseHeldElsewhere,
-  ledgerEntryElsewhere,
   type MessageRecord,
   type Page,
-  pageLimit,
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
@@ -30,16 +22,27 @@ import {
   type ToolExecution,
   type ToolResult,
   type TransactionalToolEffects,
+} from '@lunation/contract';
+import {
+  assertBeginToolExecution,
+  assertCheckpointCommit,
+  assertId,
+  assertInteger,
+  assertObject,
+  decodeCursor,
+  encodeCursor,
+  leaseHeldElsewhere,
+  ledgerEntryElsewhere,
+  pageLimit,
   toJsonText,
   unissuedLeaseToken,
-} from '@lunation/contract';
+} from '@lunation/contract/store-utils';
 import Database from 'better-sqlite3';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { driverProblem, driverVersion } from './driver-support.js';
 import { drive, KyselyRunner } from './kysely-runner.js';
 import { nativeModuleError } from './native-module-error.js';
-import { decodeCursor, encodeCursor } from './page-cursor.js';
 import type { SqliteClient } from './sqlite-client.js';
 import { createKysely, createMigrator, migrate } from './sqlite-migrations.js';
 import {
@@ -549,6 +552,7 @@ const operations = {
  * @remarks The schema is migrated on first use; call `init()` (or use `SqliteStore.open`) to do it up front.
  */
 export class SqliteStore implements LunationStore, TransactionalToolEffects {
+  readonly specificationVersion = 'v1' as const;
   readonly kind = 'sqlite';
   readonly #options: SqliteStoreOptions;
   readonly #ownsClient: boolean;

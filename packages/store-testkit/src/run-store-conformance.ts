@@ -13,6 +13,7 @@ import { runsSpec } from './specs/runs-spec.js';
 import { threadStateSpec } from './specs/thread-state-spec.js';
 import { threadsSpec } from './specs/threads-spec.js';
 import { toolEffectsSpec } from './specs/tool-effects-spec.js';
+import { typecheckSpec } from './specs/typecheck-spec.js';
 import type { StoreSpecContext } from './store-spec-context.js';
 
 /** Options of {@link runStoreConformance}. */
@@ -34,6 +35,13 @@ export interface StoreConformanceOptions {
    * not claim to. @default false
    */
   transactionalToolEffects?: boolean;
+  /**
+   * The store package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite runs
+   * the TypeScript compiler over the package with it, so a contract change that breaks the store fails the
+   * suite (vitest itself does not typecheck). Pass it in one suite run per package; without it that spec is
+   * skipped, saying so.
+   */
+  tsconfig?: string | URL;
 }
 
 /** Registers the LunationStore conformance suite (vitest `describe`/`it`) for one store implementation. */
@@ -87,5 +95,6 @@ export function runStoreConformance(options: StoreConformanceOptions): void {
     inputSpec(context);
     isolationSpec(context);
     concurrencySpec(context);
+    typecheckSpec(context, options.tsconfig);
   });
 }

@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 import {
   agentEventSchema,
   contentPartSchema,
-  errorCodeForStatus,
   errorCodeSchema,
   LunationError,
   modelStreamPartSchema,
   terminationReasonSchema,
 } from '@lunation/contract';
+import { errorCodeForStatus } from '@lunation/contract/provider-utils';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakages as brokenDispatchers } from '../../../packages/runtime/src/dispatch/__fixtures__/broken-dispatchers.js';
@@ -45,7 +45,7 @@ describe('the contract README', () => {
   });
 
   it('lists exactly the context-overflow phrases errorCodeForStatus recognises, each with an example it maps', () => {
-    const source = read('packages/contract/src/provider-errors.ts');
+    const source = read('packages/contract/src/provider-utils/provider-errors.ts');
     const pattern = /const CONTEXT_OVERFLOW =\s*\/(.*)\/i;/.exec(source)?.[1];
     expect(pattern).toBeDefined();
     const rows = tableAfter(contract, 'by these phrases in the error');
@@ -201,13 +201,20 @@ describe('the CONTRIBUTING checklists', () => {
         'streamInterruptedError',
       ],
     ],
-  ])('%s names the contract helpers it asks for, and they exist', async (heading, helpers) => {
-    const start = contributing.indexOf(heading);
-    const checklist = contributing.slice(start, contributing.indexOf('\n## ', start));
-    const contract = (await import('@lunation/contract')) as Record<string, unknown>;
-    for (const helper of helpers) {
-      expect(checklist, heading).toContain(`\`${helper}\``);
-      expect(contract[helper], helper).toBeDefined();
-    }
-  });
+  ])(
+    "%s names the helpers it asks for, and they exist in the contract's utils subpath",
+    async (heading, helpers) => {
+      const start = contributing.indexOf(heading);
+      const checklist = contributing.slice(start, contributing.indexOf('\n## ', start));
+      const helpersOf = {
+        '### Add a store': await import('@lunation/contract/store-utils'),
+        '### Add a dispatcher': await import('@lunation/contract/dispatch-utils'),
+        '### Add a provider': await import('@lunation/contract/provider-utils'),
+      } as Record<string, Record<string, unknown>>;
+      for (const helper of helpers) {
+        expect(checklist, heading).toContain(`\`${helper}\``);
+        expect(helpersOf[heading]?.[helper], helper).toBeDefined();
+      }
+    },
+  );
 });

@@ -285,12 +285,16 @@ describe.each([redisBackend, postgresBackend])('leases across processes ($name)'
 });
 
 describe.each(backends)('two live processes with one owner ($name)', (backend) => {
-  it('lets only the live holder run the thread; a restart with that owner takes over before the lease expires', async () => {
+  it('lets only the live holder run the thread; a restart with that owner takes over before the lease expires', {
+    timeout: 60_000,
+  }, async () => {
     const base = {
       ...backend.config(),
       threadId: 'thread-twins',
       sideEffectLog: join(directory, `log-${++counter}`),
-      leaseTtlMs: 3_000,
+      // Long enough that a child process started on a loaded machine (several seconds of start-up) still takes
+      // the lease over before it expires; the restart must win on the half-TTL rule, not on luck.
+      leaseTtlMs: 6_000,
       owner: 'replica',
     };
     const holder = startAgentProcess({ ...base, mode: 'crash' });
@@ -300,7 +304,7 @@ describe.each(backends)('two live processes with one owner ($name)', (backend) =
 
     // A second live process with the same owner, at once and again after more than a whole time to live (so
     // not saved by luck of timing: the holder's renewals keep it out), is refused.
-    for (const wait of [0, 3_500]) {
+    for (const wait of [0, base.leaseTtlMs + 500]) {
       await new Promise((resolve) => setTimeout(resolve, wait));
       const twin = startAgentProcess({ ...base, mode: 'contend' });
       const contended = await twin.waitFor('contended');

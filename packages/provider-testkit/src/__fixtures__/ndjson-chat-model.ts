@@ -1,18 +1,20 @@
+import type {
+  Message,
+  ModelCallOptions,
+  ModelProvider,
+  ModelRequest,
+  ModelStreamPart,
+} from '@lunation/contract';
 import {
   cancelledError,
   errorCodeForErrorType,
   errorCodeForStatus,
-  type Message,
-  type ModelCallOptions,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelStreamPart,
   type ProviderLabel,
   providerError,
   resolveRetryPolicy,
   streamInterruptedError,
   streamWithRetries,
-} from '@lunation/contract';
+} from '@lunation/contract/provider-utils';
 
 /** Deliberate faults, to prove the conformance suite catches them. */
 export type NdjsonChatBreakage =

@@ -1,8 +1,5 @@
 import {
   type AgentEvent,
-  assertId,
-  assertInteger,
-  assertSubmission,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -20,17 +17,22 @@ import {
   type HandBackOptions,
   type InboxEntry,
   LunationError,
-  parseRunEventId,
   type ReadEventsOptions,
-  type ResolvedDispatchPolicy,
   type RunEventPage,
   type RunEventRecord,
-  resolveDispatchPolicy,
   type Submission,
   type SubmitResult,
   type SubscribeEventsOptions,
   toErrorInfo,
 } from '@lunation/contract';
+import {
+  assertId,
+  assertInteger,
+  assertSubmission,
+  parseRunEventId,
+  type ResolvedDispatchPolicy,
+  resolveDispatchPolicy,
+} from '@lunation/contract/dispatch-utils';
 import { LocalDispatchBackend } from './local-dispatch-backend.js';
 import { LocalEventSubscription } from './local-event-subscription.js';
 import type { ClaimSlot, ClaimWaiter } from './local-work-queue.js';

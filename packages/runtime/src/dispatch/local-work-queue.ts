@@ -1,17 +1,19 @@
+import type {
+  DeadLetter,
+  DispatchClaim,
+  DispatchDepth,
+  ErrorInfo,
+  FailResult,
+  InboxEntry,
+  ResourceDepth,
+  Submission,
+} from '@lunation/contract';
 import {
   claimLostError,
-  type DeadLetter,
-  type DispatchClaim,
-  type DispatchDepth,
   dispatchRetryDelay,
-  type ErrorInfo,
-  type FailResult,
-  type InboxEntry,
   overloadedError,
   type ResolvedDispatchPolicy,
-  type ResourceDepth,
-  type Submission,
-} from '@lunation/contract';
+} from '@lunation/contract/dispatch-utils';
 import { createId } from '../id.js';
 import { type LineSlot, ReadyLine } from './local-ready-line.js';
 

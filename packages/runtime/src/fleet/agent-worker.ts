@@ -1,13 +1,15 @@
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
+  assertSpecificationVersion,
   type DispatchClaim,
   type Dispatcher,
   type InboxEntry,
   LunationError,
   type LunationStore,
 } from '@lunation/contract';
-import type { AgentRuntime } from '../agent-runtime.js';
+import { type AgentRuntime, executorOf } from '../agent-runtime.js';
+import type { ThreadExecutor } from '../executor/thread-executor.js';
 import { ThreadWork } from './thread-work.js';
 
 /** What {@link AgentWorker} takes. */
@@ -52,6 +54,7 @@ export interface StopWorkerOptions {
 export class AgentWorker {
   readonly workerId: string;
   private readonly store: LunationStore;
+  private readonly executor: ThreadExecutor;
   private readonly concurrency: number;
   private readonly claimLockMs: number;
   private readonly idleWaitMs: number;
@@ -68,7 +71,9 @@ export class AgentWorker {
         'An AgentWorker needs a runtime with a store: workers and clients share threads only through it',
       );
     }
+    assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     this.store = runtime.store;
+    this.executor = executorOf(runtime);
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;
     this.concurrency = positive(options.concurrency ?? 4, 'concurrency');
     this.claimLockMs = positive(options.claimLockMs ?? 2_000, 'claimLockMs');
@@ -134,7 +139,7 @@ export class AgentWorker {
 
   /** Works on one claimed thread, keeping the claim alive, then completes, hands back or fails it. */
   private async work(claim: DispatchClaim): Promise<void> {
-    const { dispatcher, runtime } = this.options;
+    const { dispatcher } = this.options;
     const keepAlive = setInterval(
       () => {
         dispatcher.extend(claim, this.claimLockMs).catch((error: unknown) => this.report(error));
@@ -144,7 +149,7 @@ export class AgentWorker {
     try {
       const work = new ThreadWork(
         {
-          runtime,
+          executor: this.executor,
           store: this.store,
           dispatcher,
           eventTtlMs: this.eventTtlMs,

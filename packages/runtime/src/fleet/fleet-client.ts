@@ -1,4 +1,5 @@
 import {
+  assertSpecificationVersion,
   type CancelRequest,
   type Dispatcher,
   LunationError,
@@ -7,8 +8,8 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
-import { normaliseInput, type RunInput } from '../agent-runtime.js';
 import { validateDecisionShapes } from '../decisions.js';
+import { normaliseInput, type RunInput } from '../executor/run-options.js';
 import { createId } from '../id.js';
 import type { FrontendTool } from '../loop/run-scope.js';
 
@@ -53,6 +54,8 @@ export class FleetClient {
   private readonly store: LunationStore;
 
   constructor(options: FleetClientOptions) {
+    assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
+    assertSpecificationVersion('store', options.store, `store "${options.store.kind}"`);
     this.dispatcher = options.dispatcher;
     this.store = options.store;
   }

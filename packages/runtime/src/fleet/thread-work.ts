@@ -8,12 +8,14 @@ import {
   type LunationStore,
   type RunRecord,
 } from '@lunation/contract';
-import type { AgentRuntime, RunHandle } from '../agent-runtime.js';
+import type { RunHandle } from '../executor/run-options.js';
+import type { ThreadExecutor } from '../executor/thread-executor.js';
 import { pipeEvents } from './event-pipe.js';
 
 /** What a worker lends the work on one claimed thread. */
 export interface ThreadWorkContext {
-  runtime: AgentRuntime;
+  /** The runtime's executor: the one way a thread's work runs, in a worker as in `AgentRuntime`. */
+  executor: ThreadExecutor;
   store: LunationStore;
   dispatcher: Dispatcher;
   /** How long a run's event log stays readable after the run ends (or waits). */
@@ -86,23 +88,23 @@ export class ThreadWork {
     }
     const { threadId } = this.claim;
     await this.follow(
-      await this.context.runtime.run({ threadId, ...this.signalOption(latest.identity.runId) }),
+      await this.context.executor.run({ threadId, ...this.signalOption(latest.identity.runId) }),
     );
   }
 
   /** Applies one submission; a malformed one is reported and dropped. */
   private async apply(entry: InboxEntry): Promise<void> {
-    const { runtime, store } = this.context;
+    const { executor, store } = this.context;
     const { request } = entry;
     try {
       if (request.type === 'decisions') {
-        const outcome = await runtime.sendDecisions(entry.threadId, request.decisions);
+        const outcome = await executor.decide(entry.threadId, request.decisions);
         if (outcome.run) await this.follow(outcome.run);
         return;
       }
       // Applied by a worker that died before acknowledging it: the run's first commit holds the input.
       if (request.runId !== undefined && (await store.getRun(request.runId)) !== undefined) return;
-      const handle = await runtime.run({
+      const handle = await executor.run({
         threadId: entry.threadId,
         input: request.input,
         ...(request.agentId === undefined ? {} : { agentId: request.agentId }),

@@ -7,7 +7,7 @@ import {
 import { z } from 'zod';
 import { definePlugin, type ToolGateDecision } from '../plugin.js';
 import { allowedToolsKey } from '../runtime-keys.js';
-import { update } from '../state.js';
+import { updateState } from '../state.js';
 
 export const permissionDecisionSchema = z.enum(['allow', 'deny', 'ask']);
 /** What a rule decides: `allow`, `deny` or `ask`. */
@@ -172,7 +172,7 @@ export const permissionPlugin = definePlugin<z.output<typeof permissionConfigSch
     registrar.hook('BeforeToolExecute', (context) => {
       const payload = context.decision?.payload as { always?: unknown } | null | undefined;
       if (context.toolCall && payload && payload.always === true) {
-        return { updates: [update(allowedToolsKey, context.toolCall.toolName)] };
+        return { updates: [updateState(allowedToolsKey, context.toolCall.toolName)] };
       }
       return undefined;
     });

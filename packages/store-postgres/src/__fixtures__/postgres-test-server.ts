@@ -1,54 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { postgresTestServer } from '@lunation/store-testkit/postgres';
 import pg from 'pg';
 
-/** The PostgreSQL server the tests use; they fail (never skip) when it is not reachable. */
-export const postgresUrl = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-/** A schema name no other test uses. */
-export function uniqueSchema(): string {
-  return `lunation_test_${randomBytes(6).toString('hex')}`;
-}
-
-/**
- * One pool per test file for setup and inspection, failing every test with a clear message (rather than
- * skipping them) when the server is down. Call `connect()` in `beforeAll` and `connected()` in tests or hooks.
- */
-export function sharedTestPostgres(): {
-  connect(): Promise<void>;
-  connected(): pg.Pool;
-  end(): Promise<void>;
-} {
-  let pool: pg.Pool | undefined;
-  let failure: unknown;
-  return {
-    async connect() {
-      const candidate = new pg.Pool({
-        connectionString: postgresUrl,
-        max: 2,
-        connectionTimeoutMillis: 5_000,
-      });
-      candidate.on('error', () => {});
-      try {
-        await candidate.query('SELECT 1');
-        pool = candidate;
-      } catch (error) {
-        await candidate.end().catch(() => {});
-        failure = new Error(
-          `The store-postgres tests need a PostgreSQL server at ${postgresUrl} (start one, or set POSTGRES_URL): ${String(error)}`,
-        );
-      }
-    },
-    connected() {
-      if (pool === undefined) throw failure;
-      return pool;
-    },
-    async end() {
-      await pool?.end();
-    },
-  };
-}
-
-/** Drops `schema` with everything in it. */
-export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
-  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-}
+/** The kit's PostgreSQL fixture, as the store-postgres tests use it. */
+export const { postgresUrl, uniqueSchema, sharedTestPostgres, dropSchema } = postgresTestServer({
+  Pool: pg.Pool,
+  label: 'store-postgres',
+});

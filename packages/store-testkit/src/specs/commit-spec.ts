@@ -164,6 +164,41 @@ export function commitSpec(context: StoreSpecContext): void {
       expect(await context.store.listMessages(thread.id)).toHaveLength(1);
     });
 
+    it('applies two ledger entries for one call in one commit in order: the later wins, a completed one is final', async () => {
+      const thread = await createThread(context.store);
+      const runId = uniqueId('run');
+      const running = makeToolExecution({ threadId: thread.id, runId, toolCallId: 'call-a' });
+      const completed = {
+        ...running,
+        status: 'completed' as const,
+        result: makeToolResult(1),
+        completedAt: Date.now(),
+      };
+      const other = makeToolExecution({ threadId: thread.id, runId, toolCallId: 'call-b' });
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 0,
+        messages: [],
+        toolExecutions: [running, other, completed],
+      });
+      expect(await context.store.listToolExecutions(runId)).toEqual([completed, other]);
+      const later = { ...other, attempts: 2 };
+      const laterCompleted = {
+        ...later,
+        status: 'completed' as const,
+        result: makeToolResult(2),
+        completedAt: 1,
+      };
+      await context.store.commit({
+        threadId: thread.id,
+        expectedMessageCount: 0,
+        messages: [],
+        toolExecutions: [laterCompleted, { ...laterCompleted, result: makeToolResult(3) }, later],
+      });
+      expect(await context.store.getToolExecution(runId, 'call-b')).toEqual(laterCompleted);
+      expect(await context.store.listToolExecutions(runId)).toHaveLength(2);
+    });
+
     it('attributes messages to commit.runId when the commit carries no run record', async () => {
       const thread = await createThread(context.store);
       const run = makeRunRecord({ threadId: thread.id });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { errorCodeForErrorType, errorCodeForStatus, LunationError, providerError } from './index.js';
+import { LunationError } from '../errors.js';
+import { errorCodeForErrorType, errorCodeForStatus, providerError } from './index.js';
 
 const label = { name: 'OpenAI', model: 'gpt-5-mini', apiKeyHint: 'OPENAI_API_KEY' };
 

@@ -1,5 +1,5 @@
-import { LunationError } from './errors.js';
-import type { BeginToolExecutionInput, CheckpointCommit } from './store.js';
+import { LunationError } from '../errors.js';
+import type { BeginToolExecutionInput, CheckpointCommit } from '../store.js';
 
 // Input checks every store makes the same way (ids, counts, page sizes, JSON).
 
@@ -151,4 +151,21 @@ export function assertBeginToolExecution(input: BeginToolExecutionInput): void {
   assertId(input.toolName, 'toolName');
   assertId(input.idempotencyKey, 'idempotencyKey');
   if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+}
+
+/**
+ * The ledger entries of a commit as a store writes them: one per call (`runId`, `toolCallId`), the entries
+ * applied in order so the later wins, except that the first `completed` entry is final. Order follows each
+ * call's first entry. A store still keeps an entry it already holds as `completed`.
+ */
+export function ledgerEntriesToWrite<Entry extends { runId: string; toolCallId: string; status: string }>(
+  entries: readonly Entry[],
+): Entry[] {
+  if (entries.length < 2) return [...entries];
+  const byCall = new Map<string, Entry>();
+  for (const entry of entries) {
+    const key = JSON.stringify([entry.runId, entry.toolCallId]);
+    if (byCall.get(key)?.status !== 'completed') byCall.set(key, entry);
+  }
+  return [...byCall.values()];
 }

@@ -1,6 +1,6 @@
-import type { DispatchBackoff, DispatchClaim, DispatchPolicy, Submission } from './dispatch.js';
-import { LunationError } from './errors.js';
-import { assertId, assertInteger, assertObject } from './store-input.js';
+import type { DispatchBackoff, DispatchClaim, DispatchPolicy, Submission } from '../dispatch.js';
+import { LunationError } from '../errors.js';
+import { assertId, assertInteger, assertObject } from '../store-utils/store-input.js';
 
 // Input checks and policy rules every dispatcher applies the same way.
 

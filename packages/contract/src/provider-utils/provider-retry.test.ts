@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LunationError } from './errors.js';
+import { LunationError } from '../errors.js';
 import { parseRetryAfter, resolveRetryPolicy, retryDelay, streamWithRetries } from './provider-retry.js';
 
 const policy = resolveRetryPolicy({ initialDelayMs: 100, maxDelayMs: 1_000 }, undefined);

@@ -1,4 +1,4 @@
-import { LunationError } from './errors.js';
+import { LunationError } from '../errors.js';
 
 /** How retryable errors that happen before the first streamed part are retried. */
 export interface RetryOptions {

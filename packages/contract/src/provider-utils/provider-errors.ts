@@ -1,4 +1,4 @@
-import { type ErrorCode, LunationError } from './errors.js';
+import { type ErrorCode, LunationError } from '../errors.js';
 import { parseRetryAfter } from './provider-retry.js';
 
 const CONTEXT_OVERFLOW =

@@ -1,0 +1,178 @@
+import {
+  LunationError,
+  type Message,
+  type ResumeDecision,
+  type RunRecord,
+  type SuspensionTicket,
+} from '@lunation/contract';
+import { checkDecisions, validateDecisionShapes } from '../decisions.js';
+import { createId } from '../id.js';
+import { openTickets, type ToolCallRecord, toolCallsKey, upgradeThreadState } from '../loop/call-records.js';
+import type { LoadedThread } from '../persistence.js';
+import type { RegistrySnapshot } from '../registry.js';
+import { appliedDecisionsKey } from '../runtime-keys.js';
+import { busyHere } from '../thread-lease.js';
+import type { ExecutorCore } from './executor-core.js';
+import { launchRun } from './launch-run.js';
+import { LiveRun } from './live-run.js';
+import { type DecisionOutcome, normaliseInput, type RunHandle, type RunOptions } from './run-options.js';
+import { settledHandle } from './settled-handle.js';
+
+/** Shared empty lists for the common run: nothing reads them to change them. */
+const NO_DECISIONS: ResumeDecision[] = [];
+const NO_TICKETS: SuspensionTicket[] = [];
+const NO_RECORDS: Readonly<Record<string, ToolCallRecord>> = Object.freeze({});
+
+/**
+ * Opens a run: checks the request and reserves the thread, then starts the run: at once, without a promise, in
+ * the common case (no store, no decisions, nothing open on the thread); through {@link startRun} otherwise.
+ * `outcome`, when given, receives what became of the decisions. Throws (synchronously) on a bad request.
+ */
+export function openRun(
+  core: ExecutorCore,
+  options: RunOptions,
+  buffer: boolean,
+  outcome?: DecisionOutcome,
+): LiveRun | Promise<RunHandle> {
+  const { threadId } = options;
+  if (typeof threadId !== 'string' || threadId.length === 0) {
+    throw new LunationError('invalid-argument', 'run() needs a non-empty threadId');
+  }
+  const busy = core.runs.byThread.get(threadId);
+  if (busy) throw busyHere(threadId, busy.identity.runId);
+  if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId.length === 0)) {
+    throw new LunationError('invalid-argument', 'run() needs `runId` to be a non-empty string when given');
+  }
+  const input = normaliseInput(options.input);
+  const decisions =
+    options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions);
+  const snapshot = core.registry.current;
+  if (options.agentId !== undefined) snapshot.agent(options.agentId);
+
+  const run = new LiveRun(
+    {
+      threadId,
+      runId: options.runId ?? createId(),
+      agentId: options.agentId ?? '',
+      origin: options.parent?.origin ?? 'user',
+    },
+    core.sinks,
+    buffer,
+    options.onEvent,
+  );
+  core.runs.byThread.set(threadId, run);
+  const local = core.local;
+  if (local === undefined || decisions.length > 0 || outcome !== undefined) {
+    return startRun(core, run, options, input, decisions, snapshot, outcome);
+  }
+  try {
+    const thread = opened(threadId, local.openNow(threadId, options.resourceId), options.resourceId);
+    if (thread.threadState[toolCallsKey.name] !== undefined || continuedRun(thread.latestRun)) {
+      // Something to settle first (open tickets, a run to continue).
+      return startRun(core, run, options, input, decisions, snapshot, outcome, thread);
+    }
+    return launchRun(core, run, options, thread, input, undefined, NO_DECISIONS, snapshot);
+  } catch (error) {
+    core.runs.release(run, core.leases);
+    throw error;
+  }
+}
+
+/**
+ * Starts a run on its reserved thread in the general case: takes the thread's lease, opens the thread (unless
+ * `thread` is given), settles what it waits on (decisions, supersede, recovery), then launches the loop.
+ */
+async function startRun(
+  core: ExecutorCore,
+  run: LiveRun,
+  options: RunOptions,
+  input: Message[],
+  decisions: ResumeDecision[],
+  snapshot: RegistrySnapshot,
+  outcome: DecisionOutcome | undefined,
+  thread?: LoadedThread,
+): Promise<RunHandle> {
+  const { threadId } = run.identity;
+  const { leases, local } = core;
+  try {
+    if (leases) run.leaseToken = await leases.acquire(threadId, run.identity.runId);
+    thread ??= opened(
+      threadId,
+      local
+        ? local.openNow(threadId, options.resourceId)
+        : await core.persistence.open(threadId, options.resourceId),
+      options.resourceId,
+    );
+    const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
+    const records = stored ?? NO_RECORDS;
+    const tickets = stored ? openTickets(stored) : NO_TICKETS;
+    const latest = thread.latestRun;
+    let previous: RunRecord | undefined;
+    let freshDecisions = NO_DECISIONS;
+    let superseded: RunRecord | undefined;
+
+    if (decisions.length > 0) {
+      const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
+      const checked = checkDecisions(decisions, records, applied);
+      freshDecisions = checked.fresh;
+      const undecided = tickets.filter(
+        (ticket) => !freshDecisions.some((decision) => decision.ticketId === ticket.id),
+      );
+      if (freshDecisions.length === 0) {
+        // Every decision was applied before: nothing to continue.
+        await core.runs.release(run, leases);
+        if (outcome) {
+          outcome.ignored = checked.ignored;
+          outcome.openTickets = tickets;
+        }
+        return settledHandle(threadId, latest, tickets);
+      }
+      // The waiting run's loop applies them (its resume stage, C0), also when some tickets stay open.
+      if (latest && latest.status !== 'done') previous = latest;
+      if (outcome) {
+        outcome.applied = freshDecisions.map((decision) => decision.decisionId);
+        outcome.ignored = checked.ignored;
+        outcome.openTickets = undecided;
+      }
+    } else {
+      previous = continuedRun(latest);
+      if (outcome) outcome.openTickets = tickets === NO_TICKETS ? [] : tickets;
+    }
+    if (tickets.length > 0 && decisions.length === 0 && previous === undefined) {
+      if (input.length === 0) {
+        throw new LunationError(
+          'invalid-argument',
+          `Thread "${threadId}" has ${tickets.length} open ticket(s); send decisions or a new message`,
+          { details: { openTickets: tickets.map((ticket) => ticket.id) } },
+        );
+      }
+      // The new input supersedes the waiting run: the loop's resume stage answers its calls and ends it.
+      superseded = latest;
+    }
+    if (previous && previous.identity.runId !== run.identity.runId && leases && run.leaseToken) {
+      // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it (acquiring
+      // over this instance's own lease issues a new token).
+      run.leaseToken = await leases.acquire(threadId, previous.identity.runId);
+    }
+    return launchRun(core, run, options, thread, input, previous, freshDecisions, snapshot, superseded);
+  } catch (error) {
+    await core.runs.release(run, leases);
+    throw error;
+  }
+}
+
+/** The run's thread with its owner checked and its state upgraded to the current layout. */
+function opened(threadId: string, thread: LoadedThread, resourceId: string | undefined): LoadedThread {
+  if (resourceId !== undefined && thread.resourceId !== undefined && thread.resourceId !== resourceId) {
+    throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+  }
+  thread.threadState = upgradeThreadState(thread.threadState);
+  return thread;
+}
+
+/** The run a new run on the thread continues without decisions: one whose process died, or one that waited for its background tasks. */
+function continuedRun(latest: RunRecord | undefined): RunRecord | undefined {
+  if (latest?.status === 'running') return latest;
+  if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') return latest;
+  return undefined;
+}

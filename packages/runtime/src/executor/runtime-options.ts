@@ -1,0 +1,28 @@
+import type { EventSink, Instrumentation, LunationStore } from '@lunation/contract';
+import type { InProcessRetention } from '../persistence.js';
+import type { RegistrySet } from '../registry.js';
+
+export interface AgentRuntimeOptions extends RegistrySet {
+  /** Durable store; without one, threads live in this process's memory only. */
+  store?: LunationStore;
+  sinks?: EventSink[];
+  /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
+  leaseTtlMs?: number;
+  /**
+   * Names this runtime in leases (and in `thread-busy` messages, for logs). Several live runtimes may share one
+   * (replicas started from one configuration): each instance also holds its leases under an incarnation id of
+   * its own, so two live processes never run one thread at once. A runtime started again with the same owner
+   * (a restarted server with a stable name) takes its previous life's leases over once they have gone unrenewed
+   * for half `leaseTtlMs`, instead of waiting for them to expire. @default `${hostname}:${pid}:<random>`
+   */
+  owner?: string;
+  /** Emit a `state-snapshot` event before every `step-end`. @default false */
+  emitStateSnapshots?: boolean;
+  /** Without a store: how many threads this process keeps (see `InProcessRetention`). @default all */
+  retention?: InProcessRetention;
+  /**
+   * Observability, e.g. `openTelemetryInstrumentation()` of `@lunation/otel`: told of every run's model calls,
+   * tool executions, checkpoints, ledger hits, leases, suspensions and resumes. Without one none of it is built.
+   */
+  instrumentation?: Instrumentation;
+}

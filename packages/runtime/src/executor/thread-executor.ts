@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type EventSink,
+  type Instrumentation,
+  LunationError,
+  type LunationStore,
+  type Message,
+  type ResumeDecision,
+  type RunIdentity,
+} from '@lunation/contract';
+import type { ResolvedAgent } from '../agent.js';
+import type { DeliveryMode } from '../loop/inbox.js';
+import { InProcessPersistence, type Persistence, StorePersistence } from '../persistence.js';
+import { AgentRegistry, type RegistrySnapshot } from '../registry.js';
+import { busyHere, ThreadLeases } from '../thread-lease.js';
+import { delegateTool } from './delegation.js';
+import type { ExecutorCore } from './executor-core.js';
+import { observed } from './live-run.js';
+import { LiveRuns } from './live-runs.js';
+import { openRun } from './open-run.js';
+import type { RunDispatch } from './run-dispatch.js';
+import type { DecisionOutcome, RunHandle, RunOptions, SendDecisionsOptions } from './run-options.js';
+import type { AgentRuntimeOptions } from './runtime-options.js';
+import { LocalTaskHost } from './task-host.js';
+
+/**
+ * Executes threads' work in this process: each run opens under its thread's lease (with a store), loads the
+ * thread, settles what it waits on and runs the agent loop; it hosts the runs' background tasks and delegate
+ * agents. `AgentRuntime` submits to it directly; a fleet's `AgentWorker` runs what it claims from a dispatcher
+ * through it, so a thread's work executes one way wherever it was submitted.
+ */
+export class ThreadExecutor implements ExecutorCore, RunDispatch {
+  readonly registry: AgentRegistry;
+  readonly store: LunationStore | undefined;
+  readonly persistence: Persistence;
+  readonly local: InProcessPersistence | undefined;
+  readonly leases: ThreadLeases | undefined;
+  readonly runs = new LiveRuns();
+  readonly tasks: LocalTaskHost;
+  readonly sinks: EventSink[];
+  readonly emitStateSnapshots: boolean;
+  readonly instrumentation: Instrumentation | undefined;
+  /** The agent resolver handed to runs of the current registry version. */
+  private resolver: { snapshot: RegistrySnapshot; resolve(agentId: string): ResolvedAgent } | undefined;
+
+  constructor(options: AgentRuntimeOptions) {
+    this.store = options.store;
+    if (options.store && options.retention) {
+      throw new LunationError(
+        'invalid-argument',
+        '`retention` applies to runtimes without a store; a store keeps threads until deleteThread()',
+      );
+    }
+    const owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    if (options.store) {
+      this.persistence = new StorePersistence(options.store);
+      this.leases = new ThreadLeases(
+        this.persistence,
+        owner,
+        options.leaseTtlMs ?? 30_000,
+        options.instrumentation,
+      );
+    } else {
+      const byThread = this.runs.byThread;
+      this.local = new InProcessPersistence(options.retention, (threadId) => byThread.has(threadId));
+      this.persistence = this.local;
+    }
+    this.sinks = options.sinks ?? [];
+    this.emitStateSnapshots = options.emitStateSnapshots ?? false;
+    this.instrumentation = options.instrumentation;
+    const start = (run: RunOptions) => this.run(run);
+    this.tasks = new LocalTaskHost(owner, this.runs, start);
+    this.registry = new AgentRegistry(
+      {
+        models: options.models,
+        agents: options.agents,
+        ...(options.tools ? { tools: options.tools } : {}),
+        ...(options.plugins ? { plugins: options.plugins } : {}),
+        ...(options.globalPlugins ? { globalPlugins: options.globalPlugins } : {}),
+      },
+      (delegate, parent) => delegateTool(delegate, parent, this.runs, start),
+    );
+  }
+
+  submit(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle> {
+    return openRun(this, options, buffer);
+  }
+
+  /** Starts (or resumes) a run; its handle's failed result is never an unhandled rejection. */
+  async run(options: RunOptions): Promise<RunHandle> {
+    return observed(await openRun(this, options, options.stream !== false));
+  }
+
+  async decide(
+    id: string,
+    decisions: ResumeDecision[],
+    options: SendDecisionsOptions = {},
+  ): Promise<DecisionOutcome> {
+    const threadId = await this.threadOf(id);
+    const outcome: DecisionOutcome = { applied: [], ignored: [], openTickets: [] };
+    const request: RunOptions = { threadId, decisions };
+    if (options.resourceId !== undefined) request.resourceId = options.resourceId;
+    const handle = observed(await openRun(this, request, true, outcome));
+    if (outcome.applied.length === 0) return outcome;
+    if (outcome.openTickets.length > 0) {
+      // Some tickets stay open: the run recorded the decisions (C0) and waits again.
+      const result = await handle.result;
+      return { ...outcome, openTickets: result.openTickets };
+    }
+    return { ...outcome, run: handle };
+  }
+
+  async send(id: string, messages: Message[], mode: DeliveryMode): Promise<RunHandle | undefined> {
+    const active = this.runs.find(id);
+    if (active?.loop) {
+      active.loop.deliver(messages, mode);
+      return undefined;
+    }
+    return this.run({ threadId: active?.identity.threadId ?? id, input: messages });
+  }
+
+  deliverToRun(runId: string, messages: Message[]): boolean {
+    const loop = this.runs.byRun.get(runId)?.loop;
+    if (!loop) return false;
+    loop.deliver(messages, 'queue');
+    return true;
+  }
+
+  closeRun(runId: string): void {
+    this.runs.byRun.get(runId)?.loop?.close();
+  }
+
+  requestCancel(id: string, reason: string): boolean {
+    const active = this.runs.find(id);
+    if (!active) return false;
+    active.controller.abort(reason);
+    return true;
+  }
+
+  async cancelAll(reason: string): Promise<void> {
+    for (const run of this.runs.byRun.values()) run.controller.abort(reason);
+    await this.drain();
+  }
+
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.runs.byRun.values()].map((run) => run.result));
+  }
+
+  activeRun(id: string): RunIdentity | undefined {
+    return this.runs.find(id)?.identity;
+  }
+
+  activeRuns(): RunIdentity[] {
+    return this.runs.identities();
+  }
+
+  async deleteThread(threadId: string): Promise<boolean> {
+    const active = this.runs.byThread.get(threadId);
+    if (active) throw busyHere(threadId, active.identity.runId);
+    this.tasks.taken(threadId);
+    return this.persistence.deleteThread(threadId);
+  }
+
+  resolverOf(snapshot: RegistrySnapshot): (agentId: string) => ResolvedAgent {
+    if (this.resolver?.snapshot !== snapshot) {
+      this.resolver = { snapshot, resolve: (agentId) => snapshot.agent(agentId) };
+    }
+    return this.resolver.resolve;
+  }
+
+  /** The thread of a run id (a live one, then a stored one) or of a thread id; an id naming both is refused. */
+  private async threadOf(id: string): Promise<string> {
+    const active = this.runs.find(id);
+    if (active) return active.identity.threadId;
+    const run = await this.persistence.getRun(id);
+    if (run) {
+      const { threadId } = run.identity;
+      if (threadId !== id && (await this.persistence.load(id))) {
+        throw new LunationError(
+          'invalid-argument',
+          `"${id}" names both a run (of thread "${threadId}") and a thread; send the decisions by the thread id "${threadId}"`,
+          { details: { runId: id, threadId } },
+        );
+      }
+      return threadId;
+    }
+    const thread = await this.persistence.load(id);
+    if (thread) return id;
+    throw new LunationError('not-found', `No run or thread "${id}"`);
+  }
+}
