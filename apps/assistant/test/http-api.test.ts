@@ -254,7 +254,7 @@ describe('the HTTP API (real HTTP, demo model, two tokens)', () => {
       ),
     ).toMatchObject({
       status: 400,
-      code: 'invalid-argument',
+      code: 'decision-invalid',
     });
     expect(await errorOf(await api.call('/nowhere'))).toMatchObject({ status: 404, code: 'not-found' });
     expect(await errorOf(await api.call('/threads?limit=0'))).toMatchObject({

@@ -3,7 +3,6 @@ import {
   jsonObjectSchema,
   type LunationStore,
   type ResumeDecision,
-  resumeDecisionSchema,
   type ThreadRecord,
 } from '@lunation/contract';
 import { createId } from '@lunation/runtime/internal';
@@ -77,7 +76,8 @@ type Handler = (context: RouteContext) => Promise<Response>;
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
 const messageBodySchema = z.object({ text: z.string().min(1) }).strict();
 const decisionsBodySchema = z
-  .object({ decisions: z.array(resumeDecisionSchema.partial({ decisionId: true })).min(1) })
+  // Only what the server needs to fill in decision ids: the runtime checks each decision at its boundary.
+  .object({ decisions: z.array(z.looseObject({ decisionId: z.string().min(1).optional() })).min(1) })
   .strict();
 const limitSchema = z.coerce.number().int().min(1).max(100);
 
@@ -303,12 +303,11 @@ class LunationHttpApi {
   /** Answers open tickets: streams the resumed run, or answers JSON while tickets are still open. */
   private async postDecisions({ request, params, resource }: RouteContext): Promise<Response> {
     const body = parseBody(decisionsBodySchema, await readJsonBody(request, this.parts.bodyLimits));
-    assertOneDecisionPerTicket(body.decisions);
     const thread = await this.ownThread(params[0]!, resource);
-    const decisions: ResumeDecision[] = body.decisions.map((decision) => ({
+    const decisions = body.decisions.map((decision) => ({
       ...decision,
       decisionId: decision.decisionId ?? createId(),
-    }));
+    })) as ResumeDecision[];
     const answer = await this.front.decide({ threadId: thread.id, resource }, decisions);
     return isRunStream(answer) ? this.agentEvents(answer) : jsonResponse(answer.status, answer.body);
   }
@@ -370,21 +369,5 @@ function decodeId(encoded: string): string {
     return decodeURIComponent(encoded);
   } catch {
     throw new HttpError(400, 'invalid-argument', `"${encoded}" is not a valid thread id`);
-  }
-}
-
-/** Two decisions for one ticket (say resume and cancel) contradict each other: the request is refused whole. */
-function assertOneDecisionPerTicket(decisions: ReadonlyArray<{ ticketId: string }>): void {
-  const firstIndex = new Map<string, number>();
-  for (const [index, { ticketId }] of decisions.entries()) {
-    const earlier = firstIndex.get(ticketId);
-    if (earlier !== undefined) {
-      throw new HttpError(
-        400,
-        'decision-invalid',
-        `Decisions #${earlier} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
-      );
-    }
-    firstIndex.set(ticketId, index);
   }
 }

@@ -32,8 +32,11 @@ export class LocalFront implements RunFront {
     return this.start(run);
   }
 
-  async decide({ threadId }: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
-    const outcome = await this.runtime.sendDecisions(threadId, decisions);
+  async decide(
+    { threadId, resource }: FrontRequest,
+    decisions: ResumeDecision[],
+  ): Promise<RunStream | FrontAnswer> {
+    const outcome = await this.runtime.sendDecisions(threadId, decisions, { resourceId: resource });
     if (outcome.run) return this.start(outcome.run);
     const { applied, ignored, openTickets } = outcome;
     return { status: 200, body: { applied, ignored, openTickets } };

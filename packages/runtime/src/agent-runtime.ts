@@ -10,6 +10,7 @@ import {
   type RunHandle,
   type RunInput,
   type RunOptions,
+  type SendDecisionsOptions,
 } from './executor/run-options.js';
 import type { AgentRuntimeOptions } from './executor/runtime-options.js';
 import { ThreadExecutor } from './executor/thread-executor.js';
@@ -17,7 +18,7 @@ import type { DeliveryMode } from './loop/inbox.js';
 import type { RunResult } from './loop/run-scope.js';
 import type { AgentRegistry } from './registry.js';
 
-export type { AgentRuntimeOptions, DecisionOutcome, RunHandle, RunInput, RunOptions };
+export type { AgentRuntimeOptions, DecisionOutcome, RunHandle, RunInput, RunOptions, SendDecisionsOptions };
 
 /** A conversation kept open across inputs: one long-lived run. */
 export interface Session {
@@ -176,12 +177,18 @@ export class AgentRuntime {
   }
 
   /**
-   * Answers open tickets of a waiting run (by run id or thread id). Decisions are checked first: an unknown
-   * ticket or a payload failing the ticket's response schema is rejected and changes nothing; a repeated
-   * decisionId is ignored. Once every ticket is decided, the run resumes (in this process).
+   * Answers open tickets of a waiting run (by run id or thread id; an id naming both a run and another thread
+   * is refused as ambiguous). Decisions are checked first: an unknown ticket or a payload failing the ticket's
+   * response schema is rejected and changes nothing; a repeated decisionId is ignored. The run's loop applies
+   * them (C0); once every ticket is decided, the run resumes (in this process) and `run` is its handle. With
+   * `resourceId`, a thread of another owner is `not-found`, as for {@link run}.
    */
-  sendDecisions(id: string, decisions: ResumeDecision[]): Promise<DecisionOutcome> {
-    return this.dispatch.decide(id, decisions);
+  sendDecisions(
+    id: string,
+    decisions: ResumeDecision[],
+    options: SendDecisionsOptions = {},
+  ): Promise<DecisionOutcome> {
+    return this.dispatch.decide(id, decisions, options);
   }
 
   /** Waits for every active run to end. */

@@ -1,31 +1,21 @@
 import {
-  type JsonValue,
   LunationError,
-  type Message,
   type ResumeDecision,
-  type RunRecord,
   resumeDecisionSchema,
   type SuspensionTicket,
-  type ToolMessage,
 } from '@lunation/contract';
 import { z } from 'zod';
-import { createId } from './id.js';
-import { cancelledResult, errorResult } from './loop/call-plan.js';
-import {
-  answerOpenStep,
-  decideRecord,
-  openTickets,
-  type ToolCallRecord,
-  toolCallsKey,
-} from './loop/call-records.js';
+import type { ToolCallRecord } from './loop/call-records.js';
 import { MAX_JSON_DEPTH } from './loop/storable.js';
-import type { Persistence } from './persistence.js';
-import { appliedDecisionsKey } from './runtime-keys.js';
 import { formatIssues } from './tool.js';
 
-// Decisions and new input that arrive while a thread waits on tickets, before any run continues it.
+// Decisions at the boundary: checked (shape, open ticket, one per ticket, payload) before a run is started with
+// them, changing nothing when they fail. The loop's resume stage (`loop/tool-calls.ts`) applies them.
 
-/** Checks the shape of each decision (and that its payload is not absurdly deep) before anything else. */
+/**
+ * The boundary check of a decision request, before anything else: each decision's shape (and a payload not
+ * absurdly deep), and one decision per ticket (a repeated decision id is a retry, not a second decision).
+ */
 export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
   if (!Array.isArray(decisions)) throw new LunationError('decision-invalid', 'Decisions must be an array');
   for (const [index, decision] of decisions.entries()) {
@@ -43,12 +33,25 @@ export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecis
       );
     }
   }
+  const deciding = new Map<string, { decisionId: string; index: number }>();
+  for (const [index, { decisionId, ticketId }] of decisions.entries()) {
+    const earlier = deciding.get(ticketId);
+    if (earlier !== undefined && earlier.decisionId !== decisionId) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decisions #${earlier.index} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
+        { details: { ticketId, decisionIds: [earlier.decisionId, decisionId] } },
+      );
+    }
+    deciding.set(ticketId, { decisionId, index });
+  }
   return decisions;
 }
 
 /**
- * Splits decisions into fresh ones and already-applied ones (ignored); throws, changing nothing, on a decision
- * for a ticket that is not open, two decisions for one ticket, or a payload failing the ticket's schema.
+ * Splits decisions (already through {@link validateDecisionShapes}) into fresh ones and already-applied ones
+ * (ignored); throws, changing nothing, on a decision for a ticket that is not open or a payload failing the
+ * ticket's schema.
  */
 export function checkDecisions(
   decisions: ResumeDecision[],
@@ -63,7 +66,7 @@ export function checkDecisions(
   }
   const fresh: ResumeDecision[] = [];
   const ignored: string[] = [];
-  const decided = new Map<string, string>();
+  const decided = new Set<string>();
   for (const decision of decisions) {
     if (
       applied.has(decision.decisionId) ||
@@ -81,16 +84,8 @@ export function checkDecisions(
         { details: { ticketId: decision.ticketId, openTickets: [...open.keys()] } },
       );
     }
-    const earlier = [...decided.entries()].find(([, ticketId]) => ticketId === ticket.id)?.[0];
-    if (earlier !== undefined) {
-      throw new LunationError(
-        'decision-invalid',
-        `Decisions "${earlier}" and "${decision.decisionId}" both decide ticket "${ticket.id}"; send one decision per ticket`,
-        { details: { ticketId: ticket.id } },
-      );
-    }
     if (decision.action === 'resume' && ticket.responseSchema) checkPayload(decision, ticket);
-    decided.set(decision.decisionId, ticket.id);
+    decided.add(decision.decisionId);
     fresh.push(decision);
   }
   return { fresh, ignored };
@@ -104,118 +99,6 @@ function checkPayload(decision: ResumeDecision, ticket: SuspensionTicket): void 
     'decision-invalid',
     `Decision "${decision.decisionId}": the payload does not match ticket "${ticket.id}"'s response schema: ${formatIssues(parsed.error, '(payload)')}`,
     { details: { ticketId: ticket.id } },
-  );
-}
-
-/** A thread as a run is about to start on it. */
-export interface OpenThread {
-  messages: Message[];
-  threadState: Record<string, unknown>;
-  latestRun: RunRecord | undefined;
-}
-
-interface CommitContext {
-  persistence: Persistence;
-  threadId: string;
-  leaseToken: number | undefined;
-}
-
-/**
- * Some tickets decided, others still open: the decided calls become `resuming` with their decisions and the
- * waiting run's record lists only the tickets still open — one commit. Returns the tickets still open.
- */
-export async function commitPartialDecisions(
-  context: CommitContext,
-  thread: OpenThread,
-  decisions: ResumeDecision[],
-): Promise<{ openTickets: SuspensionTicket[]; run: RunRecord | undefined }> {
-  const records = { ...(thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord>) };
-  for (const decision of decisions) {
-    for (const [id, record] of Object.entries(records)) {
-      if (record.status === 'suspended' && record.ticket?.id === decision.ticketId) {
-        records[id] = decideRecord(record, decision);
-      }
-    }
-  }
-  const tickets = openTickets(records);
-  const latest = thread.latestRun;
-  const run =
-    latest?.status === 'waiting' ? { ...latest, openTickets: tickets, updatedAt: Date.now() } : undefined;
-  await context.persistence.commit({
-    threadId: context.threadId,
-    expectedMessageCount: thread.messages.length,
-    messages: [],
-    threadState: {
-      ...thread.threadState,
-      [toolCallsKey.name]: records,
-      [appliedDecisionsKey.name]: appliedWith(thread.threadState, decisions),
-    } as Record<string, JsonValue>,
-    ...(run ? { run } : {}),
-    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
-  });
-  thread.threadState = { ...thread.threadState, [toolCallsKey.name]: records };
-  return { openTickets: tickets, run };
-}
-
-/**
- * New input instead of decisions: in one commit, every open call is answered (declined as superseded, or with
- * its recorded result), the call records are cleared and the waiting run ends `cancelled`. The new input then
- * starts a run of its own on a thread with nothing open.
- */
-export async function commitSupersede(context: CommitContext, thread: OpenThread): Promise<void> {
-  const records = (thread.threadState[toolCallsKey.name] ?? {}) as Record<string, ToolCallRecord>;
-  const parts = answerOpenStep(thread.messages, records, (record) =>
-    record?.status === 'suspended' && record.ticket
-      ? errorResult(
-          `Cancelled: the user sent a new message instead of answering "${record.ticket.message}".`,
-          {
-            superseded: true,
-          },
-        )
-      : cancelledResult('the user sent a new message before this call could run'),
-  );
-  const latest = thread.latestRun;
-  const message: ToolMessage | undefined =
-    parts.length === 0
-      ? undefined
-      : {
-          id: createId(),
-          role: 'tool',
-          content: parts,
-          metadata: {
-            ...(latest ? { runId: latest.identity.runId, step: latest.steps } : {}),
-            superseded: true,
-          },
-        };
-  const { [toolCallsKey.name]: _, ...threadState } = thread.threadState;
-  const run: RunRecord | undefined =
-    latest && latest.status !== 'done'
-      ? {
-          ...latest,
-          status: 'done',
-          termination: { type: 'cancelled', reason: 'superseded by a new message' },
-          openTickets: [],
-          updatedAt: Date.now(),
-        }
-      : undefined;
-  await context.persistence.commit({
-    threadId: context.threadId,
-    expectedMessageCount: thread.messages.length,
-    messages: message ? [message] : [],
-    threadState: threadState as Record<string, JsonValue>,
-    ...(run ? { run } : latest ? { runId: latest.identity.runId } : {}),
-    ...(context.leaseToken === undefined ? {} : { leaseToken: context.leaseToken }),
-  });
-  if (message) thread.messages = [...thread.messages, message];
-  thread.threadState = threadState;
-  if (run) thread.latestRun = run;
-}
-
-function appliedWith(threadState: Record<string, unknown>, decisions: ResumeDecision[]): string[] {
-  const applied = (threadState[appliedDecisionsKey.name] ?? []) as string[];
-  return appliedDecisionsKey.apply(
-    applied,
-    decisions.map((decision) => decision.decisionId),
   );
 }
 

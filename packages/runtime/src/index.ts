@@ -16,6 +16,7 @@ export {
   type RunHandle,
   type RunInput,
   type RunOptions,
+  type SendDecisionsOptions,
   type Session,
 } from './agent-runtime.js';
 export {

@@ -33,6 +33,7 @@ export function launchRun(
   previous: RunRecord | undefined,
   decisions: ResumeDecision[],
   snapshot: RegistrySnapshot,
+  superseded?: RunRecord,
 ): LiveRun {
   const { threadId, runId } = run.identity;
   const { tasks, leases } = core;
@@ -90,6 +91,7 @@ export function launchRun(
     threadState: thread.threadState,
     previous,
     decisions,
+    superseded,
     frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
     signal: run.controller.signal,
     controller: run.controller,

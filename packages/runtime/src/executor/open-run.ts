@@ -5,12 +5,7 @@ import {
   type RunRecord,
   type SuspensionTicket,
 } from '@lunation/contract';
-import {
-  checkDecisions,
-  commitPartialDecisions,
-  commitSupersede,
-  validateDecisionShapes,
-} from '../decisions.js';
+import { checkDecisions, validateDecisionShapes } from '../decisions.js';
 import { createId } from '../id.js';
 import { openTickets, type ToolCallRecord, toolCallsKey, upgradeThreadState } from '../loop/call-records.js';
 import type { LoadedThread } from '../persistence.js';
@@ -114,6 +109,7 @@ async function startRun(
     const latest = thread.latestRun;
     let previous: RunRecord | undefined;
     let freshDecisions = NO_DECISIONS;
+    let superseded: RunRecord | undefined;
 
     if (decisions.length > 0) {
       const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
@@ -122,24 +118,21 @@ async function startRun(
       const undecided = tickets.filter(
         (ticket) => !freshDecisions.some((decision) => decision.ticketId === ticket.id),
       );
-      if (freshDecisions.length === 0 || undecided.length > 0) {
-        // Nothing new, or some tickets still open: record what was decided and stay waiting.
-        const partial =
-          freshDecisions.length > 0
-            ? await commitPartialDecisions(commitContext(core, run), thread, freshDecisions)
-            : { openTickets: tickets, run: latest };
+      if (freshDecisions.length === 0) {
+        // Every decision was applied before: nothing to continue.
         await core.runs.release(run, leases);
         if (outcome) {
-          outcome.applied = freshDecisions.map((decision) => decision.decisionId);
           outcome.ignored = checked.ignored;
-          outcome.openTickets = partial.openTickets;
+          outcome.openTickets = tickets;
         }
-        return settledHandle(threadId, partial.run ?? latest, partial.openTickets, freshDecisions, records);
+        return settledHandle(threadId, latest, tickets);
       }
+      // The waiting run's loop applies them (its resume stage, C0), also when some tickets stay open.
       if (latest && latest.status !== 'done') previous = latest;
       if (outcome) {
         outcome.applied = freshDecisions.map((decision) => decision.decisionId);
         outcome.ignored = checked.ignored;
+        outcome.openTickets = undecided;
       }
     } else {
       previous = continuedRun(latest);
@@ -153,14 +146,15 @@ async function startRun(
           { details: { openTickets: tickets.map((ticket) => ticket.id) } },
         );
       }
-      await commitSupersede(commitContext(core, run), thread);
+      // The new input supersedes the waiting run: the loop's resume stage answers its calls and ends it.
+      superseded = latest;
     }
     if (previous && previous.identity.runId !== run.identity.runId && leases && run.leaseToken) {
       // Continuing an earlier run: hold the lease in that run's name so thread-busy errors name it (acquiring
       // over this instance's own lease issues a new token).
       run.leaseToken = await leases.acquire(threadId, previous.identity.runId);
     }
-    return launchRun(core, run, options, thread, input, previous, freshDecisions, snapshot);
+    return launchRun(core, run, options, thread, input, previous, freshDecisions, snapshot, superseded);
   } catch (error) {
     await core.runs.release(run, leases);
     throw error;
@@ -174,10 +168,6 @@ function opened(threadId: string, thread: LoadedThread, resourceId: string | und
   }
   thread.threadState = upgradeThreadState(thread.threadState);
   return thread;
-}
-
-function commitContext(core: ExecutorCore, run: LiveRun) {
-  return { persistence: core.persistence, threadId: run.identity.threadId, leaseToken: run.leaseToken };
 }
 
 /** The run a new run on the thread continues without decisions: one whose process died, or one that waited for its background tasks. */

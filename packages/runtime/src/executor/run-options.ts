@@ -63,6 +63,12 @@ export interface RunHandle {
   cancel(reason?: string): void;
 }
 
+/** What {@link AgentRuntime.sendDecisions} takes beside the id and the decisions. */
+export interface SendDecisionsOptions {
+  /** The caller's owner (tenant / user id): a thread of another owner is `not-found`, as for `run()`. */
+  resourceId?: string;
+}
+
 /** What {@link AgentRuntime.sendDecisions} resolves with. */
 export interface DecisionOutcome {
   /** Decision ids applied now. */

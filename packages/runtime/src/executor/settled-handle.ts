@@ -1,6 +1,5 @@
 import {
   emptyUsage,
-  type ResumeDecision,
   type RunIdentity,
   type RunRecord,
   type SuspensionTicket,
@@ -8,20 +7,18 @@ import {
 } from '@lunation/contract';
 import { EventStream } from '../event-stream.js';
 import { createId } from '../id.js';
-import type { ToolCallRecord } from '../loop/call-records.js';
 import type { RunResult } from '../loop/run-scope.js';
 import type { RunHandle } from './run-options.js';
 
 /**
- * The handle of a run() that continued nothing (some tickets are still open, or every decision was applied
- * before): it reports the thread's waiting (or finished) run as the store has it.
+ * The handle of a run() that continued nothing (every decision was applied before): it reports the thread's
+ * waiting (or finished) run as the store has it. Decisions are applied, and `tool-call-resumed` emitted, only by
+ * the loop's resume stage.
  */
 export function settledHandle(
   threadId: string,
   run: RunRecord | undefined,
   tickets: SuspensionTicket[],
-  decisions: ResumeDecision[],
-  records: Readonly<Record<string, ToolCallRecord>>,
 ): RunHandle {
   const identity: RunIdentity = run?.identity ?? {
     threadId,
@@ -43,23 +40,10 @@ export function settledHandle(
     messages: [],
   };
   const stream = new EventStream();
-  let seq = 0;
-  const callOfTicket = new Map<string, string>();
-  for (const record of Object.values(records))
-    if (record.ticket) callOfTicket.set(record.ticket.id, record.toolCallId);
-  for (const decision of decisions) {
-    stream.push({
-      type: 'tool-call-resumed',
-      identity,
-      seq: seq++,
-      toolCallId: callOfTicket.get(decision.ticketId) ?? '',
-      decision,
-    });
-  }
   stream.push({
     type: 'run-end',
     identity,
-    seq: seq++,
+    seq: 0,
     status,
     termination,
     finalText: result.finalText,

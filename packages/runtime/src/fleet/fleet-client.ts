@@ -8,6 +8,7 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
+import { validateDecisionShapes } from '../decisions.js';
 import { normaliseInput, type RunInput } from '../executor/run-options.js';
 import { createId } from '../id.js';
 import type { FrontendTool } from '../loop/run-scope.js';
@@ -85,6 +86,7 @@ export class FleetClient {
    * continue in the same log. `not-found` when the thread has no run waiting for decisions.
    */
   async decide(threadId: string, decisions: ResumeDecision[]): Promise<FleetSubmission> {
+    validateDecisionShapes(decisions);
     const latest = await this.store.getLatestRun(threadId);
     if (latest?.status !== 'waiting' || latest.openTickets.length === 0) {
       throw new LunationError('not-found', `Thread "${threadId}" has no run waiting for decisions`, {

@@ -212,7 +212,7 @@ export class AgentLoop {
     }
     scope.progressChanged();
     if (termination === undefined) {
-      if (scope.durable) await this.checkpointer.commit('C2', 'running', undefined, true);
+      if (scope.durable) await this.checkpointer.commitStepEnd();
       this.emitStepEnd();
     }
     return termination;
@@ -264,7 +264,7 @@ export class AgentLoop {
   private async awaitInput(): Promise<TerminationReason | undefined> {
     const { scope, inbox } = this;
     scope.progressChanged();
-    if (scope.durable) await this.checkpointer.commit('C2', 'running', undefined, true);
+    if (scope.durable) await this.checkpointer.commitStepEnd();
     this.emitStepEnd();
     scope.options.onTurnEnd?.({
       finalText: scope.finalText,
@@ -341,7 +341,7 @@ export class AgentLoop {
       if (carrier) scope.state.write([{ key: traceContextKey, update: { ...carrier } }]);
     }
     try {
-      await this.checkpointer.commit('run-end', status, termination, true);
+      await this.checkpointer.commitRunEnd(status, termination);
     } catch (error) {
       scope.emitError(error);
       if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };

@@ -1,10 +1,11 @@
-import type {
-  ResumeDecision,
-  SuspensionTicket,
-  ToolCall,
-  ToolCallStatus,
-  ToolExecution,
-  ToolResult,
+import {
+  LunationError,
+  type ResumeDecision,
+  type SuspensionTicket,
+  type ToolCall,
+  type ToolCallStatus,
+  type ToolExecution,
+  type ToolResult,
 } from '@lunation/contract';
 import type { ToolCallRecord } from './call-records.js';
 
@@ -15,43 +16,94 @@ export type LedgerMode =
   /** `beginToolExecution` right before it runs (a resumed or recovered call; it may find the call done). */
   | 'begin';
 
-/** One tool call on its way through its lifecycle in this process (see `tool-calls.ts`). */
+/** Where a settled call's result came from, when not from this process's own run of it. */
+export type ResultSource =
+  /** An earlier attempt finished it: the ledger's completed entry. */
+  | 'ledger'
+  /** An earlier process settled it: its call record in thread state (no events, no hooks again). */
+  | 'record';
+
+/**
+ * One tool call on its way through its lifecycle in this process (see `tool-calls.ts`). Its `status` is its one
+ * phase and changes only through {@link moveTo}, which refuses a move the protocol does not have; the other
+ * fields are what the phase carries (ticket, decision, result, ledger entry) and this process's bookkeeping.
+ */
 export interface CallPlan {
   readonly call: ToolCall;
   /** The run that made the call; its ledger entries are keyed by it. */
   readonly runId: string;
-  status: ToolCallStatus;
+  /** The call's phase, as its record stores it. Change it with {@link moveTo} or {@link settle}. */
+  readonly status: ToolCallStatus;
   /** The arguments, parsed and validated (once allowed). */
   input?: unknown;
   ticket?: SuspensionTicket;
   decision?: ResumeDecision;
   result?: ToolResult;
+  /** Set with `result` when it was not this process that produced it. */
+  resultFrom?: ResultSource;
   ledger: LedgerMode;
   /** The ledger entry of the current attempt, once written. */
   execution?: ToolExecution;
-  /** The result came from the ledger: an earlier attempt finished it. */
-  fromLedger?: boolean;
-  /** Its result is already known to the thread (a record of an earlier process): no events, no hooks. */
-  fromRecord?: boolean;
-  /** A ToolGate hook blocked it: the run ends `blocked` after this step. */
-  blocked?: string;
-  /** Its record in thread state changed and must be written. */
-  dirty?: boolean;
-  /** It became suspended in this process (its ticket is announced once durable). */
-  newlySuspended?: boolean;
-  /** Its result was announced. */
-  reported?: boolean;
   /** Ledger attempts already used when the tool suspended itself (so its resumed run is not a re-run). */
   attempts?: number;
+  /** A ToolGate hook blocked it: the run ends `blocked` after this step. */
+  blocked?: string;
+  /** Bookkeeping: its record in thread state changed and must be written. */
+  dirty?: boolean;
+  /** Bookkeeping: it became suspended in this process (its ticket is announced once durable). */
+  newlySuspended?: boolean;
+  /** Bookkeeping: its result was announced. */
+  reported?: boolean;
 }
 
+/**
+ * The moves of a call's phase (the durability protocol's call lifecycle): a settled call (`succeeded`,
+ * `failed`, `denied`, `cancelled`, `abandoned`) never moves again.
+ */
+const MOVES: Readonly<Record<ToolCallStatus, readonly ToolCallStatus[]>> = {
+  new: ['allowed', 'succeeded', 'failed', 'denied', 'cancelled'],
+  allowed: ['suspended', 'running', 'succeeded', 'failed', 'denied', 'cancelled'],
+  suspended: ['resuming', 'succeeded', 'failed', 'denied', 'cancelled'],
+  resuming: ['suspended', 'running', 'succeeded', 'failed', 'cancelled'],
+  running: ['suspended', 'succeeded', 'failed', 'cancelled', 'abandoned'],
+  succeeded: [],
+  failed: [],
+  denied: [],
+  cancelled: [],
+  abandoned: [],
+};
+
+/** A move of a call's phase the protocol does not have: a defect in the runtime, never the user's input. */
+export class IllegalCallMoveError extends LunationError {
+  constructor(plan: CallPlan, to: ToolCallStatus) {
+    super(
+      'internal',
+      `Tool call "${plan.call.toolCallId}" (${plan.call.toolName}) cannot move from "${plan.status}" to "${to}"`,
+      { details: { toolCallId: plan.call.toolCallId, from: plan.status, to } },
+    );
+    this.name = 'IllegalCallMoveError';
+  }
+}
+
+/** Moves a call to its next phase; throws {@link IllegalCallMoveError} on a move the protocol does not have. */
+export function moveTo(plan: CallPlan, to: ToolCallStatus): void {
+  if (!MOVES[plan.status].includes(to)) throw new IllegalCallMoveError(plan, to);
+  (plan as { status: ToolCallStatus }).status = to;
+}
+
+/** A call of a fresh step: `new`, its start to be claimed with C1. */
 export function newPlan(call: ToolCall, runId: string): CallPlan {
   return { call, runId, status: 'new', ledger: 'claim' };
 }
 
+/** A call of the open step as its record left it (a restore, not a move). */
+export function restoredPlan(call: ToolCall, runId: string, status: ToolCallStatus): CallPlan {
+  return { call, runId, status, ledger: 'begin' };
+}
+
 /** Settles a call with a result: it will not run. */
 export function settle(plan: CallPlan, status: ToolCallStatus, result: ToolResult): void {
-  plan.status = status;
+  moveTo(plan, status);
   plan.result = result;
   plan.dirty = true;
 }
@@ -86,6 +138,14 @@ export function errorResult(message: string, metadata?: ToolResult['metadata']):
   return { status: 'error', message, ...(metadata ? { metadata } : {}) };
 }
 
+/** The result of a call that did not run: the run ended or was stopped first. */
 export function cancelledResult(why: string): ToolResult {
   return errorResult(`Cancelled: ${why}.`, { cancelled: true });
+}
+
+/** The result of a call whose ticket was left undecided: the user sent a new message instead. */
+export function supersededResult(ticket: SuspensionTicket): ToolResult {
+  return errorResult(`Cancelled: the user sent a new message instead of answering "${ticket.message}".`, {
+    superseded: true,
+  });
 }

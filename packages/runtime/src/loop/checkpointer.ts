@@ -143,15 +143,89 @@ export class Checkpointer {
   }
 
   /**
+   * **C0**, a resume's first commit: the decisions consumed (call records `resuming` or settled, the decision
+   * ids applied), an in-flight ledger entry for each call that starts now, and the run record when its status or
+   * open tickets changed — before any resumed call starts. `waiting` when tickets of the step stay open: the
+   * run record lists exactly those, and nothing runs until they are decided.
+   */
+  commitDecisions(run: 'running' | 'waiting'): Promise<void> {
+    return run === 'running'
+      ? this.write('C0', 'running', undefined, false)
+      : this.write('C0', 'waiting', SUSPENDED, false);
+  }
+
+  /**
+   * **C1**, a fresh step's first commit: the assistant message, each call's gate outcome (call records), an
+   * in-flight ledger entry for each call about to start, and the run record when its status or open tickets
+   * changed — before any tool of the step starts.
+   */
+  commitGateOutcomes(): Promise<void> {
+    return this.write('C1', 'running', undefined, false);
+  }
+
+  /**
+   * **C2**, the step's checkpoint: the tool message, the completions still riding, the cleared call records and
+   * the run record (`running`) — before the next model call.
+   */
+  commitStepEnd(): Promise<void> {
+    return this.write('C2', 'running', undefined, true);
+  }
+
+  /**
+   * **C0** when new input replaces a waiting run: the tool message answering its open calls, the cleared call
+   * records and that run's record ended `cancelled` — one commit, before the input joins the thread. This run's
+   * own record is written with its first checkpoint.
+   */
+  async commitSupersede(superseded: RunRecord | undefined): Promise<void> {
+    const run: RunRecord | undefined =
+      superseded && superseded.status !== 'done'
+        ? {
+            ...superseded,
+            status: 'done',
+            termination: { type: 'cancelled', reason: 'superseded by a new message' },
+            openTickets: [],
+            updatedAt: Date.now(),
+          }
+        : undefined;
+    const { scope } = this;
+    const { persistence, identity, leaseToken } = scope.options;
+    const messages = scope.messages.slice(this.committedCount);
+    const threadRevision = scope.state.threadRevision;
+    const commit: CheckpointCommit = {
+      threadId: identity.threadId,
+      expectedMessageCount: this.committedCount,
+      messages,
+    };
+    if (run) commit.run = run;
+    else if (superseded) commit.runId = superseded.identity.runId;
+    if (threadRevision !== this.lastThreadRevision) commit.threadState = scope.state.exportScope('thread');
+    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
+    const observed = scope.instrumentation?.checkpointStarted('C0');
+    try {
+      this.committedCount = await persistence.commit(commit);
+    } catch (error) {
+      observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined, error });
+      throw error;
+    }
+    observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined });
+    this.lastThreadRevision = threadRevision;
+  }
+
+  /** The run's last commit: whatever is not in the store yet and the run record with its final status. */
+  commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
+    return this.write('run-end', status, termination, true);
+  }
+
+  /**
    * One atomic commit of everything not yet in the store: the messages added since the last commit, ledger
    * entries riding along, the thread state when it changed, and the run record — always when `withRun`,
    * otherwise only when the store has none yet, or its status or open tickets are out of date.
    */
-  async commit(
+  private async write(
     kind: CheckpointKind,
     status: RunStatus,
-    termination?: TerminationReason,
-    withRun = true,
+    termination: TerminationReason | undefined,
+    withRun: boolean,
   ): Promise<void> {
     const { scope } = this;
     const { persistence, identity, leaseToken } = scope.options;
@@ -208,6 +282,8 @@ export class Checkpointer {
     return state.written(toolCallsKey) ? openTickets(state.peek(toolCallsKey)) : [];
   }
 }
+
+const SUSPENDED: TerminationReason = Object.freeze({ type: 'suspended' });
 
 function ticketSignature(tickets: ReadonlyArray<{ id: string }>): string {
   if (tickets.length === 0) return '';

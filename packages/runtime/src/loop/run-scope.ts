@@ -75,6 +75,11 @@ export interface RunLoopOptions {
   previous: RunRecord | undefined;
   /** Validated decisions for open tickets. */
   decisions: ResumeDecision[];
+  /**
+   * The waiting run this run's new input replaces (no decisions came): the resume stage answers its open calls
+   * and ends it `cancelled` in one commit before the input joins the thread.
+   */
+  superseded?: RunRecord | undefined;
   frontendTools: FrontendTool[];
   signal: AbortSignal;
   /**

@@ -3,6 +3,7 @@ import {
   type InterruptPolicy,
   type JsonSchema,
   type ResumeDecision,
+  type RunRecord,
   type ToolCall,
   type ToolExecution,
   type ToolMessage,
@@ -20,8 +21,11 @@ import {
   errorResult,
   isRunnable,
   isSettled,
+  moveTo,
   newPlan,
+  restoredPlan,
   settle,
+  supersededResult,
   toRecord,
 } from './call-plan.js';
 import {
@@ -51,29 +55,37 @@ export interface ToolStepOutcome {
  * strand a run, so every decision that guards a side effect is durable before the side effect can start, and
  * every finished side effect is durable before the next one starts and before the next model call:
  *
- * - **C1**, one commit before any tool of the step starts: the assistant message, each call's gate outcome
+ * - **C1** (`Checkpointer.commitGateOutcomes`), one commit before any tool of the step starts: the assistant message, each call's gate outcome
  *   (a suspended call with its ticket, a denied or failed one with its result, as call records in thread
  *   state) and an in-flight ledger entry for each call about to start.
  * - Each allowed call runs; when it finishes, its ledger completion is written before the next call starts
  *   (sequential) or as it finishes (parallel). The last one rides in C2.
- * - **C2**, the step's checkpoint: the tool message with every result in call order, the call records cleared.
+ * - **C2** (`Checkpointer.commitStepEnd`: `AgentLoop.step`, or `resume` below), the step's checkpoint: the tool message with every result in call order, the call records cleared.
  *   While a call waits for a decision no tool message is written: the finished calls' results are kept as
  *   call records beside the tickets, and the run record says `waiting` with exactly those tickets.
  *
- * A resume starts with **C0**: the decisions consumed (a suspended call becomes `resuming` with its decision,
- * or settles as declined), and the run record back to `running` once no ticket is open. A resumed or recovered
- * call records its start with `beginToolExecution`, which hands back the recorded result instead when an
- * earlier attempt finished it. Recovery decides from the store alone, per unanswered call:
+ * A resume starts with **C0** (`Checkpointer.commitDecisions`): the decisions consumed (a suspended call becomes
+ * `resuming` with its decision, or settles as declined or answered), and the run record back to `running` once
+ * no ticket is open. Decisions reach the loop checked (`decisions.ts`); this stage is the only place that applies
+ * them and emits `tool-call-resumed`. New input instead of decisions supersedes the waiting run: its C0
+ * (`Checkpointer.commitSupersede`) answers the open calls and ends that run `cancelled` before the input joins.
+ * A resumed or recovered call records its start with `beginToolExecution`, which hands back the recorded result
+ * instead when an earlier attempt finished it. Recovery decides from the store alone, per unanswered call
+ * (`restore`, then `resume`; each row has its test in `test/loop/recovery-table.test.ts`):
  *
- * | call record / ledger                     | what happens                                              |
- * | ---------------------------------------- | --------------------------------------------------------- |
- * | record with a result                     | the recorded result; never executed                       |
- * | `suspended`                              | waits for its decision (or is cancelled by new input)     |
- * | `resuming` (decided)                     | runs with its decision (begin → maybe the ledger's result)|
- * | no record, ledger `completed`            | the ledger's result; never executed                       |
- * | no record, ledger `in-flight`            | its interrupt policy (below)                              |
- * | no record, no ledger entry               | goes through ToolGate again; never executed unchecked     |
- * | any, but the run is not `running`        | cancelled: nothing runs behind the user's back            |
+ * | call record / ledger                          | what happens                                                  |
+ * | --------------------------------------------- | ------------------------------------------------------------- |
+ * | record with a result                          | the recorded result; never executed, the ledger not asked     |
+ * | `suspended`, its decision arrives             | C0: `resuming` with it (runs after C0), or settled (declined) |
+ * | `suspended`, decisions for other tickets only | stays; C0 records those; nothing of the step runs; `waiting`  |
+ * | `suspended`, no decision, no input            | stays; the run ends `waiting` with its ticket                 |
+ * | `suspended`, new input instead                | superseded: answered, the waiting run ends `cancelled` (C0)   |
+ * | `resuming` or `allowed` (record, no result)   | begins (after its interrupt policy, when the ledger says cut  |
+ * |                                               | off): the ledger's result if an attempt finished, else runs   |
+ * | no record, the run is not `running`           | cancelled: nothing runs behind the user's back                |
+ * | no record, ledger `completed`                 | the ledger's result; never executed                           |
+ * | no record, ledger `in-flight`                 | its interrupt policy (below)                                  |
+ * | no record, no ledger entry                    | goes through ToolGate again; never executed unchecked         |
  *
  * A call is **interrupted** when its ledger entry is `in-flight` with more attempts than its record says were
  * used (none without a record): an earlier process started it and died before its completion. Its interrupt
@@ -140,10 +152,21 @@ export class ToolCalls {
   async resume(): Promise<ToolStepOutcome | undefined> {
     const calls = unansweredCalls(this.scope.messages);
     if (calls.length === 0) return undefined;
+    const { superseded } = this.scope.options;
+    if (superseded !== undefined) {
+      await this.supersede(superseded);
+      return undefined;
+    }
     const applied: string[] = [];
     const plans: CallPlan[] = [];
     for (const call of calls) plans.push(await this.restore(call, applied));
     this.plans = plans;
+    if (this.scope.options.decisions.length > 0 && plans.some(isAwaitingDecision)) {
+      // Decisions for some tickets only: C0 records them, and nothing runs until every ticket is decided.
+      this.recordOutcomes(plans, applied);
+      if (this.scope.durable) await this.checkpointer.commitDecisions('waiting');
+      return this.close(plans, undefined);
+    }
     const blocked = await this.decide(plans, undefined);
     this.recordOutcomes(plans, applied);
     if (this.scope.durable) await this.commitOutcomes(plans, true);
@@ -153,9 +176,31 @@ export class ToolCalls {
     const outcome = this.close(plans, blocked);
     // A resumed call's completion must be durable before the next model call.
     if (this.scope.durable && !outcome.suspended && outcome.blocked === undefined) {
-      await this.checkpointer.commit('C2', 'running', undefined, true);
+      await this.checkpointer.commitStepEnd();
     }
     return outcome;
+  }
+
+  /**
+   * New input replaces a waiting run: each open call is answered (a recorded result, declined as superseded, or
+   * cancelled before it could run), the records cleared and that run ended `cancelled` — C0, before the input.
+   */
+  private async supersede(superseded: RunRecord): Promise<void> {
+    const { scope } = this;
+    const parts = answerOpenStep(scope.messages, scope.state.peek(toolCallsKey), (record) =>
+      record?.status === 'suspended' && record.ticket
+        ? supersededResult(record.ticket)
+        : cancelledResult('the user sent a new message before this call could run'),
+    );
+    const message: ToolMessage = {
+      id: createId(),
+      role: 'tool',
+      content: parts,
+      metadata: { runId: superseded.identity.runId, step: superseded.steps, superseded: true },
+    };
+    scope.append(message);
+    this.clearRecords();
+    await this.checkpointer.commitSupersede(superseded);
   }
 
   /**
@@ -199,40 +244,35 @@ export class ToolCalls {
     const { scope } = this;
     const { previous, decisions, input } = scope.options;
     const record = scope.state.peek(toolCallsKey)[call.toolCallId];
-    const plan = newPlan(call, record?.runId ?? previous?.identity.runId ?? scope.identity.runId);
+    const runId = record?.runId ?? previous?.identity.runId ?? scope.identity.runId;
     if (record) {
-      plan.status = record.status;
+      // The record's phase, except that a call recorded allowed or running begins again (the ledger tells).
+      const waiting = record.status === 'suspended' && record.ticket !== undefined;
+      const status =
+        record.result || waiting || record.status === 'resuming' ? record.status : ('allowed' as const);
+      const plan = restoredPlan(call, runId, status);
       if (record.ticket) plan.ticket = record.ticket;
       if (record.decision) plan.decision = record.decision;
       if (record.attempts !== undefined) plan.attempts = record.attempts;
       if (record.result) {
         plan.result = record.result;
-        plan.fromRecord = true;
+        plan.resultFrom = 'record';
         this.ledgerHit(plan, 'record');
         return plan;
       }
-      if (record.status === 'suspended' && plan.ticket) {
+      if (waiting && plan.ticket) {
         const ticketId = plan.ticket.id;
         const decision = decisions.find((candidate) => candidate.ticketId === ticketId);
         if (decision) {
           this.applyDecision(plan, decision);
           applied.push(decision.decisionId);
         } else if (input.length > 0) {
-          settle(
-            plan,
-            'cancelled',
-            errorResult(
-              `Cancelled: the user sent a new message instead of answering "${plan.ticket.message}".`,
-              { superseded: true },
-            ),
-          );
+          settle(plan, 'cancelled', supersededResult(plan.ticket));
         }
-        return plan;
       }
-      plan.ledger = 'begin';
-      if (plan.status !== 'resuming') plan.status = 'allowed';
       return plan;
     }
+    const plan = newPlan(call, runId);
     if (previous?.status !== 'running' || !scope.durable) {
       settle(plan, 'cancelled', cancelledResult('the run ended before this call finished'));
       return plan;
@@ -240,12 +280,12 @@ export class ToolCalls {
     // The process running this step died: the ledger tells what became of the call.
     const entry = await this.checkpointer.lookup(plan.runId, call);
     if (entry?.status === 'completed' && entry.result) {
-      plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+      moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');
       plan.result = entry.result;
-      plan.fromLedger = true;
+      plan.resultFrom = 'ledger';
       this.ledgerHit(plan, 'ledger');
     } else if (entry) {
-      plan.status = 'allowed';
+      moveTo(plan, 'allowed');
       plan.ledger = 'begin';
       this.interrupted(plan, entry, this.interruptPolicy(call));
     }
@@ -313,7 +353,7 @@ export class ToolCalls {
     if (scope.listening)
       scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
     const decided = decideRecord(toRecord(plan), decision);
-    plan.status = decided.status;
+    moveTo(plan, decided.status);
     plan.decision = decision;
     if (decided.result) plan.result = decided.result;
     else plan.ledger = 'begin';
@@ -369,7 +409,8 @@ export class ToolCalls {
       }
     }
     if (claims === 0 && !checkpointer.hasUncommitted() && !checkpointer.stateChanged()) return;
-    await checkpointer.commit(resuming ? 'C0' : 'C1', 'running', undefined, false);
+    if (resuming) await checkpointer.commitDecisions('running');
+    else await checkpointer.commitGateOutcomes();
   }
 
   /** Tells listeners of the tickets, once they are durable. */
@@ -394,7 +435,7 @@ export class ToolCalls {
       // The common step: one call, nothing to flush before another starts.
       const plan = plans[0] as CallPlan;
       if (isRunnable(plan)) return this.runOne(plan, response);
-      if (!plan.fromRecord) this.report(plan);
+      if (plan.resultFrom !== 'record') this.report(plan);
       return undefined;
     }
     return this.runSequential(plans, response);
@@ -406,7 +447,7 @@ export class ToolCalls {
     for (const plan of plans) if (isRunnable(plan)) remaining++;
     for (const plan of plans) {
       if (!isRunnable(plan)) {
-        if (!plan.fromRecord) this.report(plan);
+        if (plan.resultFrom !== 'record') this.report(plan);
         continue;
       }
       await this.runOne(plan, response);
@@ -418,7 +459,7 @@ export class ToolCalls {
   /** `run` in parallel mode: up to `concurrency` calls at once, results reported as they come. */
   private async runParallel(plans: CallPlan[], response: ModelResponse | undefined): Promise<void> {
     const runnable = plans.filter(isRunnable);
-    for (const plan of plans) if (!isRunnable(plan) && !plan.fromRecord) this.report(plan);
+    for (const plan of plans) if (!isRunnable(plan) && plan.resultFrom !== 'record') this.report(plan);
     const limit = Math.max(1, this.scope.agent.definition.toolExecution?.concurrency ?? 8);
     let next = 0;
     let unfinished = runnable.length;
@@ -476,9 +517,9 @@ export class ToolCalls {
     if (scope.durable && plan.ledger === 'begin') {
       const entry = await checkpointer.begin(plan.runId, call);
       if (entry?.status === 'completed' && entry.result) {
-        plan.status = entry.result.status === 'error' ? 'failed' : 'succeeded';
+        moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');
         plan.result = entry.result;
-        plan.fromLedger = true;
+        plan.resultFrom = 'ledger';
         this.ledgerHit(plan, 'ledger');
         await this.afterExecute(plan, response);
         return;
@@ -488,7 +529,7 @@ export class ToolCalls {
       rerun =
         (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
     }
-    plan.status = 'running';
+    moveTo(plan, 'running');
     if (scope.listening) {
       scope.emit({
         type: 'tool-execution-start',
@@ -528,7 +569,7 @@ export class ToolCalls {
     const invocation = await invokeTool(context);
     if (context.committed) {
       // Its effect committed with the ledger completion: that result is the call's, whatever followed.
-      plan.status = context.committed.status === 'error' ? 'failed' : 'succeeded';
+      moveTo(plan, context.committed.status === 'error' ? 'failed' : 'succeeded');
       plan.result = context.committed;
       observed?.end({ status: plan.status, result: plan.result });
       if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
@@ -545,7 +586,7 @@ export class ToolCalls {
         return;
       }
     } else {
-      plan.status = invocation.status;
+      moveTo(plan, invocation.status);
       plan.result = invocation.result;
     }
     if (observed) {
@@ -593,7 +634,7 @@ export class ToolCalls {
     if (anySuspended(plans)) {
       const records = [];
       for (const plan of plans) {
-        if (plan.dirty || (isSettled(plan) && !plan.fromRecord)) records.push(toRecord(plan));
+        if (plan.dirty || (isSettled(plan) && plan.resultFrom !== 'record')) records.push(toRecord(plan));
         plan.dirty = false;
       }
       if (records.length > 0) scope.state.write([{ key: toolCallsKey, update: { type: 'set', records } }]);
@@ -636,7 +677,7 @@ export class ToolCalls {
       toolName: plan.call.toolName,
       status: plan.status,
       result: plan.result,
-      fromLedger: plan.fromLedger === true,
+      fromLedger: plan.resultFrom === 'ledger',
     });
   }
 
@@ -667,6 +708,11 @@ export class ToolCalls {
 }
 
 const NO_PLANS: readonly CallPlan[] = Object.freeze([]);
+
+/** A call restored still waiting for its ticket's decision (not one suspended in this process). */
+function isAwaitingDecision(plan: CallPlan): boolean {
+  return plan.status === 'suspended' && !plan.newlySuspended && plan.result === undefined;
+}
 
 function anySuspended(plans: readonly CallPlan[]): boolean {
   for (const plan of plans) if (plan.status === 'suspended') return true;

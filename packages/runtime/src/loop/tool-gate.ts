@@ -2,7 +2,7 @@ import type { SuspensionTicket, ToolCall } from '@lunation/contract';
 import { createId } from '../id.js';
 import type { ModelResponse, ToolGateDecision } from '../plugin.js';
 import { type AnyTool, formatIssues, type TicketInput, toJsonSchema } from '../tool.js';
-import { type CallPlan, errorResult, settle } from './call-plan.js';
+import { type CallPlan, errorResult, moveTo, settle } from './call-plan.js';
 import type { RunScope } from './run-scope.js';
 import { type Checked, checkToolResult, describeThrown, parseArguments, toStorableJson } from './storable.js';
 
@@ -69,7 +69,7 @@ export class ToolGate {
       );
       return false;
     }
-    plan.status = 'suspended';
+    moveTo(plan, 'suspended');
     plan.ticket = ticket.value;
     plan.dirty = true;
     plan.newlySuspended = true;
@@ -111,7 +111,7 @@ export class ToolGate {
     }
     const input = parsed.value;
     plan.input = input;
-    plan.status = 'allowed';
+    moveTo(plan, 'allowed');
     if (frontend) {
       this.suspend(plan, {
         action: 'frontend-tool',

@@ -1,0 +1,102 @@
+import { LunationError } from '@lunation/contract';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { MemoryStore } from '../../store-memory/src/index.js';
+import { createRuntime, defineTool, permissionPlugin } from '../src/index.js';
+import { callTool, reply, ScriptedModel } from '../src/testing/index.js';
+
+function runtimeOn(store: MemoryStore, model: ScriptedModel, log: string[]) {
+  const send = defineTool({
+    name: 'gated_send',
+    description: 'Sends',
+    input: z.object({}),
+    execute: () => {
+      log.push('sent');
+      return 'sent';
+    },
+  });
+  return createRuntime()
+    .model('m', model)
+    .agent({
+      id: 'a',
+      model: 'm',
+      tools: [send],
+      plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'gated_*', decision: 'ask' }] } }],
+    })
+    .store(store)
+    .build();
+}
+
+describe('sendDecisions at its boundary (issue 24)', () => {
+  it("takes the caller's resourceId: another owner's thread is not-found, as for run(), and nothing changes", async () => {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const runtime = runtimeOn(store, new ScriptedModel([callTool('gated_send', {}), reply('done')]), log);
+    const waiting = await (
+      await runtime.run({ threadId: 't', resourceId: 'ann', input: 'go', stream: false })
+    ).result;
+    const decision = {
+      decisionId: 'd1',
+      ticketId: waiting.openTickets[0]?.id ?? '',
+      action: 'resume' as const,
+    };
+    const asRun = await runtime
+      .run({ threadId: 't', resourceId: 'bob', decisions: [decision] })
+      .catch((e) => e);
+    const asDecisions = await runtime.sendDecisions('t', [decision], { resourceId: 'bob' }).catch((e) => e);
+    expect(LunationError.hasCode(asRun, 'not-found')).toBe(true);
+    expect(LunationError.hasCode(asDecisions, 'not-found')).toBe(true);
+    expect((asDecisions as LunationError).message).toBe((asRun as LunationError).message);
+    expect(await store.getLatestRun('t')).toMatchObject({
+      status: 'waiting',
+      openTickets: [{ id: decision.ticketId }],
+    });
+    expect(log).toEqual([]);
+
+    const outcome = await runtime.sendDecisions('t', [decision], { resourceId: 'ann' });
+    expect((await outcome.run?.result)?.status).toBe('done');
+    expect(log).toEqual(['sent']);
+  });
+
+  it('refuses an id that names a run and another thread alike, changing nothing', async () => {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const runtime = runtimeOn(store, new ScriptedModel([callTool('gated_send', {}), reply('done')]), log);
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    const runId = waiting.identity.runId;
+    await store.createThread({ id: runId });
+    const decision = {
+      decisionId: 'd1',
+      ticketId: waiting.openTickets[0]?.id ?? '',
+      action: 'resume' as const,
+    };
+    const refused = await runtime.sendDecisions(runId, [decision]).catch((e) => e);
+    expect(LunationError.hasCode(refused, 'invalid-argument')).toBe(true);
+    expect((refused as LunationError).message).toContain('names both a run');
+    expect(await store.getLatestRun('t')).toMatchObject({ status: 'waiting' });
+    const outcome = await runtime.sendDecisions('t', [decision]);
+    expect((await outcome.run?.result)?.status).toBe('done');
+  });
+
+  it('refuses two decisions for one ticket at the boundary; a repeated decision id is a retry', async () => {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const runtime = runtimeOn(store, new ScriptedModel([callTool('gated_send', {}), reply('done')]), log);
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    const ticketId = waiting.openTickets[0]?.id ?? '';
+    const refused = await runtime
+      .sendDecisions('t', [
+        { decisionId: 'd1', ticketId, action: 'resume' },
+        { decisionId: 'd2', ticketId, action: 'cancel' },
+      ])
+      .catch((e) => e);
+    expect(LunationError.hasCode(refused, 'decision-invalid')).toBe(true);
+    expect(await store.getLatestRun('t')).toMatchObject({ status: 'waiting' });
+    const outcome = await runtime.sendDecisions('t', [
+      { decisionId: 'd1', ticketId, action: 'resume' },
+      { decisionId: 'd1', ticketId, action: 'resume' },
+    ]);
+    expect((await outcome.run?.result)?.status).toBe('done');
+    expect(log).toEqual(['sent']);
+  });
+});
