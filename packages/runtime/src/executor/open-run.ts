@@ -36,8 +36,8 @@ interface Started {
 }
 
 /**
- * Applies decisions to the open tickets of a thread (or of the run with that id), in one line: the thread found,
- * the decisions checked at the boundary, the thread reserved and leased, the decisions checked against its open
+ * Applies decisions to the open tickets of a thread (or of the run with that id), in one line: the decisions'
+ * shapes checked at the boundary, the thread found, reserved and leased, the decisions checked against its open
  * tickets, then the run launched — its loop's resume stage applies them (C0). Once every ticket is decided the
  * outcome carries the resumed run; while some stay open, the run has recorded the decisions and waits again.
  */
@@ -47,12 +47,12 @@ export async function decideOn(
   decisions: ResumeDecision[],
   options: SendDecisionsOptions,
 ): Promise<DecisionOutcome> {
+  const checked = validateDecisionShapes(decisions);
   const threadId = await threadOf(core, id);
-  const request: RunOptions = { threadId, decisions };
+  const request: RunOptions = { threadId, decisions: checked };
   if (options.resourceId !== undefined) request.resourceId = options.resourceId;
-  const reserved = reserve(core, request);
-  const { run, input, snapshot } = reserved;
-  const started = await startRun(core, run, request, input, reserved.decisions, snapshot);
+  const { run, input, snapshot } = reserve(core, request, true, checked);
+  const started = await startRun(core, run, request, input, checked, snapshot);
   const { outcome } = started;
   const handle = observed(started.handle);
   if (outcome.applied.length === 0) return outcome;
@@ -93,11 +93,15 @@ export function openRun(
   }
 }
 
-/** Checks a run request and reserves its thread in this process (`thread-busy` while a run of it is live). */
+/**
+ * Checks a run request and reserves its thread in this process (`thread-busy` while a run of it is live).
+ * `checked`: the request's decisions when their shapes were checked already.
+ */
 function reserve(
   core: ExecutorCore,
   options: RunOptions,
   buffer = true,
+  checked?: ResumeDecision[],
 ): { run: LiveRun; input: Message[]; decisions: ResumeDecision[]; snapshot: RegistrySnapshot } {
   const { threadId } = options;
   if (typeof threadId !== 'string' || threadId.length === 0) {
@@ -108,9 +112,9 @@ function reserve(
   if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId.length === 0)) {
     throw new LunationError('invalid-argument', 'run() needs `runId` to be a non-empty string when given');
   }
-  const input = normaliseInput(options.input);
+  const input = options.input === undefined ? [] : normaliseInput(options.input);
   const decisions =
-    options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions);
+    checked ?? (options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions));
   const snapshot = core.registry.current;
   if (options.agentId !== undefined) snapshot.agent(options.agentId);
 
