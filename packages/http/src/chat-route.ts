@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { isRunStream, type RunStream } from './front.js';
 import type { ApiParts, RouteContext } from './http-api.js';
 import { HttpError } from './http-error.js';
-import { parseBody, readJsonBody } from './request-body.js';
+import { readBody } from './request-body.js';
 import { toUIMessageChunks, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream.js';
 
 /** A UI message part as the client sends it: only the fields read here are checked. */
@@ -42,7 +42,7 @@ type UIPart = z.infer<typeof uiPartSchema>;
  * its text; an assistant message answers open tickets (approval responses, frontend tool outputs).
  */
 export async function postChat(parts: ApiParts, { request, resource }: RouteContext): Promise<Response> {
-  const body = parseBody(chatBodySchema, await readJsonBody(request, parts.bodyLimits));
+  const body = await readBody(chatBodySchema, request, parts.bodyLimits);
   if (body.trigger === 'regenerate-message') {
     throw new HttpError(
       400,

@@ -5,7 +5,6 @@ import {
   type ResumeDecision,
   type ThreadRecord,
 } from '@lunation/contract';
-import { createId } from '@lunation/runtime/internal';
 import { z } from 'zod';
 import { chatStream, postChat } from './chat-route.js';
 import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
@@ -18,7 +17,7 @@ import {
   noThread,
   toHttpError,
 } from './http-error.js';
-import { type BodyLimits, parseBody, readJsonBody } from './request-body.js';
+import { type BodyLimits, readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
@@ -249,7 +248,7 @@ class LunationHttpApi {
   }
 
   private async createThread({ request, resource }: RouteContext): Promise<Response> {
-    const body = parseBody(createThreadBodySchema, await readJsonBody(request, this.parts.bodyLimits));
+    const body = await readBody(createThreadBodySchema, request, this.parts.bodyLimits);
     // Thread ids are shown to clients: random, not sequential.
     const thread = await this.store.createThread({
       id: randomUUID(),
@@ -295,18 +294,18 @@ class LunationHttpApi {
   }
 
   private async postMessage({ request, params, resource }: RouteContext): Promise<Response> {
-    const body = parseBody(messageBodySchema, await readJsonBody(request, this.parts.bodyLimits));
+    const body = await readBody(messageBodySchema, request, this.parts.bodyLimits);
     const thread = await this.ownThread(params[0]!, resource);
     return this.agentEvents(await this.front.send({ threadId: thread.id, resource }, body.text));
   }
 
   /** Answers open tickets: streams the resumed run, or answers JSON while tickets are still open. */
   private async postDecisions({ request, params, resource }: RouteContext): Promise<Response> {
-    const body = parseBody(decisionsBodySchema, await readJsonBody(request, this.parts.bodyLimits));
+    const body = await readBody(decisionsBodySchema, request, this.parts.bodyLimits);
     const thread = await this.ownThread(params[0]!, resource);
     const decisions = body.decisions.map((decision) => ({
       ...decision,
-      decisionId: decision.decisionId ?? createId(),
+      decisionId: decision.decisionId ?? randomUUID(),
     })) as ResumeDecision[];
     const answer = await this.front.decide({ threadId: thread.id, resource }, decisions);
     return isRunStream(answer) ? this.agentEvents(answer) : jsonResponse(answer.status, answer.body);

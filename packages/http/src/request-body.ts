@@ -1,7 +1,6 @@
 import { formatIssues } from '@lunation/runtime/internal';
 import type { z } from 'zod';
 import { CLIENT_CLOSED, HttpError } from './http-error.js';
-import { jsonNestingDepth } from './json-depth.js';
 
 /** Limits on request bodies. */
 export interface BodyLimits {
@@ -11,8 +10,20 @@ export interface BodyLimits {
   maxDepth: number;
 }
 
+/**
+ * A request's JSON body read within `limits` and validated by `schema` (no body is `undefined` to the schema):
+ * 413/415/400 on a body too large, not JSON, nested too deep, or not matching.
+ */
+export async function readBody<Schema extends z.ZodType>(
+  schema: Schema,
+  request: Request,
+  limits: BodyLimits,
+): Promise<z.infer<Schema>> {
+  return parseBody(schema, await readJsonBody(request, limits));
+}
+
 /** Reads and parses a JSON body within `limits`; undefined when there is no body. */
-export async function readJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
+async function readJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
   const text = await readText(request, limits.maxBytes);
   if (text.trim() === '') return undefined;
   const type = request.headers.get('content-type') ?? '';
@@ -43,7 +54,7 @@ export async function readJsonBody(request: Request, limits: BodyLimits): Promis
 }
 
 /** Validates a parsed body; a mismatch is a 400 naming every problem. */
-export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
+function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown): z.infer<Schema> {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     throw new HttpError(400, 'invalid-argument', `Invalid request body: ${formatIssues(parsed.error)}`);
@@ -97,3 +108,33 @@ function clientClosed(cause: unknown): HttpError {
   error.cause = cause;
   return error;
 }
+
+/**
+ * How deeply arrays and objects nest in a JSON text (`{}` is 1, `[{}]` is 2), found by one scan of the text
+ * without parsing it, so that a hostile body cannot exhaust the stack of a recursive parser or validator.
+ * The text need not be valid JSON: brackets inside strings are skipped, anything else is counted as seen.
+ */
+export function jsonNestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === BACKSLASH) index++;
+      else if (code === QUOTE) inString = false;
+    } else if (code === QUOTE) inString = true;
+    else if (code === OPEN_BRACE || code === OPEN_BRACKET) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) depth--;
+  }
+  return deepest;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;

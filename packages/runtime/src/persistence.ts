@@ -26,7 +26,8 @@ export interface LoadedThread {
 /** How the loop keeps threads: a durable store, or this process's memory when no store is configured. */
 export interface Persistence {
   readonly durable: boolean;
-  load(threadId: string): Promise<LoadedThread | undefined>;
+  /** Whether the thread exists (without loading it). */
+  hasThread(threadId: string): Promise<boolean>;
   /** The thread as a run starts from it, created (empty, owned by `resourceId`) when it does not exist. */
   open(threadId: string, resourceId: string | undefined): Promise<LoadedThread>;
   createThread(
@@ -67,9 +68,8 @@ export class StorePersistence implements Persistence {
     assertSpecificationVersion('store', store, `store "${store.kind}"`);
   }
 
-  async load(threadId: string): Promise<LoadedThread | undefined> {
-    const checkpoint = await this.store.loadCheckpoint(threadId);
-    return checkpoint && loadedFromCheckpoint(checkpoint);
+  async hasThread(threadId: string): Promise<boolean> {
+    return (await this.store.getThread(threadId)) !== undefined;
   }
 
   async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {
@@ -211,9 +211,8 @@ export class InProcessPersistence implements Persistence {
     return this.threads.size;
   }
 
-  async load(threadId: string): Promise<LoadedThread | undefined> {
-    const thread = this.use(threadId);
-    return thread && loadedFrom(thread);
+  async hasThread(threadId: string): Promise<boolean> {
+    return this.use(threadId) !== undefined;
   }
 
   async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {

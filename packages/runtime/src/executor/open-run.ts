@@ -14,8 +14,14 @@ import { appliedDecisionsKey } from '../runtime-keys.js';
 import { busyHere } from '../thread-lease.js';
 import type { ExecutorCore } from './executor-core.js';
 import { launchRun } from './launch-run.js';
-import { LiveRun } from './live-run.js';
-import { type DecisionOutcome, normaliseInput, type RunHandle, type RunOptions } from './run-options.js';
+import { LiveRun, observed } from './live-run.js';
+import {
+  type DecisionOutcome,
+  normaliseInput,
+  type RunHandle,
+  type RunOptions,
+  type SendDecisionsOptions,
+} from './run-options.js';
 import { settledHandle } from './settled-handle.js';
 
 /** Shared empty lists for the common run: nothing reads them to change them. */
@@ -23,17 +29,80 @@ const NO_DECISIONS: ResumeDecision[] = [];
 const NO_TICKETS: SuspensionTicket[] = [];
 const NO_RECORDS: Readonly<Record<string, ToolCallRecord>> = Object.freeze({});
 
+/** A started run and what became of its decisions. */
+interface Started {
+  handle: RunHandle;
+  outcome: DecisionOutcome;
+}
+
+/**
+ * Applies decisions to the open tickets of a thread (or of the run with that id), in one line: the decisions'
+ * shapes checked at the boundary, the thread found, reserved and leased, the decisions checked against its open
+ * tickets, then the run launched — its loop's resume stage applies them (C0). Once every ticket is decided the
+ * outcome carries the resumed run; while some stay open, the run has recorded the decisions and waits again.
+ */
+export async function decideOn(
+  core: ExecutorCore,
+  id: string,
+  decisions: ResumeDecision[],
+  options: SendDecisionsOptions,
+): Promise<DecisionOutcome> {
+  const checked = validateDecisionShapes(decisions);
+  const threadId = await threadOf(core, id);
+  const request: RunOptions = { threadId, decisions: checked };
+  if (options.resourceId !== undefined) request.resourceId = options.resourceId;
+  const { run, input, snapshot } = reserve(core, request, true, checked);
+  const started = await startRun(core, run, request, input, checked, snapshot);
+  const { outcome } = started;
+  const handle = observed(started.handle);
+  if (outcome.applied.length === 0) return outcome;
+  if (outcome.openTickets.length > 0) {
+    // Some tickets stay open: the run recorded the decisions (C0) and waits again.
+    const result = await handle.result;
+    return { ...outcome, openTickets: result.openTickets };
+  }
+  return { ...outcome, run: handle };
+}
+
 /**
  * Opens a run: checks the request and reserves the thread, then starts the run: at once, without a promise, in
  * the common case (no store, no decisions, nothing open on the thread); through {@link startRun} otherwise.
- * `outcome`, when given, receives what became of the decisions. Throws (synchronously) on a bad request.
+ * Throws (synchronously) on a bad request.
  */
 export function openRun(
   core: ExecutorCore,
   options: RunOptions,
   buffer: boolean,
-  outcome?: DecisionOutcome,
 ): LiveRun | Promise<RunHandle> {
+  const { run, input, decisions, snapshot } = reserve(core, options, buffer);
+  const { threadId } = options;
+  const local = core.local;
+  if (local === undefined || decisions.length > 0) {
+    return startRun(core, run, options, input, decisions, snapshot).then(handleOf);
+  }
+  try {
+    const thread = opened(threadId, local.openNow(threadId, options.resourceId), options.resourceId);
+    if (thread.threadState[toolCallsKey.name] !== undefined || continuedRun(thread.latestRun)) {
+      // Something to settle first (open tickets, a run to continue).
+      return startRun(core, run, options, input, decisions, snapshot, thread).then(handleOf);
+    }
+    return launchRun(core, run, options, thread, input, undefined, NO_DECISIONS, snapshot);
+  } catch (error) {
+    core.runs.release(run, core.leases);
+    throw error;
+  }
+}
+
+/**
+ * Checks a run request and reserves its thread in this process (`thread-busy` while a run of it is live).
+ * `checked`: the request's decisions when their shapes were checked already.
+ */
+function reserve(
+  core: ExecutorCore,
+  options: RunOptions,
+  buffer = true,
+  checked?: ResumeDecision[],
+): { run: LiveRun; input: Message[]; decisions: ResumeDecision[]; snapshot: RegistrySnapshot } {
   const { threadId } = options;
   if (typeof threadId !== 'string' || threadId.length === 0) {
     throw new LunationError('invalid-argument', 'run() needs a non-empty threadId');
@@ -43,9 +112,9 @@ export function openRun(
   if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId.length === 0)) {
     throw new LunationError('invalid-argument', 'run() needs `runId` to be a non-empty string when given');
   }
-  const input = normaliseInput(options.input);
+  const input = options.input === undefined ? [] : normaliseInput(options.input);
   const decisions =
-    options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions);
+    checked ?? (options.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(options.decisions));
   const snapshot = core.registry.current;
   if (options.agentId !== undefined) snapshot.agent(options.agentId);
 
@@ -61,26 +130,17 @@ export function openRun(
     options.onEvent,
   );
   core.runs.byThread.set(threadId, run);
-  const local = core.local;
-  if (local === undefined || decisions.length > 0 || outcome !== undefined) {
-    return startRun(core, run, options, input, decisions, snapshot, outcome);
-  }
-  try {
-    const thread = opened(threadId, local.openNow(threadId, options.resourceId), options.resourceId);
-    if (thread.threadState[toolCallsKey.name] !== undefined || continuedRun(thread.latestRun)) {
-      // Something to settle first (open tickets, a run to continue).
-      return startRun(core, run, options, input, decisions, snapshot, outcome, thread);
-    }
-    return launchRun(core, run, options, thread, input, undefined, NO_DECISIONS, snapshot);
-  } catch (error) {
-    core.runs.release(run, core.leases);
-    throw error;
-  }
+  return { run, input, decisions, snapshot };
+}
+
+function handleOf(started: Started): RunHandle {
+  return started.handle;
 }
 
 /**
  * Starts a run on its reserved thread in the general case: takes the thread's lease, opens the thread (unless
- * `thread` is given), settles what it waits on (decisions, supersede, recovery), then launches the loop.
+ * `thread` is given), settles what it waits on (decisions, supersede, recovery), then launches the loop; answers
+ * the run and what became of its decisions.
  */
 async function startRun(
   core: ExecutorCore,
@@ -89,9 +149,8 @@ async function startRun(
   input: Message[],
   decisions: ResumeDecision[],
   snapshot: RegistrySnapshot,
-  outcome: DecisionOutcome | undefined,
   thread?: LoadedThread,
-): Promise<RunHandle> {
+): Promise<Started> {
   const { threadId } = run.identity;
   const { leases, local } = core;
   try {
@@ -110,6 +169,7 @@ async function startRun(
     let previous: RunRecord | undefined;
     let freshDecisions = NO_DECISIONS;
     let superseded: RunRecord | undefined;
+    let outcome: DecisionOutcome;
 
     if (decisions.length > 0) {
       const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
@@ -121,22 +181,21 @@ async function startRun(
       if (freshDecisions.length === 0) {
         // Every decision was applied before: nothing to continue.
         await core.runs.release(run, leases);
-        if (outcome) {
-          outcome.ignored = checked.ignored;
-          outcome.openTickets = tickets;
-        }
-        return settledHandle(threadId, latest, tickets);
+        return {
+          handle: settledHandle(threadId, latest, tickets),
+          outcome: { applied: [], ignored: checked.ignored, openTickets: tickets },
+        };
       }
       // The waiting run's loop applies them (its resume stage, C0), also when some tickets stay open.
       if (latest && latest.status !== 'done') previous = latest;
-      if (outcome) {
-        outcome.applied = freshDecisions.map((decision) => decision.decisionId);
-        outcome.ignored = checked.ignored;
-        outcome.openTickets = undecided;
-      }
+      outcome = {
+        applied: freshDecisions.map((decision) => decision.decisionId),
+        ignored: checked.ignored,
+        openTickets: undecided,
+      };
     } else {
       previous = continuedRun(latest);
-      if (outcome) outcome.openTickets = tickets === NO_TICKETS ? [] : tickets;
+      outcome = { applied: [], ignored: [], openTickets: tickets === NO_TICKETS ? [] : tickets };
     }
     if (tickets.length > 0 && decisions.length === 0 && previous === undefined) {
       if (input.length === 0) {
@@ -154,7 +213,18 @@ async function startRun(
       // over this instance's own lease issues a new token).
       run.leaseToken = await leases.acquire(threadId, previous.identity.runId);
     }
-    return launchRun(core, run, options, thread, input, previous, freshDecisions, snapshot, superseded);
+    const handle = launchRun(
+      core,
+      run,
+      options,
+      thread,
+      input,
+      previous,
+      freshDecisions,
+      snapshot,
+      superseded,
+    );
+    return { handle, outcome };
   } catch (error) {
     await core.runs.release(run, leases);
     throw error;
@@ -168,6 +238,27 @@ function opened(threadId: string, thread: LoadedThread, resourceId: string | und
   }
   thread.threadState = upgradeThreadState(thread.threadState);
   return thread;
+}
+
+/** The thread of a run id (a live one, then a stored one) or of a thread id; an id naming both is refused. */
+async function threadOf(core: ExecutorCore, id: string): Promise<string> {
+  const active = core.runs.find(id);
+  if (active) return active.identity.threadId;
+  const { persistence } = core;
+  const run = await persistence.getRun(id);
+  if (run) {
+    const { threadId } = run.identity;
+    if (threadId !== id && (await persistence.hasThread(id))) {
+      throw new LunationError(
+        'invalid-argument',
+        `"${id}" names both a run (of thread "${threadId}") and a thread; send the decisions by the thread id "${threadId}"`,
+        { details: { runId: id, threadId } },
+      );
+    }
+    return threadId;
+  }
+  if (await persistence.hasThread(id)) return id;
+  throw new LunationError('not-found', `No run or thread "${id}"`);
 }
 
 /** The run a new run on the thread continues without decisions: one whose process died, or one that waited for its background tasks. */

@@ -18,7 +18,7 @@ import { delegateTool } from './delegation.js';
 import type { ExecutorCore } from './executor-core.js';
 import { observed } from './live-run.js';
 import { LiveRuns } from './live-runs.js';
-import { openRun } from './open-run.js';
+import { decideOn, openRun } from './open-run.js';
 import type { RunDispatch } from './run-dispatch.js';
 import type { DecisionOutcome, RunHandle, RunOptions, SendDecisionsOptions } from './run-options.js';
 import type { AgentRuntimeOptions } from './runtime-options.js';
@@ -94,23 +94,12 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
     return observed(await openRun(this, options, options.stream !== false));
   }
 
-  async decide(
+  decide(
     id: string,
     decisions: ResumeDecision[],
     options: SendDecisionsOptions = {},
   ): Promise<DecisionOutcome> {
-    const threadId = await this.threadOf(id);
-    const outcome: DecisionOutcome = { applied: [], ignored: [], openTickets: [] };
-    const request: RunOptions = { threadId, decisions };
-    if (options.resourceId !== undefined) request.resourceId = options.resourceId;
-    const handle = observed(await openRun(this, request, true, outcome));
-    if (outcome.applied.length === 0) return outcome;
-    if (outcome.openTickets.length > 0) {
-      // Some tickets stay open: the run recorded the decisions (C0) and waits again.
-      const result = await handle.result;
-      return { ...outcome, openTickets: result.openTickets };
-    }
-    return { ...outcome, run: handle };
+    return decideOn(this, id, decisions, options);
   }
 
   async send(id: string, messages: Message[], mode: DeliveryMode): Promise<RunHandle | undefined> {
@@ -169,26 +158,5 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
       this.resolver = { snapshot, resolve: (agentId) => snapshot.agent(agentId) };
     }
     return this.resolver.resolve;
-  }
-
-  /** The thread of a run id (a live one, then a stored one) or of a thread id; an id naming both is refused. */
-  private async threadOf(id: string): Promise<string> {
-    const active = this.runs.find(id);
-    if (active) return active.identity.threadId;
-    const run = await this.persistence.getRun(id);
-    if (run) {
-      const { threadId } = run.identity;
-      if (threadId !== id && (await this.persistence.load(id))) {
-        throw new LunationError(
-          'invalid-argument',
-          `"${id}" names both a run (of thread "${threadId}") and a thread; send the decisions by the thread id "${threadId}"`,
-          { details: { runId: id, threadId } },
-        );
-      }
-      return threadId;
-    }
-    const thread = await this.persistence.load(id);
-    if (thread) return id;
-    throw new LunationError('not-found', `No run or thread "${id}"`);
   }
 }

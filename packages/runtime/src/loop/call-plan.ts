@@ -1,4 +1,6 @@
 import {
+  INTERRUPTED_CALL_ACTION,
+  interruptedCallPayloadSchema,
   LunationError,
   type ResumeDecision,
   type SuspensionTicket,
@@ -7,7 +9,8 @@ import {
   type ToolExecution,
   type ToolResult,
 } from '@lunation/contract';
-import type { ToolCallRecord } from './call-records.js';
+import { interruptedResult, type ToolCallRecord } from './call-records.js';
+import { toStorableJson } from './storable.js';
 
 /** How a call's start reaches the ledger before it runs. */
 export type LedgerMode =
@@ -99,6 +102,83 @@ export function newPlan(call: ToolCall, runId: string): CallPlan {
 /** A call of the open step as its record left it (a restore, not a move). */
 export function restoredPlan(call: ToolCall, runId: string, status: ToolCallStatus): CallPlan {
   return { call, runId, status, ledger: 'begin' };
+}
+
+/**
+ * A suspended call decided: moved to the phase its decided record has ({@link decideRecord}: declined, answered
+ * by the payload, or `resuming`), with the decision, and its result when the decision settles it; otherwise it
+ * begins again in the ledger.
+ */
+export function decideCall(plan: CallPlan, decision: ResumeDecision): void {
+  const decided = decideRecord(toRecord(plan), decision);
+  moveTo(plan, decided.status);
+  plan.decision = decision;
+  if (decided.result) plan.result = decided.result;
+  else plan.ledger = 'begin';
+  plan.dirty = true;
+}
+
+/**
+ * A suspended call's record once a decision arrives: declined (`cancelled`, with a result saying so), answered
+ * by the decision's payload (`use-decision-as-result`), or `resuming` with the decision, to run.
+ */
+export function decideRecord(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
+  if (record.ticket?.action === INTERRUPTED_CALL_ACTION) return decideInterrupted(record, decision);
+  if (decision.action === 'cancel') {
+    return {
+      ...record,
+      status: 'cancelled',
+      decision,
+      result: {
+        status: 'error',
+        message: `The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`,
+        metadata: { declined: true },
+      },
+    };
+  }
+  if (record.ticket?.resumeMode === 'use-decision-as-result') {
+    const payload = toStorableJson(decision.payload);
+    return {
+      ...record,
+      status: payload.ok ? 'succeeded' : 'failed',
+      decision,
+      result: payload.ok
+        ? { status: 'success', ...(payload.value === undefined ? {} : { data: payload.value }) }
+        : { status: 'error', message: `The client's result cannot be stored: ${payload.problem}.` },
+    };
+  }
+  return { ...record, status: 'resuming', decision };
+}
+
+/**
+ * An `interrupted-call` ticket decided: `rerun` makes the call `resuming` (it runs again, `rerun: true`),
+ * `done` settles it with the person's result, `fail` (or a `cancel` decision) with an error result.
+ */
+function decideInterrupted(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
+  const parsed = interruptedCallPayloadSchema.safeParse(decision.payload);
+  const payload = decision.action === 'cancel' || !parsed.success ? undefined : parsed.data;
+  if (payload?.choice === 'rerun') return { ...record, status: 'resuming', decision };
+  if (payload?.choice === 'done') {
+    const data = toStorableJson(payload.result);
+    return {
+      ...record,
+      status: 'succeeded',
+      decision,
+      result: {
+        status: 'success',
+        ...(data.ok && data.value !== undefined ? { data: data.value } : {}),
+        ...(payload.message === undefined ? {} : { message: payload.message }),
+        metadata: { interrupted: true, resolvedBy: 'person' },
+      },
+    };
+  }
+  const why = payload?.message ?? decision.reason;
+  return {
+    ...record,
+    status: 'failed',
+    decision,
+    result: interruptedResult(why === undefined ? 'A person chose not to run it again.' : why),
+  };
 }
 
 /** Settles a call with a result: it will not run. */

@@ -1,7 +1,5 @@
 import {
   type ContentPart,
-  INTERRUPTED_CALL_ACTION,
-  interruptedCallPayloadSchema,
   type Message,
   type ResumeDecision,
   resumeDecisionSchema,
@@ -17,7 +15,6 @@ import {
 } from '@lunation/contract';
 import { z } from 'zod';
 import { defineStateKey } from '../state.js';
-import { toStorableJson } from './storable.js';
 
 /**
  * What the store knows about one tool call of the thread's open step (the last assistant message whose calls
@@ -157,69 +154,6 @@ export function answerOpenStep(
       result: record?.result ?? fallback(record),
     };
   });
-}
-
-/**
- * A suspended call's record once a decision arrives: declined (`cancelled`, with a result saying so), answered
- * by the decision's payload (`use-decision-as-result`), or `resuming` with the decision, to run.
- */
-export function decideRecord(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
-  if (record.ticket?.action === INTERRUPTED_CALL_ACTION) return decideInterrupted(record, decision);
-  if (decision.action === 'cancel') {
-    return {
-      ...record,
-      status: 'cancelled',
-      decision,
-      result: {
-        status: 'error',
-        message: `The user declined this call${decision.reason ? `: ${decision.reason}` : '.'}`,
-        metadata: { declined: true },
-      },
-    };
-  }
-  if (record.ticket?.resumeMode === 'use-decision-as-result') {
-    const payload = toStorableJson(decision.payload);
-    return {
-      ...record,
-      status: payload.ok ? 'succeeded' : 'failed',
-      decision,
-      result: payload.ok
-        ? { status: 'success', ...(payload.value === undefined ? {} : { data: payload.value }) }
-        : { status: 'error', message: `The client's result cannot be stored: ${payload.problem}.` },
-    };
-  }
-  return { ...record, status: 'resuming', decision };
-}
-
-/**
- * An `interrupted-call` ticket decided: `rerun` makes the call `resuming` (it runs again, `rerun: true`),
- * `done` settles it with the person's result, `fail` (or a `cancel` decision) with an error result.
- */
-function decideInterrupted(record: ToolCallRecord, decision: ResumeDecision): ToolCallRecord {
-  const parsed = interruptedCallPayloadSchema.safeParse(decision.payload);
-  const payload = decision.action === 'cancel' || !parsed.success ? undefined : parsed.data;
-  if (payload?.choice === 'rerun') return { ...record, status: 'resuming', decision };
-  if (payload?.choice === 'done') {
-    const data = toStorableJson(payload.result);
-    return {
-      ...record,
-      status: 'succeeded',
-      decision,
-      result: {
-        status: 'success',
-        ...(data.ok && data.value !== undefined ? { data: data.value } : {}),
-        ...(payload.message === undefined ? {} : { message: payload.message }),
-        metadata: { interrupted: true, resolvedBy: 'person' },
-      },
-    };
-  }
-  const why = payload?.message ?? decision.reason;
-  return {
-    ...record,
-    status: 'failed',
-    decision,
-    result: interruptedResult(why === undefined ? 'A person chose not to run it again.' : why),
-  };
 }
 
 /** The error result of a call cut off mid-way that will not run again. */

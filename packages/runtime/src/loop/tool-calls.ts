@@ -18,6 +18,7 @@ import type { StateUpdate } from '../state.js';
 import {
   type CallPlan,
   cancelledResult,
+  decideCall,
   errorResult,
   isRunnable,
   isSettled,
@@ -28,13 +29,7 @@ import {
   supersededResult,
   toRecord,
 } from './call-plan.js';
-import {
-  answerOpenStep,
-  decideRecord,
-  interruptedResult,
-  toolCallsKey,
-  unansweredCalls,
-} from './call-records.js';
+import { answerOpenStep, interruptedResult, toolCallsKey, unansweredCalls } from './call-records.js';
 import { type Checkpointer, idempotencyKey } from './checkpointer.js';
 import type { RunScope } from './run-scope.js';
 import { parseArguments } from './storable.js';
@@ -352,12 +347,7 @@ export class ToolCalls {
     scope.instrumentation?.toolCallResumed(plan.call.toolCallId, decision);
     if (scope.listening)
       scope.emit({ type: 'tool-call-resumed', toolCallId: plan.call.toolCallId, decision });
-    const decided = decideRecord(toRecord(plan), decision);
-    moveTo(plan, decided.status);
-    plan.decision = decision;
-    if (decided.result) plan.result = decided.result;
-    else plan.ledger = 'begin';
-    plan.dirty = true;
+    decideCall(plan, decision);
   }
 
   /** Gate outcomes for the calls that have none yet. A blocked call stops the whole step: nothing else runs. */

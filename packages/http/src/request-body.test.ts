@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonNestingDepth } from './json-depth.js';
+import { jsonNestingDepth } from './request-body.js';
 
 describe('jsonNestingDepth', () => {
   it.each([
