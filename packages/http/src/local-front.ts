@@ -71,6 +71,15 @@ export class LocalFront implements RunFront {
     return log ? this.read(log, log.invocationStart) : undefined;
   }
 
+  /**
+   * Logs the events of a run started outside the API (e.g. one `runtime.resumeCutOffRuns()` continued at start),
+   * so clients see it as the thread's active run and can follow it.
+   */
+  adopt(run: RunHandle): void {
+    if (this.closing) run.cancel('the server is shutting down');
+    this.logs.record(run);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await this.runtime.cancelAll('the server is shutting down');
