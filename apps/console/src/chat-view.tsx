@@ -134,10 +134,19 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     // Detached (the user left the thread, or a newer stream replaced this one): nothing more to do here.
     if (detach.current !== controller || controller.signal.aborted) return;
     detach.current = undefined;
-    if (lost) await waitWhileRunning();
+    const { runId, lastId } = reached;
+    if (lost && runId !== undefined) {
+      // A single server restarted and forgot the run's events: it continues the cut-off run on its own.
+      const continuation = await continuationOf(runId);
+      if (continuation) {
+        detach.current = undefined;
+        await reload().catch(() => undefined);
+        await follow(continuation, { runId });
+        return;
+      }
+    }
     // The run went on past the end we saw (its tickets were decided elsewhere): keep following it.
     const latest = (await api.json<ThreadAnswer>(path).catch(() => undefined))?.latestRun;
-    const { runId, lastId } = reached;
     if (!lost && latest?.status === 'running' && latest.runId === runId && lastId) {
       await follow(
         (signal) =>
@@ -153,18 +162,36 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     props.onChanged();
   };
 
-  /** After the stream is lost (the server restarted): wait until the store says the run no longer runs. */
-  const waitWhileRunning = async () => {
-    const deadline = Date.now() + 10_000;
+  /**
+   * After the stream is lost (the server restarted): waits while the store says the run still runs until the
+   * restarted server streams its continuation (a single server continues cut-off runs at start, once the dead
+   * life's lease lapsed). Resolves with a start for {@link follow} (the continuation's events from its start,
+   * over the stored history), or undefined when the run no longer runs or the server does not continue it.
+   */
+  const continuationOf = async (
+    runId: string,
+  ): Promise<((signal: AbortSignal) => Promise<StreamAnswer>) | undefined> => {
+    const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && !detach.current) {
       const thread = await api.json<ThreadAnswer>(path).catch(() => undefined);
-      if (thread && thread.latestRun?.status !== 'running') return;
-      setConnection({ state: 'reconnecting', detail: 'waiting for the server to finish the run' });
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (thread && (thread.latestRun?.status !== 'running' || thread.latestRun.runId !== runId))
+        return undefined;
+      setConnection({ state: 'reconnecting', detail: 'waiting for the server to continue the run' });
+      const probe = new AbortController();
+      const answer = await api
+        .stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal: probe.signal })
+        .catch(() => undefined);
+      if (answer) {
+        return (signal) => {
+          signal.addEventListener('abort', () => probe.abort(), { once: true });
+          return Promise.resolve(answer);
+        };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    // A restarted single server no longer runs it: the runtime continues a cut-off run with the thread's
-    // next request.
-    setError('The server restarted and no longer runs this run; it continues with your next message.');
+    if (!detach.current)
+      setError('The server restarted and did not continue this run; send a message to continue it.');
+    return undefined;
   };
 
   /** Follows a run that is already active, replaying its events from its start over the older history. */
