@@ -16,11 +16,11 @@ describe('LocalFront.adopt: a run started outside the API (continued after a res
     const threadId = ((await created.json()) as { thread: { id: string } }).thread.id;
     const run = await api.runtime.run({ threadId, input: 'go on', resourceId: 'alice' });
     api.front.adopt(run);
-    await run.result;
+    expect((await run.result).finalText).toBe('Continued after the restart.');
     const path = `/threads/${threadId}/runs/${run.runId}/events`;
 
     const all = await readSse(await api.call(path));
-    expect(runEndOf(all).finalText).toBe('Continued after the restart.');
+    expect(runEndOf(all).status).toBe('done');
     const prefix = /^([0-9a-f]{8}\.)1$/.exec(all[0]?.id ?? '')?.[1];
     expect(prefix).toBeDefined();
     expect(all.map((event) => event.id)).toEqual(all.map((_, index) => `${prefix}${index + 1}`));
