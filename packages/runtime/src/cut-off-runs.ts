@@ -63,7 +63,8 @@ export async function resumeCutOffRuns(
         threadId: thread.id,
         ...(thread.resourceId === undefined ? {} : { resourceId: thread.resourceId }),
       };
-      pending.push(continueThread(run, start, until, options.onRun, outcome));
+      const runId = latest[index]!.identity.runId;
+      pending.push(continueThread(store, run, runId, start, until, options.onRun, outcome));
     });
     cursor = page.nextCursor;
     if (cursor === undefined || page.items.length === 0) break;
@@ -72,8 +73,14 @@ export async function resumeCutOffRuns(
   return outcome;
 }
 
+/**
+ * Continues the thread's cut-off run `runId`, retrying while its lease lasts; stops quietly when the run is no
+ * longer the thread's cut-off run (it ended meanwhile: its holder was alive).
+ */
 async function continueThread(
+  store: LunationStore,
   run: RunOptions,
+  runId: string,
   start: (options: RunOptions) => Promise<RunHandle>,
   until: number,
   onRun: ((run: RunHandle) => void) | undefined,
@@ -98,6 +105,8 @@ async function continueThread(
       }
       const delay = Math.min(Math.max(retryAfterMs, 100), 1_000, Math.max(until - Date.now(), 0));
       await new Promise((resolve) => setTimeout(resolve, delay));
+      // Without input, a run on a thread whose run ended would be a new run: only continue the same one.
+      if (continuedRun(await store.getLatestRun(run.threadId))?.identity.runId !== runId) return;
     }
   }
 }

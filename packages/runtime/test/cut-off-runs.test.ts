@@ -118,6 +118,50 @@ describe('AgentRuntime.resumeCutOffRuns', () => {
     expect((await run.result).finalText).toBe('done');
   });
 
+  it('starts nothing when the run it waited for ends in the live process that held it', async () => {
+    const store = new MemoryStore();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const build = (owner: string) =>
+      createRuntime()
+        .model(
+          'm',
+          new ScriptedModel((request: ModelRequest) =>
+            request.messages.some((message) => message.role === 'tool')
+              ? reply('done')
+              : { toolCalls: [{ toolName: 'work', arguments: {} }] },
+          ),
+        )
+        .agent({
+          id: 'a',
+          model: 'm',
+          tools: [
+            defineTool({
+              name: 'work',
+              description: 'work',
+              input: z.object({}),
+              execute: async () => {
+                await gate;
+                return 'worked';
+              },
+            }),
+          ],
+        })
+        .store(store)
+        .options({ owner, leaseTtlMs: 300 })
+        .build();
+    const run = await build('live').run({ threadId: 'held', input: 'go' });
+    while ((await store.getLatestRun('held'))?.status !== 'running') {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const scan = build('other').resumeCutOffRuns({ busyWaitMs: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+    await run.result;
+    expect(await scan).toEqual({ resumed: [], busy: [], failed: [] });
+    expect((await store.listRuns('held')).items).toHaveLength(1);
+  });
+
   it('has nothing to continue without a store, and refuses bad options', async () => {
     const runtime = createRuntime()
       .model('m', new ScriptedModel([reply('hi')]))
