@@ -1,6 +1,6 @@
 import type { AgentEvent } from '@lunation/contract';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { type Api, ApiError, type StreamAnswer } from './api.js';
+import { type Api, ApiError, type StreamAnswer, type StreamEvent } from './api.js';
 import type { RunSummary, SuspensionTicket, ThreadAnswer } from './api-types.js';
 import { type FollowResult, type FollowState, followRun } from './run-follower.js';
 import { type Decision, TicketCard } from './ticket-card.js';
@@ -194,9 +194,23 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     return undefined;
   };
 
-  /** Follows a run that is already active, replaying its events from its start over the older history. */
+  /**
+   * Follows a run that is already active, replaying its events from its start over the older history. A run a
+   * restarted server continued has a log of the continuation only (its ids carry a prefix, `k3x9.1`): then the
+   * run's earlier messages come from the store.
+   */
   const followActive = (runId: string) =>
-    follow((signal) => api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal }), { runId });
+    follow(
+      async (signal) => {
+        const answer = await api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal });
+        if (answer.type === 'json') return answer;
+        const first = await answer.events.next();
+        if (first.done) return answer;
+        if (first.value.id?.includes('.')) await reload();
+        return { type: 'stream', events: prepended(first.value, answer.events) };
+      },
+      { runId },
+    );
 
   useEffect(() => {
     let cancelled = false;
@@ -347,4 +361,13 @@ function firstUserText(
 export function messageOf(error: unknown): string {
   if (error instanceof ApiError) return error.message;
   return error instanceof Error ? error.message : String(error);
+}
+
+/** `first`, then the rest of `events`. */
+async function* prepended(
+  first: StreamEvent,
+  events: AsyncGenerator<StreamEvent>,
+): AsyncGenerator<StreamEvent> {
+  yield first;
+  yield* events;
 }

@@ -31,7 +31,7 @@ describe('the console across a single server SIGKILLed mid-run (no fleet, a SQLi
     await page.addInitScript(RECORD_STATUS);
     await page.goto(started.url);
     await page.getByRole('button', { name: 'New thread' }).click();
-    await page.getByLabel('Message').fill('call slow_task {"steps":5}');
+    await page.getByLabel('Message').fill('call slow_task {"steps":8}');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
 
@@ -40,8 +40,20 @@ describe('the console across a single server SIGKILLed mid-run (no fleet, a SQLi
     const second = await serve(dataDir.path);
     processes.push(second.app);
     proxy.retarget(second.port);
+    // A page opened on the thread while the restarted server continues the run: the stored history, then the
+    // continuation live.
+    await second.app.waitFor(/Continued 1 run\(s\)/);
+    const threadUrl = page.url();
+    const other = await openPage(browser());
+    await other.addInitScript(RECORD_EVENTS);
+    await other.goto(threadUrl);
+    // Mid-run, the request (stored before the kill) shows above the live slow task, once.
+    await other.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
+    await expect(other.locator('.entry-user').allTextContents()).resolves.toEqual([
+      'You call slow_task {"steps":8}',
+    ]);
 
-    await page.getByText('The slow task is done: All 5 steps finished.').waitFor({ timeout: 30_000 });
+    await page.getByText('The slow task is done: All 8 steps finished.').waitFor({ timeout: 30_000 });
     await page.getByRole('button', { name: 'Send' }).and(page.locator(':disabled')).waitFor();
     await screenshot(page, 'single-server-restarted');
     expect((await statusTexts(page)).some((text) => text.startsWith('Connection lost; reconnecting'))).toBe(
@@ -69,15 +81,24 @@ describe('the console across a single server SIGKILLed mid-run (no fleet, a SQLi
 
     // Each message once: the request, one slow_task call, one answer.
     await expect(page.locator('.entry-user').allTextContents()).resolves.toEqual([
-      'You call slow_task {"steps":5}',
+      'You call slow_task {"steps":8}',
     ]);
     await expect(page.locator('.tool').filter({ hasText: 'slow_task' }).count()).resolves.toBe(1);
-    await expect(page.getByText('The slow task is done: All 5 steps finished.').count()).resolves.toBe(1);
+    await expect(page.getByText('The slow task is done: All 8 steps finished.').count()).resolves.toBe(1);
+    await other.getByText('The slow task is done: All 8 steps finished.').waitFor({ timeout: 30_000 });
+    expect((await appliedEvents(other))[0]?.id).toMatch(/^[0-9a-f]{8}\.1$/);
+    await expect(other.locator('.entry-user').allTextContents()).resolves.toEqual([
+      'You call slow_task {"steps":8}',
+    ]);
+    await expect(other.locator('.tool').filter({ hasText: 'slow_task' }).count()).resolves.toBe(1);
+    await expect(other.getByText('The slow task is done: All 8 steps finished.').count()).resolves.toBe(1);
+    await other.context().close();
+
     // A reload shows the same, from the store.
     await page.reload();
-    await page.getByText('The slow task is done: All 5 steps finished.').waitFor();
+    await page.getByText('The slow task is done: All 8 steps finished.').waitFor();
     await expect(page.locator('.tool').filter({ hasText: 'slow_task' }).count()).resolves.toBe(1);
-    await expect(page.getByText('The slow task is done: All 5 steps finished.').count()).resolves.toBe(1);
+    await expect(page.getByText('The slow task is done: All 8 steps finished.').count()).resolves.toBe(1);
     await page.context().close();
   });
 });
