@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Dispatcher, LunationStore } from '@lunation/contract';
 import { createHttpApi, FleetFront, type HttpApi, LocalFront, tokenAuth } from '@lunation/http';
-import type { AgentRuntime } from '@lunation/runtime';
+import type { AgentRuntime, ResumedCutOffRuns } from '@lunation/runtime';
 import { type Context, Hono } from 'hono';
 
 export interface AssistantServerOptions {
@@ -39,16 +39,19 @@ export class AssistantServer {
   readonly server: Server;
   readonly app: Hono;
   readonly api: HttpApi;
+  private readonly runtime: AgentRuntime;
+  private readonly local: LocalFront | undefined;
   private readonly requests = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
 
   constructor(options: AssistantServerOptions) {
     const tokens = options.tokens ?? new Map();
+    this.runtime = options.runtime;
+    this.local = options.dispatcher ? undefined : new LocalFront(options.runtime);
     this.api = createHttpApi({
       store: options.store,
-      front: options.dispatcher
-        ? new FleetFront({ dispatcher: options.dispatcher, store: options.store })
-        : new LocalFront(options.runtime),
+      front:
+        this.local ?? new FleetFront({ dispatcher: options.dispatcher as Dispatcher, store: options.store }),
       ...(tokens.size > 0 ? { authenticate: tokenAuth(tokens) } : {}),
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       ...(options.maxJsonDepth === undefined ? {} : { maxJsonDepth: options.maxJsonDepth }),
@@ -61,6 +64,17 @@ export class AssistantServer {
     for (const path of API_PATHS) this.app.all(path, mount);
     this.app.notFound(mount);
     this.server = createAdaptorServer({ fetch: this.app.fetch }) as Server;
+  }
+
+  /**
+   * Continues the runs cut off when a previous life of this server died (single-process mode only; with a
+   * dispatcher it does nothing): their events stream to clients as each thread's active run. Resolves once each such
+   * thread is continued or found busy.
+   */
+  async resumeCutOffRuns(): Promise<ResumedCutOffRuns> {
+    const local = this.local;
+    if (local === undefined) return { resumed: [], busy: [], failed: [] };
+    return this.runtime.resumeCutOffRuns({ onRun: (run) => local.adopt(run) });
   }
 
   /** Starts listening; resolves with the base URL, e.g. `http://127.0.0.1:8787`. */

@@ -46,6 +46,22 @@ export async function runServer(options: ServeOptions): Promise<void> {
       ? '  No authentication (loopback only); every caller shares the "local" threads.'
       : `  Bearer tokens required; resources: ${[...resources].join(', ')}.`,
   );
+  if (!options.dispatcher) {
+    // Runs cut off when a previous life of this server died continue now, in the background.
+    server.resumeCutOffRuns().then(
+      ({ resumed, busy, failed }) => {
+        if (resumed.length > 0) options.log(`Continued ${resumed.length} run(s) cut off by a previous stop.`);
+        if (busy.length > 0)
+          options.log(`Left ${busy.length} cut-off run(s) busy elsewhere: ${busy.join(', ')}.`);
+        for (const { threadId, error } of failed) {
+          options.log(
+            `Could not continue the cut-off run of thread ${threadId}: ${(error as Error).message}`,
+          );
+        }
+      },
+      (error: unknown) => options.log(`Could not scan for cut-off runs: ${(error as Error).message}`),
+    );
+  }
   const signal = await nextSignal(['SIGTERM', 'SIGINT']);
   options.log(`${signal}: finishing active runs and shutting down…`);
   const force = () => process.exit(1);

@@ -1,6 +1,6 @@
 import type { AgentEvent } from '@lunation/contract';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { type Api, ApiError, type StreamAnswer } from './api.js';
+import { type Api, ApiError, type StreamAnswer, type StreamEvent } from './api.js';
 import type { RunSummary, SuspensionTicket, ThreadAnswer } from './api-types.js';
 import { type FollowResult, type FollowState, followRun } from './run-follower.js';
 import { type Decision, TicketCard } from './ticket-card.js';
@@ -134,10 +134,19 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     // Detached (the user left the thread, or a newer stream replaced this one): nothing more to do here.
     if (detach.current !== controller || controller.signal.aborted) return;
     detach.current = undefined;
-    if (lost) await waitWhileRunning();
+    const { runId, lastId } = reached;
+    if (lost && runId !== undefined) {
+      // A single server restarted and forgot the run's events: it continues the cut-off run on its own.
+      const continuation = await continuationOf(runId);
+      if (continuation) {
+        detach.current = undefined;
+        await reload().catch(() => undefined);
+        await follow(continuation, { runId });
+        return;
+      }
+    }
     // The run went on past the end we saw (its tickets were decided elsewhere): keep following it.
     const latest = (await api.json<ThreadAnswer>(path).catch(() => undefined))?.latestRun;
-    const { runId, lastId } = reached;
     if (!lost && latest?.status === 'running' && latest.runId === runId && lastId) {
       await follow(
         (signal) =>
@@ -153,23 +162,55 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     props.onChanged();
   };
 
-  /** After the stream is lost (the server restarted): wait until the store says the run no longer runs. */
-  const waitWhileRunning = async () => {
-    const deadline = Date.now() + 10_000;
+  /**
+   * After the stream is lost (the server restarted): waits while the store says the run still runs until the
+   * restarted server streams its continuation (a single server continues cut-off runs at start, once the dead
+   * life's lease lapsed). Resolves with a start for {@link follow} (the continuation's events from its start,
+   * over the stored history), or undefined when the run no longer runs or the server does not continue it.
+   */
+  const continuationOf = async (
+    runId: string,
+  ): Promise<((signal: AbortSignal) => Promise<StreamAnswer>) | undefined> => {
+    const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && !detach.current) {
       const thread = await api.json<ThreadAnswer>(path).catch(() => undefined);
-      if (thread && thread.latestRun?.status !== 'running') return;
-      setConnection({ state: 'reconnecting', detail: 'waiting for the server to finish the run' });
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (thread && (thread.latestRun?.status !== 'running' || thread.latestRun.runId !== runId))
+        return undefined;
+      setConnection({ state: 'reconnecting', detail: 'waiting for the server to continue the run' });
+      const probe = new AbortController();
+      const answer = await api
+        .stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal: probe.signal })
+        .catch(() => undefined);
+      if (answer) {
+        return (signal) => {
+          signal.addEventListener('abort', () => probe.abort(), { once: true });
+          return Promise.resolve(answer);
+        };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    // A restarted single server no longer runs it: the runtime continues a cut-off run with the thread's
-    // next request.
-    setError('The server restarted and no longer runs this run; it continues with your next message.');
+    if (!detach.current)
+      setError('The server restarted and did not continue this run; send a message to continue it.');
+    return undefined;
   };
 
-  /** Follows a run that is already active, replaying its events from its start over the older history. */
+  /**
+   * Follows a run that is already active, replaying its events from its start over the older history. A run a
+   * restarted server continued has a log of the continuation only (its ids carry a prefix, `k3x9.1`): then the
+   * run's earlier messages come from the store.
+   */
   const followActive = (runId: string) =>
-    follow((signal) => api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal }), { runId });
+    follow(
+      async (signal) => {
+        const answer = await api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal });
+        if (answer.type === 'json') return answer;
+        const first = await answer.events.next();
+        if (first.done) return answer;
+        if (first.value.id?.includes('.')) await reload();
+        return { type: 'stream', events: prepended(first.value, answer.events) };
+      },
+      { runId },
+    );
 
   useEffect(() => {
     let cancelled = false;
@@ -320,4 +361,13 @@ function firstUserText(
 export function messageOf(error: unknown): string {
   if (error instanceof ApiError) return error.message;
   return error instanceof Error ? error.message : String(error);
+}
+
+/** `first`, then the rest of `events`. */
+async function* prepended(
+  first: StreamEvent,
+  events: AsyncGenerator<StreamEvent>,
+): AsyncGenerator<StreamEvent> {
+  yield first;
+  yield* events;
 }

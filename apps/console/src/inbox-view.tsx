@@ -36,6 +36,8 @@ export function InboxView(props: { api: Api; version: number }) {
                   arguments: JSON.stringify(ticket.arguments),
                   action: ticket.action,
                   message: ticket.message,
+                  ...(ticket.responseSchema === undefined ? {} : { responseSchema: ticket.responseSchema }),
+                  ...(ticket.parameters === undefined ? {} : { parameters: ticket.parameters }),
                 }}
                 disabled={false}
                 onDecide={(decision) => {

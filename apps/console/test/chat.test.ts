@@ -101,6 +101,24 @@ describe('the console in Chromium against the sample server on a SQLite file', {
     await form.getByRole('button', { name: 'Send answer' }).click();
     await page.getByText('The tool "ask_user" answered: {"answer":"Tokyo"}.').waitFor();
     await expect(page.getByRole('form', { name: 'Answer for ask_user' }).count()).resolves.toBe(0);
+
+    // The same ticket answered from the inbox shows the same form (the inbox carries the response schema).
+    await page
+      .getByLabel('Message')
+      .fill('call ask_user {"question":"Which sea?","choices":["Baltic","Coral"]}');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('form', { name: 'Answer for ask_user' }).waitFor();
+    const threadId = threadIdOf(page);
+    await page.getByRole('link', { name: 'Inbox' }).click();
+    const inboxForm = page.locator('.inbox-list').getByRole('form', { name: 'Answer for ask_user' });
+    await inboxForm.waitFor();
+    await expect(page.locator('.inbox-list textarea').count()).resolves.toBe(0);
+    await inboxForm.getByLabel('Which sea?').selectOption('Coral');
+    await screenshot(page, 'inbox-input-form');
+    await inboxForm.getByRole('button', { name: 'Send answer' }).click();
+    await page.waitForURL(`**/#/threads/${encodeURIComponent(threadId)}`);
+    await page.getByText('The tool "ask_user" answered: {"answer":"Coral"}.').waitFor();
+    await expect(page.getByRole('form', { name: 'Answer for ask_user' }).count()).resolves.toBe(0);
     await page.context().close();
   });
 

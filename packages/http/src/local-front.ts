@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ResumeDecision } from '@lunation/contract';
 import type { AgentRuntime, RunHandle } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
@@ -19,6 +20,8 @@ export class LocalFront implements RunFront {
   private closing = false;
   private readonly logs: LocalRunLogs;
   private readonly readers = new Set<AbortController>();
+  /** Prefixes the event ids of adopted runs: this process's, unlike any id their logs had before. */
+  private readonly adoptedPrefix = `${randomUUID().slice(0, 8)}.`;
 
   constructor(
     private readonly runtime: AgentRuntime,
@@ -55,20 +58,22 @@ export class LocalFront implements RunFront {
         `Thread "${request.threadId}" has no run "${runId}" streaming in this process (a finished run's events are kept a few minutes; a fleet keeps them across servers)`,
       );
     }
-    const after = lastEventId === undefined ? 0 : Number(lastEventId);
-    if (!Number.isSafeInteger(after) || after < 0 || !/^(0|[1-9][0-9]*)$/.test(lastEventId ?? '0')) {
-      throw new HttpError(
-        400,
-        'invalid-argument',
-        `Last-Event-ID "${lastEventId}" is not an event id of this API`,
-      );
-    }
-    return this.read(log, after);
+    return this.read(log, positionAfter(log, lastEventId));
   }
 
   async active({ threadId }: FrontRequest): Promise<RunStream | undefined> {
     const log = this.logs.active(threadId);
     return log ? this.read(log, log.invocationStart) : undefined;
+  }
+
+  /**
+   * Logs the events of a run started outside the API (e.g. one `runtime.resumeCutOffRuns()` continued at start),
+   * so clients see it as the thread's active run and can follow it. Its event ids carry a prefix of this process:
+   * a client reconnecting with an id of the log the run had before the restart gets this log from its start.
+   */
+  adopt(run: RunHandle): void {
+    if (this.closing) run.cancel('the server is shutting down');
+    this.logs.record(run, this.adoptedPrefix);
   }
 
   async close(): Promise<void> {
@@ -99,4 +104,21 @@ export class LocalFront implements RunFront {
       detach: () => reader.abort(),
     };
   }
+}
+
+/** Where in `log` a client that saw `lastEventId` continues; an id of another process's log starts it over. */
+function positionAfter(log: LocalRunLog, lastEventId: string | undefined): number {
+  if (lastEventId === undefined) return 0;
+  const own = log.idPrefix !== '' && lastEventId.startsWith(log.idPrefix);
+  const position = own ? lastEventId.slice(log.idPrefix.length) : lastEventId;
+  const after = Number(position);
+  if (!Number.isSafeInteger(after) || after < 0 || !/^(0|[1-9][0-9]*)$/.test(position)) {
+    throw new HttpError(
+      400,
+      'invalid-argument',
+      `Last-Event-ID "${lastEventId}" is not an event id of this API`,
+    );
+  }
+  // An id of the run's log in the process that died: this log holds only the continuation.
+  return log.idPrefix !== '' && !own ? 0 : after;
 }

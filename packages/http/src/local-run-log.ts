@@ -1,7 +1,11 @@
 import type { AgentEvent, RunEventRecord } from '@lunation/contract';
 import type { RunHandle } from '@lunation/runtime';
 
-/** One run's events in this process, with ids (`1`, `2`, …) that continue across its invocations. */
+/**
+ * One run's events in this process, with ids (`1`, `2`, …) that continue across its invocations. A run continued
+ * after a restart (adopted) numbers its events after a prefix of this process (`k3x9.1`, `k3x9.2`, …), so they
+ * never pass for the ids its log had in the process that died.
+ */
 export class LocalRunLog {
   readonly records: RunEventRecord[] = [];
   /** Whether the current invocation ended (`run-end` logged). */
@@ -13,6 +17,7 @@ export class LocalRunLog {
   constructor(
     readonly runId: string,
     readonly threadId: string,
+    readonly idPrefix = '',
   ) {}
 
   append(event: AgentEvent): void {
@@ -20,7 +25,7 @@ export class LocalRunLog {
       this.invocationStart = this.records.length;
       this.done = false;
     }
-    this.records.push({ id: String(this.records.length + 1), event });
+    this.records.push({ id: `${this.idPrefix}${this.records.length + 1}`, event });
     if (event.type === 'run-end') this.done = true;
     for (const wake of this.waiters) wake();
     this.waiters.clear();
@@ -61,11 +66,14 @@ export class LocalRunLogs {
 
   constructor(private readonly retainMs: number) {}
 
-  /** Logs every event of `run` from now on (the handle replays what it emitted before). */
-  record(run: RunHandle): LocalRunLog {
+  /**
+   * Logs every event of `run` from now on (the handle replays what it emitted before). `idPrefix` numbers a new
+   * log's events after it (a run continued after a restart).
+   */
+  record(run: RunHandle, idPrefix = ''): LocalRunLog {
     let log = this.logs.get(run.runId);
     if (!log) {
-      log = new LocalRunLog(run.runId, run.threadId);
+      log = new LocalRunLog(run.runId, run.threadId, idPrefix);
       this.logs.set(run.runId, log);
     }
     clearTimeout(this.expiries.get(run.runId));

@@ -1,4 +1,4 @@
-import type { LunationStore, ThreadRecord } from '@lunation/contract';
+import type { JsonSchema, JsonValue, LunationStore, ThreadRecord } from '@lunation/contract';
 
 /** How many threads one search request reads at most. */
 export const SEARCH_SCAN_LIMIT = 500;
@@ -17,6 +17,10 @@ export interface InboxThread {
     arguments: unknown;
     action: string;
     message: string;
+    /** What the tool passed along with its question (e.g. choices), when it did. */
+    parameters?: JsonValue;
+    /** The JSON Schema the decision's payload must satisfy, when the ticket asks for input (a form). */
+    responseSchema?: JsonSchema;
   }>;
 }
 
@@ -82,6 +86,8 @@ export async function inbox(store: LunationStore, resourceId: string): Promise<I
           arguments: parseJson(ticket.arguments),
           action: ticket.action,
           message: ticket.message,
+          ...(ticket.parameters === undefined ? {} : { parameters: ticket.parameters }),
+          ...(ticket.responseSchema === undefined ? {} : { responseSchema: ticket.responseSchema }),
         })),
       });
     });

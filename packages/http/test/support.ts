@@ -59,6 +59,7 @@ export interface TestApi {
   api: HttpApi;
   store: SqliteStore;
   runtime: AgentRuntime;
+  front: LocalFront;
   call(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
   close(): Promise<void>;
 }
@@ -67,9 +68,10 @@ export async function startApi(model: ScriptedModel): Promise<TestApi> {
   const dir = await mkdtemp(join(tmpdir(), 'lunation-http-'));
   const store = new SqliteStore({ path: join(dir, 'threads.db') });
   const runtime = testRuntime(store, model);
+  const front = new LocalFront(runtime);
   const api = createHttpApi({
     store,
-    front: new LocalFront(runtime),
+    front,
     authenticate: tokenAuth(
       new Map([
         [ALICE, 'alice'],
@@ -88,6 +90,7 @@ export async function startApi(model: ScriptedModel): Promise<TestApi> {
     api,
     store,
     runtime,
+    front,
     call: (path, { token = ALICE, json, headers, ...init } = {}) =>
       fetch(`${url}${path}`, {
         ...init,

@@ -1,6 +1,7 @@
 import { LunationError, type LunationStore, type ResumeDecision, type RunIdentity } from '@lunation/contract';
 import type { z } from 'zod';
 import type { TaskHost } from './background-tasks.js';
+import { type ResumeCutOffRunsOptions, type ResumedCutOffRuns, resumeCutOffRuns } from './cut-off-runs.js';
 import type { EventStream } from './event-stream.js';
 import { observed } from './executor/live-run.js';
 import type { RunDispatch } from './executor/run-dispatch.js';
@@ -18,7 +19,16 @@ import type { DeliveryMode } from './loop/inbox.js';
 import type { RunResult } from './loop/run-scope.js';
 import type { AgentRegistry } from './registry.js';
 
-export type { AgentRuntimeOptions, DecisionOutcome, RunHandle, RunInput, RunOptions, SendDecisionsOptions };
+export type {
+  AgentRuntimeOptions,
+  DecisionOutcome,
+  ResumeCutOffRunsOptions,
+  ResumedCutOffRuns,
+  RunHandle,
+  RunInput,
+  RunOptions,
+  SendDecisionsOptions,
+};
 
 /** A conversation kept open across inputs: one long-lived run. */
 export interface Session {
@@ -189,6 +199,18 @@ export class AgentRuntime {
     options: SendDecisionsOptions = {},
   ): Promise<DecisionOutcome> {
     return this.dispatch.decide(id, decisions, options);
+  }
+
+  /**
+   * Continues, in this process, every thread of the store whose latest run was cut off (its process died
+   * mid-run: status `running`, or waiting on background tasks), as `run({ threadId })` with no input would; the
+   * ledger keeps finished tools from running again. Call it when a single server starts on a durable store. A
+   * thread still leased by a stopped process is retried until the lease lapses (`busyWaitMs`); one held by a
+   * live run stays busy and is reported, not failed. Without a store there is nothing to continue.
+   */
+  async resumeCutOffRuns(options: ResumeCutOffRunsOptions = {}): Promise<ResumedCutOffRuns> {
+    if (this.store === undefined) return { resumed: [], busy: [], failed: [] };
+    return resumeCutOffRuns(this.store, (run) => this.run(run), options);
   }
 
   /** Waits for every active run to end. */

@@ -13,6 +13,8 @@ export {
   AgentRuntime,
   type AgentRuntimeOptions,
   type DecisionOutcome,
+  type ResumeCutOffRunsOptions,
+  type ResumedCutOffRuns,
   type RunHandle,
   type RunInput,
   type RunOptions,

@@ -262,7 +262,7 @@ async function threadOf(core: ExecutorCore, id: string): Promise<string> {
 }
 
 /** The run a new run on the thread continues without decisions: one whose process died, or one that waited for its background tasks. */
-function continuedRun(latest: RunRecord | undefined): RunRecord | undefined {
+export function continuedRun(latest: RunRecord | undefined): RunRecord | undefined {
   if (latest?.status === 'running') return latest;
   if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') return latest;
   return undefined;
