@@ -160,7 +160,7 @@ export async function runChat(options: ChatOptions): Promise<void> {
         }
         decisions.push(decision);
       }
-      const outcome = await runtime.sendDecisions(threadId, decisions);
+      const outcome = await runtime.sendDecisions({ threadId }, decisions);
       open = outcome.run ? await follow(outcome.run) : outcome.openTickets;
     }
     return true;

@@ -6,7 +6,8 @@ import {
 } from '@lunation/contract';
 import { FleetClient } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
-import { HttpError } from './http-error.js';
+import { HttpError, noThread } from './http-error.js';
+import { isOwner } from './token-auth.js';
 
 /** Options of {@link FleetFront}. */
 export interface FleetFrontOptions {
@@ -43,6 +44,8 @@ export class FleetFront implements RunFront {
   }
 
   async decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
+    const thread = await this.store.getThread(request.threadId);
+    if (!thread || !isOwner(thread, request.resource)) throw noThread(request.threadId);
     const latest = await this.store.getLatestRun(request.threadId);
     const open = latest?.status === 'waiting' ? latest.openTickets : [];
     const unknown = decisions.find((decision) => !open.some((ticket) => ticket.id === decision.ticketId));

@@ -31,7 +31,10 @@ export interface FrontAnswer {
 export interface RunFront {
   /** Starts a run with the text and streams its events. */
   send(request: FrontRequest, text: string): Promise<RunStream>;
-  /** Answers open tickets: the resumed run's events, or a JSON answer while tickets stay open. */
+  /**
+   * Answers open tickets: the resumed run's events, or a JSON answer while tickets stay open.
+   * @throws 404 `not-found` when the caller does not own the thread (the front checks it, unlike other calls).
+   */
   decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer>;
   /** Cancels the thread's active run. */
   cancel(request: FrontRequest): Promise<FrontAnswer>;

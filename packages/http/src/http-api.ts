@@ -21,7 +21,7 @@ import { type BodyLimits, readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
-import { type Authenticate, LOCAL_RESOURCE } from './token-auth.js';
+import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
 
 /** Options of {@link createHttpApi}. */
 export interface HttpApiOptions {
@@ -228,7 +228,7 @@ class LunationHttpApi {
 
   private async ownThread(threadId: string, resource: string): Promise<ThreadRecord> {
     const thread = await this.store.getThread(threadId);
-    if (!thread || (thread.resourceId ?? LOCAL_RESOURCE) !== resource) throw noThread(threadId);
+    if (!thread || !isOwner(thread, resource)) throw noThread(threadId);
     return thread;
   }
 
@@ -302,12 +302,12 @@ class LunationHttpApi {
   /** Answers open tickets: streams the resumed run, or answers JSON while tickets are still open. */
   private async postDecisions({ request, params, resource }: RouteContext): Promise<Response> {
     const body = await readBody(decisionsBodySchema, request, this.parts.bodyLimits);
-    const thread = await this.ownThread(params[0]!, resource);
     const decisions = body.decisions.map((decision) => ({
       ...decision,
       decisionId: decision.decisionId ?? randomUUID(),
     })) as ResumeDecision[];
-    const answer = await this.front.decide({ threadId: thread.id, resource }, decisions);
+    // The front checks that the caller owns the thread, with the thread's one read.
+    const answer = await this.front.decide({ threadId: params[0]!, resource }, decisions);
     return isRunStream(answer) ? this.agentEvents(answer) : jsonResponse(answer.status, answer.body);
   }
 

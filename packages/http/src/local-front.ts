@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ResumeDecision } from '@lunation/contract';
+import { LunationError, type ResumeDecision } from '@lunation/contract';
 import type { AgentRuntime, RunHandle } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
-import { HttpError } from './http-error.js';
+import { HttpError, noThread } from './http-error.js';
 import { type LocalRunLog, LocalRunLogs } from './local-run-log.js';
+import { LOCAL_RESOURCE } from './token-auth.js';
 
 /** Options of {@link LocalFront}. */
 export interface LocalFrontOptions {
@@ -39,7 +40,15 @@ export class LocalFront implements RunFront {
     { threadId, resource }: FrontRequest,
     decisions: ResumeDecision[],
   ): Promise<RunStream | FrontAnswer> {
-    const outcome = await this.runtime.sendDecisions(threadId, decisions, { resourceId: resource });
+    // The runtime checks the owner on the thread it loads: an unowned thread is only the local caller's.
+    const outcome = await this.runtime
+      .sendDecisions({ threadId }, decisions, {
+        resourceId: resource,
+        ownedOnly: resource !== LOCAL_RESOURCE,
+      })
+      .catch((error: unknown) => {
+        throw LunationError.hasCode(error, 'not-found') ? noThread(threadId) : error;
+      });
     if (outcome.run) return this.start(outcome.run);
     const { applied, ignored, openTickets } = outcome;
     return { status: 200, body: { applied, ignored, openTickets } };

@@ -3,6 +3,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 /** The resource id of every caller when the API has no `authenticate` hook. */
 export const LOCAL_RESOURCE = 'local';
 
+/** Whether the caller owns the thread: a thread without an owner is the local caller's (no `authenticate`). */
+export function isOwner(thread: { resourceId?: string | undefined }, resource: string): boolean {
+  return (thread.resourceId ?? LOCAL_RESOURCE) === resource;
+}
+
 /** Who the caller is: its resource id (tenant), or undefined to answer 401. */
 export type Authenticate = (request: Request) => string | undefined | Promise<string | undefined>;
 

@@ -1,7 +1,7 @@
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InboxThread, RunTimeline } from '../src/index.js';
-import { BOB, parseSse, readSse, runEndOf, startApi, type TestApi } from './support.js';
+import { BOB, parseSse, readSse, reads, runEndOf, startApi, type TestApi } from './support.js';
 
 let api: TestApi | undefined;
 
@@ -25,6 +25,31 @@ async function createThread(
 }
 
 describe('@lunation/http over real HTTP on a SQLite file', () => {
+  it("decides only on the caller's own thread: another owner's, an unowned or a missing thread is 404, nothing written", async () => {
+    const model = new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]);
+    api = await startApi(model);
+    // A thread the runtime ran without an owner: with sign-in, it is no caller's.
+    const unowned = await (await api.runtime.run({ threadId: 'unowned', input: 'read a.txt' })).result;
+    expect(unowned.status).toBe('waiting');
+    const ticketId = unowned.openTickets[0]!.id;
+    const answers = [
+      await api.call('/threads/unowned/decisions', { json: { decisions: [{ ticketId, action: 'resume' }] } }),
+      await api.call('/threads/missing/decisions', { json: { decisions: [{ ticketId, action: 'resume' }] } }),
+    ];
+    expect(await Promise.all(answers.map((answer) => answer.json()))).toEqual([
+      { error: { code: 'not-found', message: 'There is no thread "unowned"' } },
+      { error: { code: 'not-found', message: 'There is no thread "missing"' } },
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([404, 404]);
+    // Nothing was written: the waiting run still waits on its ticket, and no thread "missing" was made.
+    expect(await api.store.getLatestRun('unowned')).toMatchObject({
+      status: 'waiting',
+      openTickets: [{ id: ticketId }],
+    });
+    expect(await api.store.getThread('missing')).toBeUndefined();
+    expect(reads).not.toContain('a.txt');
+  });
+
   it('streams a run with event ids, suspends it for approval, lists it in the inbox and resumes it', async () => {
     const model = new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]);
     api = await startApi(model);

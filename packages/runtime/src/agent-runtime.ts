@@ -7,11 +7,13 @@ import { observed } from './executor/live-run.js';
 import type { RunDispatch } from './executor/run-dispatch.js';
 import {
   type DecisionOutcome,
+  type DecisionTarget,
   normaliseInput,
   type RunHandle,
   type RunInput,
   type RunOptions,
   type SendDecisionsOptions,
+  validateDecisionShapes,
 } from './executor/run-options.js';
 import type { AgentRuntimeOptions } from './executor/runtime-options.js';
 import { ThreadExecutor } from './executor/thread-executor.js';
@@ -22,6 +24,7 @@ import type { AgentRegistry } from './registry.js';
 export type {
   AgentRuntimeOptions,
   DecisionOutcome,
+  DecisionTarget,
   ResumeCutOffRunsOptions,
   ResumedCutOffRuns,
   RunHandle,
@@ -187,18 +190,20 @@ export class AgentRuntime {
   }
 
   /**
-   * Answers open tickets of a waiting run (by run id or thread id; an id naming both a run and another thread
-   * is refused as ambiguous). Decisions are checked first: an unknown ticket or a payload failing the ticket's
-   * response schema is rejected and changes nothing; a repeated decisionId is ignored. The run's loop applies
-   * them (C0); once every ticket is decided, the run resumes (in this process) and `run` is its handle. With
-   * `resourceId`, a thread of another owner is `not-found`, as for {@link run}.
+   * Answers open tickets of a waiting run: of the thread `{ threadId }`, of the run `{ runId }`, or by an id
+   * that may name either (an id naming both a run and another thread is refused as ambiguous). Decisions are
+   * checked first, here for their shapes and against the thread's open tickets once it is leased: a malformed
+   * decision, an unknown ticket or a payload failing the ticket's response schema is rejected and changes
+   * nothing; a repeated decisionId is ignored. The run's loop applies them (C0, with an in-flight ledger entry
+   * for each approved call); once every ticket is decided, the run resumes (in this process) and `run` is its
+   * handle. With `resourceId`, a thread of another owner is `not-found`, as for {@link run}.
    */
-  sendDecisions(
-    id: string,
+  async sendDecisions(
+    target: DecisionTarget,
     decisions: ResumeDecision[],
     options: SendDecisionsOptions = {},
   ): Promise<DecisionOutcome> {
-    return this.dispatch.decide(id, decisions, options);
+    return this.dispatch.decide(target, validateDecisionShapes(decisions), options);
   }
 
   /**

@@ -13,6 +13,7 @@ export {
   AgentRuntime,
   type AgentRuntimeOptions,
   type DecisionOutcome,
+  type DecisionTarget,
   type ResumeCutOffRunsOptions,
   type ResumedCutOffRuns,
   type RunHandle,

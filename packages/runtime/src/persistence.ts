@@ -28,8 +28,11 @@ export interface Persistence {
   readonly durable: boolean;
   /** Whether the thread exists (without loading it). */
   hasThread(threadId: string): Promise<boolean>;
-  /** The thread as a run starts from it, created (empty, owned by `resourceId`) when it does not exist. */
-  open(threadId: string, resourceId: string | undefined): Promise<LoadedThread>;
+  /**
+   * The thread as a run starts from it, created (empty, owned by `resourceId`) when it does not exist; with
+   * `create` false a missing thread is `not-found` instead, and nothing is written.
+   */
+  open(threadId: string, resourceId: string | undefined, create?: boolean): Promise<LoadedThread>;
   createThread(
     threadId: string,
     resourceId: string | undefined,
@@ -72,9 +75,10 @@ export class StorePersistence implements Persistence {
     return (await this.store.getThread(threadId)) !== undefined;
   }
 
-  async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {
+  async open(threadId: string, resourceId: string | undefined, create = true): Promise<LoadedThread> {
     const checkpoint = await this.store.loadCheckpoint(threadId);
     if (checkpoint) return loadedFromCheckpoint(checkpoint);
+    if (!create) throw noThread(threadId);
     try {
       await this.store.createThread(
         resourceId === undefined ? { id: threadId } : { id: threadId, resourceId },
@@ -215,17 +219,18 @@ export class InProcessPersistence implements Persistence {
     return this.use(threadId) !== undefined;
   }
 
-  async open(threadId: string, resourceId: string | undefined): Promise<LoadedThread> {
-    return this.openNow(threadId, resourceId);
+  async open(threadId: string, resourceId: string | undefined, create = true): Promise<LoadedThread> {
+    return this.openNow(threadId, resourceId, create);
   }
 
   /**
    * {@link open} without a promise: the runtime's common path (a run on a thread of this process) stays
    * synchronous up to the run's first model call.
    */
-  openNow(threadId: string, resourceId: string | undefined): LoadedThread {
+  openNow(threadId: string, resourceId: string | undefined, create = true): LoadedThread {
     const existing = this.use(threadId);
     if (existing) return loadedFrom(existing);
+    if (!create) throw noThread(threadId);
     const thread = this.add(threadId, resourceId);
     // The loop appends to its history as the run goes: never the thread's own array.
     return { messages: [], threadState: thread.threadState, latestRun: undefined, resourceId };
@@ -365,4 +370,9 @@ export function noTransactions(kind: string | undefined): LunationError {
     `${kind === undefined ? 'This runtime has no store' : `The ${kind} store`} cannot commit a tool's effect with its ledger completion; use SqliteStore or PostgresStore for context.transaction()`,
     { details: { store: kind ?? null } },
   );
+}
+
+/** A thread that does not exist, where one must (decisions name it). */
+function noThread(threadId: string): LunationError {
+  return new LunationError('not-found', `No thread "${threadId}"`);
 }

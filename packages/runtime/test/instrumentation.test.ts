@@ -108,7 +108,8 @@ describe('instrumentation', () => {
       `run-start a resumed=true lease=${starts[1]?.lease?.token}`,
       'resumed resume',
       'checkpoint C0',
-      'checkpoint-end 0/0',
+      // The approved call's in-flight ledger entry rides in C0.
+      'checkpoint-end 0/1',
       'tool read_file true',
       'tool-end succeeded',
       'checkpoint C2',

@@ -78,6 +78,71 @@ describe('sendDecisions at its boundary (issue 24)', () => {
     expect((await outcome.run?.result)?.status).toBe('done');
   });
 
+  it('takes the target by kind: { threadId } or { runId } skip the lookups; a missing thread is not-found, never created', async () => {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const model = new ScriptedModel([
+      callTool('gated_send', {}),
+      reply('done'),
+      callTool('gated_send', {}),
+      reply('again'),
+    ]);
+    const runtime = runtimeOn(store, model, log);
+    const reads: string[] = [];
+    for (const method of ['getRun', 'getThread'] as const) {
+      const original = store[method].bind(store);
+      store[method] = ((id: string) => {
+        reads.push(`${method} ${id}`);
+        return original(id);
+      }) as never;
+    }
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    const decide = (ticketId: string, decisionId: string) => [
+      { decisionId, ticketId, action: 'resume' as const },
+    ];
+
+    const missing = await runtime.sendDecisions({ threadId: 'nope' }, decide('x', 'd0')).catch((e) => e);
+    expect(LunationError.hasCode(missing, 'not-found')).toBe(true);
+    expect(await store.getThread('nope')).toBeUndefined();
+    reads.length = 0;
+
+    const byThread = await runtime.sendDecisions(
+      { threadId: 't' },
+      decide(waiting.openTickets[0]?.id ?? '', 'd1'),
+    );
+    const again = await byThread.run?.result;
+    expect(again?.status).toBe('done');
+    expect(reads).toEqual([]);
+
+    const second = await (await runtime.run({ threadId: 't', input: 'go again', stream: false })).result;
+    const byRun = await runtime.sendDecisions(
+      { runId: second.identity.runId },
+      decide(second.openTickets[0]?.id ?? '', 'd2'),
+    );
+    expect((await byRun.run?.result)?.status).toBe('done');
+    expect(reads).toEqual([`getRun ${second.identity.runId}`]);
+    expect(log).toEqual(['sent', 'sent']);
+  });
+
+  it('with ownedOnly, a thread without an owner is not-found for a named resource; without it, any caller may decide', async () => {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const runtime = runtimeOn(store, new ScriptedModel([callTool('gated_send', {}), reply('done')]), log);
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    const decisions = [
+      { decisionId: 'd1', ticketId: waiting.openTickets[0]?.id ?? '', action: 'resume' as const },
+    ];
+    const refused = await runtime
+      .sendDecisions({ threadId: 't' }, decisions, { resourceId: 'ann', ownedOnly: true })
+      .catch((e) => e);
+    expect(LunationError.hasCode(refused, 'not-found')).toBe(true);
+    expect(await store.getLatestRun('t')).toMatchObject({ status: 'waiting' });
+    expect(log).toEqual([]);
+    const outcome = await runtime.sendDecisions({ threadId: 't' }, decisions, { resourceId: 'ann' });
+    expect((await outcome.run?.result)?.status).toBe('done');
+    expect(log).toEqual(['sent']);
+  });
+
   it('refuses two decisions for one ticket at the boundary; a repeated decision id is a retry', async () => {
     const store = new MemoryStore();
     const log: string[] = [];

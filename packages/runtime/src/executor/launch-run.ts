@@ -79,41 +79,45 @@ export function launchRun(
     leases.keep(threadId, run.leaseToken, run.controller, instrumentation);
   }
   const listening = run.listening;
-  const loop = new AgentLoop({
-    identity,
-    agent,
-    resolveAgent: core.resolverOf(snapshot),
-    persistence: core.persistence,
-    leaseToken: run.leaseToken,
-    runner: { owner: core.owner, incarnation: core.leases?.incarnation },
-    history: thread.messages,
-    input,
-    threadState: thread.threadState,
-    previous,
-    decisions,
-    superseded,
-    frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
-    signal: run.controller.signal,
-    controller: run.controller,
-    emit: listening ? (event) => run.emit(event) : ignoreEvent,
-    registryVersion: snapshot.version,
-    emitStateSnapshots: core.emitStateSnapshots,
-    tasks,
-    taskResults: finishedTasks
-      ? options.taskResults
-        ? [...options.taskResults, ...finishedTasks]
-        : finishedTasks
-      : options.taskResults,
-    listening,
-    keepAlive: options.keepAlive,
-    onTurnEnd: options.onTurnEnd,
-    output: options.output,
-    instrumentation,
-  });
-  // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
-  if (finishedTasks) tasks.taken(threadId);
-  run.loop = loop;
-  run.result = loop.execute().then(
+  const ended = AgentLoop.start(
+    {
+      identity,
+      agent,
+      resolveAgent: core.resolverOf(snapshot),
+      persistence: core.persistence,
+      leaseToken: run.leaseToken,
+      runner: { owner: core.owner, incarnation: core.leases?.incarnation },
+      history: thread.messages,
+      input,
+      threadState: thread.threadState,
+      previous,
+      decisions,
+      superseded,
+      frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
+      signal: run.controller.signal,
+      controller: run.controller,
+      emit: listening ? (event) => run.emit(event) : ignoreEvent,
+      registryVersion: snapshot.version,
+      emitStateSnapshots: core.emitStateSnapshots,
+      tasks,
+      taskResults: finishedTasks
+        ? options.taskResults
+          ? [...options.taskResults, ...finishedTasks]
+          : finishedTasks
+        : options.taskResults,
+      listening,
+      keepAlive: options.keepAlive,
+      onTurnEnd: options.onTurnEnd,
+      output: options.output,
+      instrumentation,
+    },
+    (loop) => {
+      // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
+      if (finishedTasks) tasks.taken(threadId);
+      run.loop = loop;
+    },
+  );
+  run.result = ended.then(
     (result) => {
       const releasing = core.runs.release(run, leases);
       return releasing ? releasing.then(() => result) : result;

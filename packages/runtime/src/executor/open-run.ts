@@ -5,7 +5,7 @@ import {
   type RunRecord,
   type SuspensionTicket,
 } from '@lunation/contract';
-import { checkDecisions, validateDecisionShapes } from '../decisions.js';
+import { checkDecisions } from '../decisions.js';
 import { createId } from '../id.js';
 import { openTickets, type ToolCallRecord, toolCallsKey, upgradeThreadState } from '../loop/call-records.js';
 import type { LoadedThread } from '../persistence.js';
@@ -17,10 +17,12 @@ import { launchRun } from './launch-run.js';
 import { LiveRun, observed } from './live-run.js';
 import {
   type DecisionOutcome,
+  type DecisionTarget,
   normaliseInput,
   type RunHandle,
   type RunOptions,
   type SendDecisionsOptions,
+  validateDecisionShapes,
 } from './run-options.js';
 import { settledHandle } from './settled-handle.js';
 
@@ -36,23 +38,29 @@ interface Started {
 }
 
 /**
- * Applies decisions to the open tickets of a thread (or of the run with that id), in one line: the decisions'
- * shapes checked at the boundary, the thread found, reserved and leased, the decisions checked against its open
- * tickets, then the run launched — its loop's resume stage applies them (C0). Once every ticket is decided the
- * outcome carries the resumed run; while some stay open, the run has recorded the decisions and waits again.
+ * Applies decisions, their shapes checked at the door, to the open tickets of a thread (or of the run with that
+ * id), in one line: the thread found, reserved and leased, its owner and the decisions checked against its open
+ * tickets, then the run launched — its loop's resume stage applies them (C0, with an in-flight ledger entry for
+ * each approved call). Once every ticket is decided the outcome carries the resumed run; while some stay open,
+ * the run has recorded the decisions and waits again.
  */
 export async function decideOn(
   core: ExecutorCore,
-  id: string,
+  target: DecisionTarget,
   decisions: ResumeDecision[],
   options: SendDecisionsOptions,
 ): Promise<DecisionOutcome> {
-  const checked = validateDecisionShapes(decisions);
-  const threadId = await threadOf(core, id);
-  const request: RunOptions = { threadId, decisions: checked };
+  const named = typeof target === 'object' && target !== null && 'threadId' in target;
+  const threadId = named ? target.threadId : await threadOf(core, target);
+  const request: RunOptions = { threadId, decisions };
   if (options.resourceId !== undefined) request.resourceId = options.resourceId;
-  const { run, input, snapshot } = reserve(core, request, true, checked);
-  const started = await startRun(core, run, request, input, checked, snapshot);
+  const { run, input, snapshot } = reserve(core, request, true, decisions);
+  const owner: Owner = {
+    resourceId: options.resourceId,
+    ownedOnly: options.ownedOnly === true,
+    create: false,
+  };
+  const started = await startRun(core, run, request, input, decisions, snapshot, undefined, owner);
   const { outcome } = started;
   const handle = observed(started.handle);
   if (outcome.applied.length === 0) return outcome;
@@ -81,7 +89,11 @@ export function openRun(
     return startRun(core, run, options, input, decisions, snapshot).then(handleOf);
   }
   try {
-    const thread = opened(threadId, local.openNow(threadId, options.resourceId), options.resourceId);
+    const thread = opened(threadId, local.openNow(threadId, options.resourceId), {
+      resourceId: options.resourceId,
+      ownedOnly: false,
+      create: true,
+    });
     if (thread.threadState[toolCallsKey.name] !== undefined || continuedRun(thread.latestRun)) {
       // Something to settle first (open tickets, a run to continue).
       return startRun(core, run, options, input, decisions, snapshot, thread).then(handleOf);
@@ -150,6 +162,7 @@ async function startRun(
   decisions: ResumeDecision[],
   snapshot: RegistrySnapshot,
   thread?: LoadedThread,
+  owner: Owner = { resourceId: options.resourceId, ownedOnly: false, create: true },
 ): Promise<Started> {
   const { threadId } = run.identity;
   const { leases, local } = core;
@@ -158,9 +171,9 @@ async function startRun(
     thread ??= opened(
       threadId,
       local
-        ? local.openNow(threadId, options.resourceId)
-        : await core.persistence.open(threadId, options.resourceId),
-      options.resourceId,
+        ? local.openNow(threadId, options.resourceId, owner.create)
+        : await core.persistence.open(threadId, options.resourceId, owner.create),
+      owner,
     );
     const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
     const records = stored ?? NO_RECORDS;
@@ -231,21 +244,47 @@ async function startRun(
   }
 }
 
+/** Who asks to open a thread, and what the thread must be for them. */
+interface Owner {
+  /** The caller's owner: a thread of another owner is `not-found`. */
+  resourceId: string | undefined;
+  /** With `resourceId`: a thread without an owner is `not-found` too. */
+  ownedOnly: boolean;
+  /** Whether a missing thread is created (a run's), or `not-found` (decisions name a thread that must exist). */
+  create: boolean;
+}
+
 /** The run's thread with its owner checked and its state upgraded to the current layout. */
-function opened(threadId: string, thread: LoadedThread, resourceId: string | undefined): LoadedThread {
-  if (resourceId !== undefined && thread.resourceId !== undefined && thread.resourceId !== resourceId) {
+function opened(threadId: string, thread: LoadedThread, owner: Owner): LoadedThread {
+  const { resourceId } = owner;
+  if (
+    resourceId !== undefined &&
+    (thread.resourceId === undefined ? owner.ownedOnly : thread.resourceId !== resourceId)
+  ) {
     throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
   }
   thread.threadState = upgradeThreadState(thread.threadState);
   return thread;
 }
 
-/** The thread of a run id (a live one, then a stored one) or of a thread id; an id naming both is refused. */
-async function threadOf(core: ExecutorCore, id: string): Promise<string> {
+/**
+ * The thread of a run (a live one, then a stored one) named by `{ runId }`, or of an id that may name a run or
+ * a thread; such an id naming both is refused.
+ */
+async function threadOf(core: ExecutorCore, target: string | { runId: string }): Promise<string> {
+  const byRun = typeof target === 'object' && target !== null;
+  const id = byRun ? target.runId : target;
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new LunationError('invalid-argument', 'sendDecisions() needs a non-empty thread or run id');
+  }
   const active = core.runs.find(id);
   if (active) return active.identity.threadId;
   const { persistence } = core;
   const run = await persistence.getRun(id);
+  if (byRun) {
+    if (run) return run.identity.threadId;
+    throw new LunationError('not-found', `No run "${id}"`);
+  }
   if (run) {
     const { threadId } = run.identity;
     if (threadId !== id && (await persistence.hasThread(id))) {

@@ -2,7 +2,13 @@ import type { Message, ResumeDecision, RunIdentity } from '@lunation/contract';
 import type { TaskHost } from '../background-tasks.js';
 import type { DeliveryMode } from '../loop/inbox.js';
 import type { AgentRegistry } from '../registry.js';
-import type { DecisionOutcome, RunHandle, RunOptions, SendDecisionsOptions } from './run-options.js';
+import type {
+  DecisionOutcome,
+  DecisionTarget,
+  RunHandle,
+  RunOptions,
+  SendDecisionsOptions,
+} from './run-options.js';
 
 /**
  * The seam between the runtime's front (`AgentRuntime`) and the executor, in a dispatcher's terms: work for a
@@ -21,10 +27,14 @@ export interface RunDispatch {
    */
   submit(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle>;
   /**
-   * Applies decisions to the open tickets of a thread (or of the run with that id; an id naming both is refused),
-   * as `options.resourceId`'s caller; resumes once all are decided.
+   * Applies decisions (their shapes checked at the door) to the open tickets of a thread or run, as
+   * `options.resourceId`'s caller; resumes once all are decided.
    */
-  decide(id: string, decisions: ResumeDecision[], options?: SendDecisionsOptions): Promise<DecisionOutcome>;
+  decide(
+    target: DecisionTarget,
+    decisions: ResumeDecision[],
+    options?: SendDecisionsOptions,
+  ): Promise<DecisionOutcome>;
   /** Sends messages to the live run of a thread or run id, or starts a run with them when there is none. */
   send(id: string, messages: Message[], mode: DeliveryMode): Promise<RunHandle | undefined>;
   /** Queues messages for the live run with this run id; false when it has ended. */

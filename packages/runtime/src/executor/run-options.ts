@@ -1,18 +1,21 @@
-import type {
-  AgentEvent,
-  Message,
-  ResumeDecision,
-  RunIdentity,
-  RunOrigin,
-  SuspensionTicket,
-  Usage,
-  UserMessage,
+import {
+  type AgentEvent,
+  LunationError,
+  type Message,
+  type ResumeDecision,
+  type RunIdentity,
+  type RunOrigin,
+  resumeDecisionSchema,
+  type SuspensionTicket,
+  type Usage,
+  type UserMessage,
 } from '@lunation/contract';
 import type { z } from 'zod';
 import type { TaskRecord } from '../background-tasks.js';
 import type { EventStream } from '../event-stream.js';
 import { createId } from '../id.js';
 import type { FrontendTool, RunResult } from '../loop/run-scope.js';
+import { MAX_JSON_DEPTH } from '../loop/storable.js';
 
 /** Input of a run: a text, a message, or several messages. */
 export type RunInput = string | Message | Message[];
@@ -63,10 +66,23 @@ export interface RunHandle {
   cancel(reason?: string): void;
 }
 
-/** What {@link AgentRuntime.sendDecisions} takes beside the id and the decisions. */
+/**
+ * What {@link AgentRuntime.sendDecisions} decides on: `{ threadId }` or `{ runId }`, or an id that may name
+ * either (looked up as a run, then as a thread; an id naming both is refused). Naming which one it is saves the
+ * lookups.
+ */
+export type DecisionTarget = string | { threadId: string } | { runId: string };
+
+/** What {@link AgentRuntime.sendDecisions} takes beside the target and the decisions. */
 export interface SendDecisionsOptions {
   /** The caller's owner (tenant / user id): a thread of another owner is `not-found`, as for `run()`. */
   resourceId?: string;
+  /**
+   * With `resourceId`: a thread without an owner is `not-found` too (by default any caller may decide on one,
+   * as `run()` lets any caller run it). For apps whose unowned threads belong to one local user.
+   * @default false
+   */
+  ownedOnly?: boolean;
 }
 
 /** What {@link AgentRuntime.sendDecisions} resolves with. */
@@ -89,4 +105,53 @@ export function normaliseInput(input: RunInput | undefined): Message[] {
     return [message];
   }
   return Array.isArray(input) ? input : [input];
+}
+
+/**
+ * The door's check of a decision request (`sendDecisions`, `run({ decisions })`, a fleet submission), before anything else: each decision's shape (and a payload not
+ * absurdly deep), and one decision per ticket (a repeated decision id is a retry, not a second decision).
+ */
+export function validateDecisionShapes(decisions: ResumeDecision[]): ResumeDecision[] {
+  if (!Array.isArray(decisions)) throw new LunationError('decision-invalid', 'Decisions must be an array');
+  for (const [index, decision] of decisions.entries()) {
+    if (nestingDepth((decision as { payload?: unknown } | null)?.payload, 0) > MAX_JSON_DEPTH) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decision #${index}: the payload is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      );
+    }
+    const parsed = resumeDecisionSchema.safeParse(decision);
+    if (!parsed.success) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decision #${index} is malformed: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+      );
+    }
+  }
+  const deciding = new Map<string, { decisionId: string; index: number }>();
+  for (const [index, { decisionId, ticketId }] of decisions.entries()) {
+    const earlier = deciding.get(ticketId);
+    if (earlier !== undefined && earlier.decisionId !== decisionId) {
+      throw new LunationError(
+        'decision-invalid',
+        `Decisions #${earlier.index} and #${index} both decide ticket "${ticketId}"; send one decision per ticket`,
+        { details: { ticketId, decisionIds: [earlier.decisionId, decisionId] } },
+      );
+    }
+    deciding.set(ticketId, { decisionId, index });
+  }
+  return decisions;
+}
+
+function nestingDepth(value: unknown, depth: number): number {
+  if (typeof value !== 'object' || value === null || depth > MAX_JSON_DEPTH) return depth;
+  let deepest = depth + 1;
+  try {
+    for (const key in value) {
+      deepest = Math.max(deepest, nestingDepth((value as Record<string, unknown>)[key], depth + 1));
+    }
+  } catch {
+    return MAX_JSON_DEPTH + 1;
+  }
+  return deepest;
 }

@@ -20,7 +20,13 @@ import { observed } from './live-run.js';
 import { LiveRuns } from './live-runs.js';
 import { decideOn, openRun } from './open-run.js';
 import type { RunDispatch } from './run-dispatch.js';
-import type { DecisionOutcome, RunHandle, RunOptions, SendDecisionsOptions } from './run-options.js';
+import type {
+  DecisionOutcome,
+  DecisionTarget,
+  RunHandle,
+  RunOptions,
+  SendDecisionsOptions,
+} from './run-options.js';
 import type { AgentRuntimeOptions } from './runtime-options.js';
 import { LocalTaskHost } from './task-host.js';
 
@@ -95,11 +101,11 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
   }
 
   decide(
-    id: string,
+    target: DecisionTarget,
     decisions: ResumeDecision[],
     options: SendDecisionsOptions = {},
   ): Promise<DecisionOutcome> {
-    return decideOn(this, id, decisions, options);
+    return decideOn(this, target, decisions, options);
   }
 
   async send(id: string, messages: Message[], mode: DeliveryMode): Promise<RunHandle | undefined> {

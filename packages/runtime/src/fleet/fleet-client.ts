@@ -8,8 +8,7 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
 } from '@lunation/contract';
-import { validateDecisionShapes } from '../decisions.js';
-import { normaliseInput, type RunInput } from '../executor/run-options.js';
+import { normaliseInput, type RunInput, validateDecisionShapes } from '../executor/run-options.js';
 import { createId } from '../id.js';
 import type { FrontendTool } from '../loop/run-scope.js';
 

@@ -98,7 +98,7 @@ export class ThreadWork {
     const { request } = entry;
     try {
       if (request.type === 'decisions') {
-        const outcome = await executor.decide(entry.threadId, request.decisions);
+        const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions);
         if (outcome.run) await this.follow(outcome.run);
         return;
       }

@@ -102,8 +102,19 @@ export class AgentLoop {
     this.inbox.close();
   }
 
+  /**
+   * Builds a run's loop and starts it, in one call: `built` gets the loop before it runs (to deliver to it or
+   * close it); the promise settles when the run ends or waits for decisions or tasks. Throws (synchronously,
+   * having run nothing) when the loop cannot be built.
+   */
+  static start(options: RunLoopOptions, built: (loop: AgentLoop) => void): Promise<RunResult> {
+    const loop = new AgentLoop(options);
+    built(loop);
+    return loop.execute();
+  }
+
   /** Runs the loop until the run ends or waits for decisions or tasks; resolves with its result. */
-  async execute(): Promise<RunResult> {
+  private async execute(): Promise<RunResult> {
     const { scope } = this;
     const { input } = scope.options;
     if (scope.listening) {

@@ -14,9 +14,12 @@ import { toStorableJson } from './storable.js';
 
 /** How a call's start reaches the ledger before it runs. */
 export type LedgerMode =
-  /** An in-flight entry written with the step's first checkpoint (C1), before any tool of the step starts. */
+  /**
+   * An in-flight entry written with the commit before any tool starts: C1 for a fresh step's calls, C0 for an
+   * approved call that never started (its ledger has no entry to find).
+   */
   | 'claim'
-  /** `beginToolExecution` right before it runs (a resumed or recovered call; it may find the call done). */
+  /** `beginToolExecution` right before it runs (a recovered call, or one that started before: it may be done). */
   | 'begin';
 
 /** Where a settled call's result came from, when not from this process's own run of it. */
@@ -106,16 +109,22 @@ export function restoredPlan(call: ToolCall, runId: string, status: ToolCallStat
 
 /**
  * A suspended call decided: moved to the phase its decided record has ({@link decideRecord}: declined, answered
- * by the payload, or `resuming`), with the decision, and its result when the decision settles it; otherwise it
- * begins again in the ledger.
+ * by the payload, or `resuming`), with the decision, and its result when the decision settles it. A call to run
+ * is claimed in C0 when it never started (a gate suspended it); one that started before (it suspended itself,
+ * or was cut off) begins again in the ledger, which knows its attempts.
  */
 export function decideCall(plan: CallPlan, decision: ResumeDecision): void {
   const decided = decideRecord(toRecord(plan), decision);
   moveTo(plan, decided.status);
   plan.decision = decision;
   if (decided.result) plan.result = decided.result;
-  else plan.ledger = 'begin';
+  else plan.ledger = startedBefore(plan) ? 'begin' : 'claim';
   plan.dirty = true;
+}
+
+/** Whether a suspended call ran before it suspended: it has ledger attempts, or was cut off mid-run. */
+function startedBefore(plan: CallPlan): boolean {
+  return plan.attempts !== undefined || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type ToolResult,
   toolCallIdentity,
 } from '@lunation/contract';
+import type { CallPlan } from './call-plan.js';
 import { openTickets, toolCallsKey } from './call-records.js';
 import type { RunScope } from './run-scope.js';
 
@@ -46,8 +47,19 @@ export class Checkpointer {
     this.createdAt = previous?.createdAt ?? Date.now();
   }
 
-  /** The ledger entry of a call about to start in this step, written with the step's first checkpoint (C1). */
-  claim(runId: string, call: ToolCall): ToolExecution {
+  /**
+   * C1, or C0 when resuming: claims each call that starts now (an in-flight ledger entry riding in the commit,
+   * its `execution`), then commits the call records and whatever the step added — one commit, before any tool
+   * starts; none when nothing changed.
+   */
+  commitOutcomes(starting: readonly CallPlan[], stage: 'C0' | 'C1'): Promise<void> {
+    for (const plan of starting) plan.execution = this.claim(plan.runId, plan.call);
+    if (starting.length === 0 && !this.hasUncommitted() && !this.stateChanged()) return DONE;
+    return stage === 'C0' ? this.commitDecisions('running') : this.commitGateOutcomes();
+  }
+
+  /** The ledger entry of a call about to start, written with the commit before any tool starts (C1 or C0). */
+  private claim(runId: string, call: ToolCall): ToolExecution {
     const entry: ToolExecution = {
       runId,
       toolCallId: toolCallIdentity(call),
@@ -284,6 +296,7 @@ export class Checkpointer {
 }
 
 const SUSPENDED: TerminationReason = Object.freeze({ type: 'suspended' });
+const DONE: Promise<void> = Promise.resolve();
 
 function ticketSignature(tickets: ReadonlyArray<{ id: string }>): string {
   if (tickets.length === 0) return '';

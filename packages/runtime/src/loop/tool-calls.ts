@@ -60,18 +60,19 @@ export interface ToolStepOutcome {
  *   call records beside the tickets, and the run record says `waiting` with exactly those tickets.
  *
  * A resume starts with **C0** (`Checkpointer.commitDecisions`): the decisions consumed (a suspended call becomes
- * `resuming` with its decision, or settles as declined or answered), and the run record back to `running` once
- * no ticket is open. Decisions reach the loop checked (`decisions.ts`); this stage is the only place that applies
+ * `resuming` with its decision, or settles as declined or answered; an approved call that never started gets
+ * its in-flight ledger entry, as with C1), and the run record back to `running` once no ticket is open. Decisions reach the loop checked (`decisions.ts`); this stage is the only place that applies
  * them and emits `tool-call-resumed`. New input instead of decisions supersedes the waiting run: its C0
  * (`Checkpointer.commitSupersede`) answers the open calls and ends that run `cancelled` before the input joins.
- * A resumed or recovered call records its start with `beginToolExecution`, which hands back the recorded result
- * instead when an earlier attempt finished it. Recovery decides from the store alone, per unanswered call
+ * A recovered call, or a resumed one that ran before it suspended, records its start with `beginToolExecution`,
+ * which hands back the recorded result instead when an earlier attempt finished it. Recovery decides from the store alone, per unanswered call
  * (`restore`, then `resume`; each row has its test in `test/loop/recovery-table.test.ts`):
  *
  * | call record / ledger                          | what happens                                                  |
  * | --------------------------------------------- | ------------------------------------------------------------- |
  * | record with a result                          | the recorded result; never executed, the ledger not asked     |
- * | `suspended`, its decision arrives             | C0: `resuming` with it (runs after C0), or settled (declined) |
+ * | `suspended`, its decision arrives             | C0: `resuming` with it (claimed in C0 unless it ran before;   |
+ * |                                               | runs after C0), or settled (declined)                         |
  * | `suspended`, decisions for other tickets only | stays; C0 records those; nothing of the step runs; `waiting`  |
  * | `suspended`, no decision, no input            | stays; the run ends `waiting` with its ticket                 |
  * | `suspended`, new input instead                | superseded: answered, the waiting run ends `cancelled` (C0)   |
@@ -386,21 +387,13 @@ export class ToolCalls {
   }
 
   /**
-   * C1 (or C0 when resuming): the call records, an in-flight ledger entry for each call that starts now, and
-   * whatever the step added (the assistant message) — one commit, before any tool starts.
+   * C1 (or C0 when resuming): the call records, an in-flight ledger entry for each call that starts now (claimed
+   * by the checkpointer) and whatever the step added (the assistant message) — one commit, before any tool
+   * starts.
    */
-  private async commitOutcomes(plans: CallPlan[], resuming: boolean): Promise<void> {
-    const { checkpointer } = this;
-    let claims = 0;
-    for (const plan of plans) {
-      if (isRunnable(plan) && plan.ledger === 'claim') {
-        plan.execution = checkpointer.claim(plan.runId, plan.call);
-        claims++;
-      }
-    }
-    if (claims === 0 && !checkpointer.hasUncommitted() && !checkpointer.stateChanged()) return;
-    if (resuming) await checkpointer.commitDecisions('running');
-    else await checkpointer.commitGateOutcomes();
+  private commitOutcomes(plans: CallPlan[], resuming: boolean): Promise<void> {
+    const starting = plans.filter((plan) => isRunnable(plan) && plan.ledger === 'claim');
+    return this.checkpointer.commitOutcomes(starting, resuming ? 'C0' : 'C1');
   }
 
   /** Tells listeners of the tickets, once they are durable. */

@@ -9,6 +9,7 @@ import {
   type ModelRequest,
   type ResumeDecision,
   type RunRecord,
+  type ToolExecution,
   type ToolResultPart,
 } from '@lunation/contract';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -77,6 +78,16 @@ function processOn(store: LunationStore) {
       calls
         .filter((call) => call.method === 'beginToolExecution')
         .map((call) => (call.argument as { toolName: string }).toolName),
+    /** The ledger reads this process made (`getToolExecution`: the call ids asked for). */
+    looked: () =>
+      calls.filter((call) => call.method === 'getToolExecution').map((call) => String(call.argument)),
+    /** The tool names of the in-flight ledger entries this process's commits claimed. */
+    claimed: () =>
+      calls
+        .filter((call) => call.method === 'commit')
+        .flatMap((call) => (call.argument as { toolExecutions?: ToolExecution[] }).toolExecutions ?? [])
+        .filter((entry) => entry.status === 'in-flight')
+        .map((entry) => entry.toolName),
   };
 }
 
@@ -228,32 +239,46 @@ describe.each(backends)('the recovery table, row by row ($name)', (backend) => {
     const outcome = await runtime.sendDecisions('t', [approve(waiting.openTickets[0]?.id)]);
     expect((await outcome.run?.result)?.status).toBe('done');
     expect(log.map((entry) => `${entry.process}:${entry.tool}`)).toEqual(['A:free_a', 'B:gated_b']);
-    expect(second.begun()).toEqual(['gated_b']);
+    // free_a's record answers it: no ledger read or start for it; gated_b never started, so C0 claims it.
+    expect(second.begun()).toEqual([]);
+    expect(second.looked()).toEqual([]);
+    expect(second.claimed()).toEqual(['gated_b']);
     expect((await results(store)).map((part) => part.result)).toEqual([
       { status: 'success', data: 'free_a done' },
       { status: 'success', data: 'gated_b done' },
     ]);
   });
 
-  it('suspended, its decision arrives: C0 records it (resuming, run running) before the call runs with it', async () => {
+  it('suspended, its decision arrives: C0 records it (resuming, run running) and claims it before the call runs with it', async () => {
     const store = await backend.open();
     const log: Execution[] = [];
     const model = scripted(calling('gated_b'));
     const first = runtimeOn(store, model, [effect('gated_b', log, 'A')]);
     const waiting = await (await first.run({ threadId: 't', input: 'go', stream: false })).result;
-    const seen: Array<{ status: string; decision: string | undefined; run: string | undefined }> = [];
+    const seen: Array<{
+      status: string;
+      decision: string | undefined;
+      run: string | undefined;
+      ledger: string;
+    }> = [];
     const onStart = async () => {
       const [record] = await records(store);
+      const runId = record?.runId ?? '';
       seen.push({
         status: record?.status ?? 'none',
         decision: record?.decision?.decisionId,
         run: (await store.getLatestRun('t'))?.status,
+        ledger: (await store.listToolExecutions(runId)).map((entry) => entry.status).join(),
       });
     };
-    const runtime = runtimeOn(store, model, [effect('gated_b', log, 'B', { onStart })]);
+    const second = processOn(store);
+    const runtime = runtimeOn(second.store, model, [effect('gated_b', log, 'B', { onStart })]);
     const outcome = await runtime.sendDecisions('t', [approve(waiting.openTickets[0]?.id)]);
     expect((await outcome.run?.result)?.status).toBe('done');
-    expect(seen).toEqual([{ status: 'resuming', decision: 'd1', run: 'running' }]);
+    expect(seen).toEqual([{ status: 'resuming', decision: 'd1', run: 'running', ledger: 'in-flight' }]);
+    // One write before the call starts: C0 holds the decision and the call's in-flight ledger entry.
+    expect(second.begun()).toEqual([]);
+    expect(second.claimed()).toEqual(['gated_b']);
     expect(log).toMatchObject([{ process: 'B', tool: 'gated_b', decision: 'd1', rerun: false }]);
   });
 
