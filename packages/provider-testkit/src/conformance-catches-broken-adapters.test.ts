@@ -58,9 +58,22 @@ function outcomes(suite: string): Map<string, AssertionResult['status']> {
 const usageTest =
   'reports usage including cache and reasoning tokens (0 for what the wire lacks: cacheReadTokens, cacheWriteTokens, reasoningTokens)';
 
+/** The structured-output specs the NDJSON wire runs (it has no refusal field). */
+const structuredOutputSpecs = new Set([
+  'asks for the format with the tools, streams a tool call, then the JSON answer after the tool result',
+  'asks for the format again on a repair turn (the prose answer, then the correction) and streams the answer as written',
+  'streams an answer that breaks the schema unchanged, leaving validation to the runtime',
+  'asks for a list answer wrapped in an object ({ value: [...] }), its items sent as any schema',
+]);
+
 describe('the conformance suite fails adapters that drop or invent what the wire carries', () => {
   it('ran every scenario for every broken adapter', () => {
-    for (const suite of ['broken:drop-output-tokens', 'broken:drop-arguments', 'broken:invent-cache-reads']) {
+    for (const suite of [
+      'broken:drop-output-tokens',
+      'broken:drop-arguments',
+      'broken:invent-cache-reads',
+      'broken:drop-response-format',
+    ]) {
       expect(outcomes(suite).size, suite).toBeGreaterThan(25);
     }
   });
@@ -90,6 +103,16 @@ describe('the conformance suite fails adapters that drop or invent what the wire
     expect(
       suite.get('streams one tool call as start, argument pieces and an end carrying the whole arguments'),
     ).toBe('passed');
+  });
+
+  it('fails an adapter that drops the response format, in every structured-output spec and nowhere else', () => {
+    const suite = outcomes('broken:drop-response-format');
+    const structured = [...suite].filter(([title]) => structuredOutputSpecs.has(title));
+    expect(structured.map(([title]) => title).sort()).toEqual([...structuredOutputSpecs].sort());
+    for (const [title, status] of structured) expect(status, title).toBe('failed');
+    for (const [title, status] of suite) {
+      if (!structuredOutputSpecs.has(title)) expect(status, title).not.toBe('failed');
+    }
   });
 
   it('fails an honest adapter whose wire claims streamed arguments but sends calls whole', () => {

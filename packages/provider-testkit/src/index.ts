@@ -32,4 +32,8 @@ export {
   type ScriptedHandler,
   ScriptedServer,
 } from './scripted-server.js';
+export {
+  type StructuredOutputConformance,
+  structuredOutputSchema,
+} from './structured-output-specs.js';
 export { useScriptedServer } from './use-scripted-server.js';

@@ -1,5 +1,5 @@
 import { NdjsonChatModel } from './__fixtures__/ndjson-chat-model.js';
-import { ndjsonChatWire } from './__fixtures__/ndjson-chat-wire.js';
+import { ndjsonChatStructuredOutput, ndjsonChatWire } from './__fixtures__/ndjson-chat-wire.js';
 import { runProviderConformance } from './run-provider-conformance.js';
 
 // A vendor that sends each tool call whole and reports no cache or reasoning counts passes by declaring so.
@@ -7,5 +7,6 @@ runProviderConformance({
   name: 'NdjsonChatModel (whole tool calls, no cache or reasoning counts)',
   tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: ndjsonChatWire(),
+  structuredOutput: ndjsonChatStructuredOutput,
   createModel: ({ baseURL, maxRetries }) => new NdjsonChatModel({ baseURL, maxRetries }),
 });

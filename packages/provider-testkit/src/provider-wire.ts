@@ -11,7 +11,9 @@ export type ScriptedEvent =
   | { type: 'redacted-reasoning'; data: string }
   | { type: 'tool-call-start'; toolCallId: string; toolName: string }
   /** A piece of a call's JSON arguments; pieces of parallel calls may interleave. */
-  | { type: 'tool-call-delta'; toolCallId: string; argumentsDelta: string };
+  | { type: 'tool-call-delta'; toolCallId: string; argumentsDelta: string }
+  /** A piece of a refusal: the model declines (needs `capabilities.refusal`). */
+  | { type: 'refusal'; text: string };
 
 /** A vendor-neutral 200 streaming response. */
 export interface ScriptedStream {
@@ -19,7 +21,7 @@ export interface ScriptedStream {
   events: readonly ScriptedEvent[];
   /** The usage the adapter must report; the wire expresses it in the vendor's fields. Zero when absent. */
   usage?: Usage;
-  /** @default 'tool-use' when the events hold a tool call, otherwise 'end-turn' */
+  /** @default 'tool-use' when the events hold a tool call, 'refusal' when they hold a refusal, otherwise 'end-turn' */
   stopReason?: StopReason;
   /**
    * `complete` sends the vendor's closing events; the others stop right after `events`, inside the last
@@ -59,6 +61,12 @@ export interface WireCapabilities {
   redactedReasoning: boolean;
   /** Argument pieces of parallel tool calls can arrive interleaved (otherwise the wire sends calls one by one). */
   interleavedToolCalls: boolean;
+  /**
+   * The model's refusal reaches the adapter as text (a refusal field, or the explanation of a refusal stop
+   * reason); the adapter must report it as `refusal-delta` parts and stop reason `refusal`.
+   * @default false
+   */
+  refusal?: boolean;
   /** The stop reasons the wire can express unambiguously. */
   stopReasons: readonly StopReason[];
   /**
@@ -103,5 +111,6 @@ export function formatServerSentEvent(data: unknown, event?: string): string {
 /** The stop reason a scripted stream ends with. */
 export function scriptedStopReason(stream: ScriptedStream): StopReason {
   if (stream.stopReason !== undefined) return stream.stopReason;
-  return stream.events.some((event) => event.type === 'tool-call-start') ? 'tool-use' : 'end-turn';
+  if (stream.events.some((event) => event.type === 'tool-call-start')) return 'tool-use';
+  return stream.events.some((event) => event.type === 'refusal') ? 'refusal' : 'end-turn';
 }

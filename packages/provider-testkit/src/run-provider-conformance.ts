@@ -21,6 +21,7 @@ import {
   type ScriptedResponse,
 } from './provider-wire.js';
 import { ScriptedServer } from './scripted-server.js';
+import { type StructuredOutputConformance, structuredOutputSpecs } from './structured-output-specs.js';
 import { typecheckSpec } from './typecheck-spec.js';
 import { useScriptedServer } from './use-scripted-server.js';
 
@@ -47,6 +48,12 @@ export interface ProviderConformanceOptions {
    * skipped, saying so.
    */
   tsconfig?: string | URL;
+  /**
+   * How the adapter sends `ModelRequest.responseFormat` (the vendor's request fields and schema rules): with it,
+   * the suite runs its structured-output specs (format on every request, tool calls, repair turns, list
+   * answers, refusals); without it they are skipped, saying so.
+   */
+  structuredOutput?: StructuredOutputConformance;
 }
 
 const weatherTool = {
@@ -96,7 +103,8 @@ const errorTable: ReadonlyArray<{
 
 /**
  * The conformance suite every model provider adapter runs: stream-part order and counts, tool-call
- * accumulation, reasoning, usage, stop reasons, HTTP error mapping, retries, abort and cut streams.
+ * accumulation, reasoning, usage, stop reasons, HTTP error mapping, retries, abort and cut streams, and
+ * structured output (`responseFormat`).
  * Call it at the top level of a `*.test.ts` file; it registers its own `describe` block.
  */
 export function runProviderConformance(options: ProviderConformanceOptions): void {
@@ -487,6 +495,23 @@ export function runProviderConformance(options: ProviderConformanceOptions): voi
       const stream = createModel({ baseURL, maxRetries: 0 }).stream(conformanceRequest);
       const { error } = await collectStream(stream);
       expect(expectLunationError(error, 'provider-error').isRetryable).toBe(true);
+    });
+
+    describe('structured output', () => {
+      const structuredOutput = options.structuredOutput;
+      if (structuredOutput === undefined) {
+        it.skip('asks for JSON answers in the vendor format [needs options.structuredOutput]', () => {});
+        return;
+      }
+      structuredOutputSpecs({
+        server,
+        capabilities,
+        conformance: structuredOutput,
+        run: (responses, request) => {
+          server.enqueue(...responses.map((response) => wire.encode(response)));
+          return collectStream(model().stream(request));
+        },
+      });
     });
 
     typecheckSpec(options.tsconfig);

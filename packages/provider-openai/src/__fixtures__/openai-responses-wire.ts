@@ -423,6 +423,7 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
   };
   const calls = groupCalls(stream.events);
   let callsWritten = false;
+  let refusalWritten = false;
   for (const event of stream.events) {
     switch (event.type) {
       case 'text':
@@ -459,6 +460,17 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
         });
         break;
       }
+      case 'refusal': {
+        // One message holds the whole refusal, as OpenAI sends it.
+        if (refusalWritten) break;
+        close();
+        refusalWritten = true;
+        const pieces = stream.events.flatMap((scripted) =>
+          scripted.type === 'refusal' ? [scripted.text] : [],
+        );
+        writer.refusal(`msg_0${++items}d9b5c6f7a8e9d0213`, pieces);
+        break;
+      }
       default:
         // The Responses API has no reasoning signatures or redacted reasoning.
         break;
@@ -470,7 +482,8 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
     const stopReason: StopReason = scriptedStopReason(stream);
     if (stopReason === 'max-tokens') writer.incomplete('max_output_tokens', usage);
     else if (stopReason === 'content-filter') writer.incomplete('content_filter', usage);
-    else if (stopReason === 'end-turn' || stopReason === 'tool-use') writer.completed(usage);
+    else if (stopReason === 'end-turn' || stopReason === 'tool-use' || stopReason === 'refusal')
+      writer.completed(usage);
     else throw new Error(`The Responses API has no way to end with "${stopReason}" here`);
   }
   flush();
@@ -515,6 +528,7 @@ export const openaiResponsesWire: ProviderWire = {
     reasoningSignature: false,
     redactedReasoning: false,
     interleavedToolCalls: false,
+    refusal: true,
     stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'content-filter'],
   },
 };

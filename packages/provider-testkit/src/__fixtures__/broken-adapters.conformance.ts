@@ -1,13 +1,19 @@
 import { runProviderConformance } from '../run-provider-conformance.js';
 import { type NdjsonChatBreakage, NdjsonChatModel } from './ndjson-chat-model.js';
-import { ndjsonChatCapabilities, ndjsonChatWire } from './ndjson-chat-wire.js';
+import { ndjsonChatCapabilities, ndjsonChatStructuredOutput, ndjsonChatWire } from './ndjson-chat-wire.js';
 
 // Run by conformance-catches-broken-adapters.test.ts in a child vitest: every suite here must fail somewhere.
-const breakages: NdjsonChatBreakage[] = ['drop-output-tokens', 'drop-arguments', 'invent-cache-reads'];
+const breakages: NdjsonChatBreakage[] = [
+  'drop-output-tokens',
+  'drop-arguments',
+  'invent-cache-reads',
+  'drop-response-format',
+];
 for (const breakage of breakages) {
   runProviderConformance({
     name: `broken:${breakage}`,
     wire: ndjsonChatWire(),
+    structuredOutput: ndjsonChatStructuredOutput,
     createModel: ({ baseURL, maxRetries }) => new NdjsonChatModel({ baseURL, maxRetries, breakage }),
   });
 }

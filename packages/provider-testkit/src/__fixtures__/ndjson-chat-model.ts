@@ -23,7 +23,9 @@ export type NdjsonChatBreakage =
   /** Reports every call with `{}` arguments. */
   | 'drop-arguments'
   /** Reports the whole prompt as a cache read although the wire has no cache count. */
-  | 'invent-cache-reads';
+  | 'invent-cache-reads'
+  /** Sends no `format` although the request asks for a JSON answer. */
+  | 'drop-response-format';
 
 export interface NdjsonChatModelOptions {
   baseURL: string;
@@ -77,6 +79,9 @@ export class NdjsonChatModel implements ModelProvider {
           stream: true,
           messages: request.messages.map(toChatMessage),
           tools: request.tools.map((tool) => ({ type: 'function', function: tool })),
+          ...(request.responseFormat && this.#options.breakage !== 'drop-response-format'
+            ? { format: request.responseFormat.schema }
+            : {}),
         }),
         signal,
       });

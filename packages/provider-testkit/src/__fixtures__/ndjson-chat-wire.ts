@@ -7,6 +7,7 @@ import {
   type WireCapabilities,
 } from '../provider-wire.js';
 import type { HttpBodyStep, HttpResponseScript } from '../scripted-server.js';
+import { type StructuredOutputConformance, structuredOutputSchema } from '../structured-output-specs.js';
 
 /**
  * An Ollama-style `/api/chat` wire: newline-delimited JSON, one object per line; `message.content` and
@@ -128,3 +129,9 @@ export function ndjsonChatWire(capabilities: WireCapabilities = ndjsonChatCapabi
     capabilities,
   };
 }
+
+/** Ollama's `format` takes the JSON schema as it is. */
+export const ndjsonChatStructuredOutput: StructuredOutputConformance = {
+  sentSchema: structuredOutputSchema,
+  requestFields: (schema) => ({ format: schema }),
+};

@@ -204,18 +204,18 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
     const wireStopReason = stopReasons[stopReason];
     if (wireStopReason === undefined)
       throw new Error(`The Messages API has no stop_reason for "${stopReason}"`);
+    const wireUsage = {
+      ...toWireUsage(usage),
+      output_tokens: usage.outputTokens,
+      ...(usage.reasoningTokens > 0
+        ? { output_tokens_details: { thinking_tokens: usage.reasoningTokens } }
+        : {}),
+    };
+    const refusal = stream.events.flatMap((scripted) => (scripted.type === 'refusal' ? [scripted.text] : []));
     push(
-      messageDelta(
-        wireStopReason,
-        {
-          ...toWireUsage(usage),
-          output_tokens: usage.outputTokens,
-          ...(usage.reasoningTokens > 0
-            ? { output_tokens_details: { thinking_tokens: usage.reasoningTokens } }
-            : {}),
-        },
-        stopReason === 'stop-sequence' ? '###' : null,
-      ),
+      stopReason === 'refusal' && refusal.length > 0
+        ? refusalDelta(refusal.join(''), wireUsage)
+        : messageDelta(wireStopReason, wireUsage, stopReason === 'stop-sequence' ? '###' : null),
     );
     push(messageStop);
   }
@@ -225,6 +225,19 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
     body: steps,
     ending: ending === 'complete' || ending === 'close' ? 'end' : ending,
   };
+}
+
+/** A refusal has no content block: its explanation travels in the message delta's `stop_details`. */
+function refusalDelta(explanation: string, usage: Record<string, unknown>): string {
+  return event({
+    type: 'message_delta',
+    delta: {
+      stop_reason: 'refusal',
+      stop_sequence: null,
+      stop_details: { type: 'refusal', category: 'cyber', explanation },
+    },
+    usage,
+  });
 }
 
 /** Anthropic's error body: `{ type: 'error', error: { type, message }, request_id }`. */
@@ -306,6 +319,7 @@ export const anthropicWire: ProviderWire = {
     reasoningSignature: true,
     redactedReasoning: true,
     interleavedToolCalls: false,
+    refusal: true,
     stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'stop-sequence', 'refusal'],
   },
 };

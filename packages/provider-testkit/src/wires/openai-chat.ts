@@ -79,6 +79,8 @@ const finishReasons: Partial<Record<StopReason, string>> = {
   'max-tokens': 'length',
   'tool-use': 'tool_calls',
   'content-filter': 'content_filter',
+  // A refusal is its `delta.refusal` pieces, and the answer stops as any other.
+  refusal: 'stop',
 };
 
 const zeroUsage: Usage = {
@@ -104,6 +106,9 @@ function encodeStream(stream: ScriptedStream): HttpResponseScript {
         break;
       case 'reasoning':
         push(chunk({ content: null, reasoning_content: event.text }));
+        break;
+      case 'refusal':
+        push(chunk({ refusal: event.text }));
         break;
       case 'tool-call-start': {
         const index = callIndexes.size;
@@ -237,6 +242,7 @@ export const openaiWire: ProviderWire = {
     reasoningSignature: false,
     redactedReasoning: false,
     interleavedToolCalls: true,
+    refusal: true,
     stopReasons: ['end-turn', 'max-tokens', 'tool-use', 'content-filter'],
   },
 };
