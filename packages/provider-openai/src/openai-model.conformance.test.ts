@@ -1,4 +1,4 @@
-import { runProviderConformance } from '@lunation/provider-testkit';
+import { runProviderConformance, structuredOutputSchema } from '@lunation/provider-testkit';
 import { openaiWire } from '@lunation/provider-testkit/wires/openai-chat';
 import { OpenAIModel } from './openai-model.js';
 
@@ -6,6 +6,13 @@ runProviderConformance({
   name: 'OpenAIModel',
   tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: openaiWire,
+  /** Structured Outputs: the schema as it is, strict mode on (the schema is closed and all properties required). */
+  structuredOutput: {
+    sentSchema: structuredOutputSchema,
+    requestFields: (schema) => ({
+      response_format: { type: 'json_schema', json_schema: { name: 'output', schema, strict: true } },
+    }),
+  },
   createModel: ({ baseURL, maxRetries }) =>
     new OpenAIModel({
       model: 'gpt-4.1-mini',

@@ -7,7 +7,8 @@ import type { ScriptedServer } from './scripted-server.js';
 /**
  * How an adapter carries `ModelRequest.responseFormat`. Given to `runProviderConformance`, it runs the
  * structured-output specs: the kit asks for {@link structuredOutputSchema} (and a list of it, wrapped as the
- * runtime wraps a non-object root) and checks the request body and the streamed answer.
+ * runtime wraps a non-object root), named `output` as the runtime names it, and checks the request body and the
+ * streamed answer.
  */
 export interface StructuredOutputConformance {
   /**
@@ -67,7 +68,8 @@ export function structuredOutputSpecs(context: StructuredOutputSpecContext): voi
     description: 'The current weather in a city.',
     parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   };
-  const objectFormat: ResponseFormat = { type: 'json', schema: structuredOutputSchema };
+  // Named as the runtime names an agent's output schema.
+  const objectFormat: ResponseFormat = { type: 'json', name: 'output', schema: structuredOutputSchema };
   const question: Message[] = [
     { id: 'so-1', role: 'system', content: [{ type: 'text', text: 'You report the weather.' }] },
     { id: 'so-2', role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
@@ -200,7 +202,7 @@ export function structuredOutputSpecs(context: StructuredOutputSpecContext): voi
     const list = '{"value":[{"city":"Paris","celsius":21,"conditions":"sunny"}]}';
     const result = await run(
       [answer(list)],
-      request(question, { type: 'json', schema: listOf(structuredOutputSchema) }),
+      request(question, { ...objectFormat, schema: listOf(structuredOutputSchema) }),
     );
     expectAnswer(result, list);
     expectFormatSent(listOf(conformance.sentSchema));
