@@ -993,8 +993,8 @@ function tracingSection(): string {
     'round) so that load on the shared machine hits both alike; the median over the rounds. Default options:',
     "a `chat` and an `execute_tool` span per step, checkpoints summed on the run's span (`checkpoints: 'summary'`);",
     'a third variant samples 10 % of the runs (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`).',
-    'Target: tracing adds at most 10 % to a W1 step that checkpoints to a store. From `pnpm --filter',
-    '@lunation/bench run bench:tracing` (`bench/results/w1-tracing.json`), not from the runs above.',
+    'Target: tracing adds at most 10 % to a W1 step that checkpoints to a store. From',
+    '`pnpm --filter @lunation/bench run bench:tracing` (`bench/results/w1-tracing.json`), not from the runs above.',
   ].join('\n');
   let file: TracingFile;
   try {
