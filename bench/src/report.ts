@@ -1038,9 +1038,19 @@ function tracingSection(): string {
       rows,
     ),
     verdict,
+    tracingNotes(),
   ]
     .filter(Boolean)
     .join('\n\n');
+}
+
+/** bench/tracing-notes.md: instruction counts and before/after comparisons, kept by hand beside the figures. */
+function tracingNotes(): string {
+  try {
+    return readFileSync(join(benchDir, 'tracing-notes.md'), 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 interface W5File {
