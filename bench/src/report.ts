@@ -991,10 +991,10 @@ function tracingSection(): string {
     '`@opentelemetry/sdk-trace`, always sampled, a `BatchSpanProcessor` whose exporter drops the spans) beside the',
     'same runs without instrumentation, in one process, the two alternating round by round (the order swapped each',
     'round) so that load on the shared machine hits both alike; the median over the rounds. Default options:',
-    'a `chat` and an `execute_tool` span per step, checkpoints as events of the run span; a third variant samples',
-    '10 % of the runs (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`). Target: tracing adds at',
-    'most 10 % to a W1 step that checkpoints to a store. From `pnpm --filter @lunation/bench run bench:tracing`',
-    '(`bench/results/w1-tracing.json`), not from the runs above.',
+    "a `chat` and an `execute_tool` span per step, checkpoints summed on the run's span (`checkpoints: 'summary'`);",
+    'a third variant samples 10 % of the runs (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`).',
+    'Target: tracing adds at most 10 % to a W1 step that checkpoints to a store. From',
+    '`pnpm --filter @lunation/bench run bench:tracing` (`bench/results/w1-tracing.json`), not from the runs above.',
   ].join('\n');
   let file: TracingFile;
   try {
@@ -1038,9 +1038,19 @@ function tracingSection(): string {
       rows,
     ),
     verdict,
+    tracingNotes(),
   ]
     .filter(Boolean)
     .join('\n\n');
+}
+
+/** bench/tracing-notes.md: instruction counts and before/after comparisons, kept by hand beside the figures. */
+function tracingNotes(): string {
+  try {
+    return readFileSync(join(benchDir, 'tracing-notes.md'), 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 interface W5File {

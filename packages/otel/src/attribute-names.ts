@@ -40,6 +40,8 @@ export const LUNATION = {
   status: 'lunation.run.status',
   termination: 'lunation.run.termination',
   steps: 'lunation.run.steps',
+  checkpoints: 'lunation.run.checkpoints',
+  checkpointsDuration: 'lunation.run.checkpoint_duration_ms',
   step: 'lunation.step',
   idempotencyKey: 'lunation.tool.idempotency_key',
   rerun: 'lunation.tool.rerun',
@@ -81,7 +83,15 @@ const FINISH_REASONS: Record<StopReason, string> = {
   error: 'error',
 };
 
-/** The GenAI finish reason of a stop reason. */
-export function finishReason(reason: StopReason): string {
-  return FINISH_REASONS[reason];
+/**
+ * `gen_ai.response.finish_reasons` of each stop reason: one array per reason, shared by every span instead of one
+ * made per model call, frozen since a span may keep the array it is given (the SDK copies it).
+ */
+const FINISH_REASON_LISTS = Object.fromEntries(
+  Object.entries(FINISH_REASONS).map(([reason, finish]) => [reason, Object.freeze([finish])]),
+) as Record<StopReason, readonly string[]>;
+
+/** The GenAI finish reasons (`gen_ai.response.finish_reasons`) of a stop reason, as a shared frozen array. */
+export function finishReasons(reason: StopReason): readonly string[] {
+  return FINISH_REASON_LISTS[reason];
 }

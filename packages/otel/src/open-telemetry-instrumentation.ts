@@ -1,8 +1,9 @@
-import type {
-  Instrumentation,
-  LeaseRejectionFact,
-  RunInstrumentation,
-  RunStartFact,
+import {
+  type Instrumentation,
+  type LeaseRejectionFact,
+  LunationError,
+  type RunInstrumentation,
+  type RunStartFact,
 } from '@lunation/contract';
 import {
   type Attributes,
@@ -16,7 +17,7 @@ import {
 } from '@opentelemetry/api';
 import { GEN_AI, LUNATION } from './attribute-names.js';
 import { genAIMessages } from './message-content.js';
-import { errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
+import { type CheckpointRecording, errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
 import { fromTraceCarrier } from './trace-carrier.js';
 
 /** The name (instrumentation scope) of the tracer `@lunation/otel` creates its spans with. */
@@ -33,18 +34,26 @@ export interface OpenTelemetryInstrumentationOptions {
    */
   captureMessageContent?: boolean;
   /**
-   * Record each checkpoint commit as a `lunation.checkpoint {C0|C1|C2|run-end}` span of its own (with the
-   * commit's latency as the span's duration, and a fenced commit as a failed span) instead of a
-   * `lunation.checkpoint` event of the run's span (with `lunation.checkpoint.duration_ms`). Spans show the store's
-   * latency on a timeline but cost about as much as the commit itself on a fast store. @default false
+   * How checkpoint commits (C0, C1, C2, run-end) are recorded. Every mode puts `lunation.run.checkpoints` (how many
+   * commits) and `lunation.run.checkpoint_duration_ms` (their summed latency) on the run's span, and a failed
+   * commit is always recorded.
+   * - `'summary'`: nothing per commit, but a failed one is a `lunation.checkpoint` event of the run's span (a fenced
+   *   one also a `lunation.lease.fenced` event). The cheapest.
+   * - `'events'`: every commit is a `lunation.checkpoint` event of the run's span, with its kind, contents and
+   *   `lunation.checkpoint.duration_ms`.
+   * - `'spans'`: every commit is a `lunation.checkpoint {C0|C1|C2|run-end}` span of its own (the commit's latency
+   *   as the span's duration, a fenced commit a failed span): the store's latency on a timeline, at about the
+   *   cost of the commit itself on a fast store.
+   * @default 'summary'
    */
-  checkpointSpans?: boolean;
+  checkpoints?: CheckpointRecording;
 }
 
 /**
  * Traces runs with OpenTelemetry: an `invoke_agent {agent}` span per run (or continuation), under it
- * `chat {model}`, `execute_tool {tool}` and `lunation.checkpoint {C0|C1|C2|run-end}` spans, and events for
- * ledger hits and re-runs, lease acquire / renew / loss / fencing, suspensions and resumes. A delegated child
+ * `chat {model}` and `execute_tool {tool}` spans, the run's checkpoint commits (see
+ * {@link OpenTelemetryInstrumentationOptions.checkpoints}), and events for ledger hits and re-runs, lease
+ * acquire / renew / loss / fencing, suspensions and resumes. A delegated child
  * run's span is a child of its parent's `execute_tool` span; a run that continues a suspended one (in any
  * process) links to the suspended run's span.
  */
@@ -58,7 +67,7 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
     this.settings = {
       tracer: this.tracer,
       captureMessageContent: options.captureMessageContent === true,
-      checkpointSpans: options.checkpointSpans === true,
+      checkpoints: checkpointRecording(options.checkpoints),
       runs: new Map<string, RunTracer>(),
     };
   }
@@ -131,6 +140,18 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
     const toolSpan = this.settings.runs.get(parentRunId)?.toolSpan(parentToolCallId);
     return toolSpan === undefined ? active : trace.setSpan(active, toolSpan);
   }
+}
+
+const CHECKPOINT_RECORDINGS: readonly CheckpointRecording[] = ['summary', 'events', 'spans'];
+
+/** The `checkpoints` option, checked (it may come from JavaScript or a config file). */
+function checkpointRecording(value: CheckpointRecording | undefined): CheckpointRecording {
+  if (value === undefined) return 'summary';
+  if (CHECKPOINT_RECORDINGS.includes(value)) return value;
+  throw new LunationError(
+    'invalid-argument',
+    `openTelemetryInstrumentation: checkpoints must be 'summary', 'events' or 'spans', not ${JSON.stringify(value)}`,
+  );
 }
 
 /** An {@link OpenTelemetryInstrumentation}, to give an `AgentRuntime` as its `instrumentation`. */

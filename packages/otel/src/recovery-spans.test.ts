@@ -96,7 +96,7 @@ describe('recovery spans', () => {
       .store(frozenRenewals(store1))
       .options({ leaseTtlMs: 300 })
       .instrumentation(
-        openTelemetryInstrumentation({ tracerProvider: first.tracerProvider, checkpointSpans: true }),
+        openTelemetryInstrumentation({ tracerProvider: first.tracerProvider, checkpoints: 'spans' }),
       )
       .build();
     const stuck = await runtime1.run({ threadId: 't1', input: 'buy', stream: false });
@@ -111,7 +111,7 @@ describe('recovery spans', () => {
       .agent({ id: 'shop', model: 'm', tools: tools(charges, hang) })
       .store(store2)
       .instrumentation(
-        openTelemetryInstrumentation({ tracerProvider: second.tracerProvider, checkpointSpans: true }),
+        openTelemetryInstrumentation({ tracerProvider: second.tracerProvider, checkpoints: 'spans' }),
       )
       .build();
     let rejections = 0;

@@ -24,24 +24,34 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { finishReason, GEN_AI, LUNATION } from './attribute-names.js';
+import { finishReasons, GEN_AI, LUNATION } from './attribute-names.js';
 import { genAIMessages, systemInstructions } from './message-content.js';
 import { toTraceCarrier } from './trace-carrier.js';
+
+/**
+ * How checkpoint commits are recorded: a count and total latency on the run's span (`summary`), an event of the
+ * run's span per commit (`events`), or a span per commit (`spans`). A failed commit is an event in the first two.
+ */
+export type CheckpointRecording = 'summary' | 'events' | 'spans';
 
 /** What every span of one run shares. */
 export interface RunTraceSettings {
   readonly tracer: Tracer;
   readonly captureMessageContent: boolean;
-  /** Checkpoint commits as spans of their own, instead of events of the run's span. */
-  readonly checkpointSpans: boolean;
+  readonly checkpoints: CheckpointRecording;
   /** The live runs of this instrumentation by run id, for the child runs their tool calls start. */
   readonly runs: Map<string, RunTracer>;
 }
 
 /**
- * One run as OpenTelemetry spans: its `invoke_agent` span, and under it a `chat` span per model call, an
- * `execute_tool` span per tool execution and a `lunation.checkpoint` span per commit; ledger hits, leases,
- * suspensions and resumes are events of the run's span.
+ * One run as OpenTelemetry spans: its `invoke_agent` span, and under it a `chat` span per model call and an
+ * `execute_tool` span per tool execution; checkpoint commits, ledger hits, leases, suspensions and resumes are
+ * attributes and events of the run's span (or, for commits, spans of their own when asked for).
+ *
+ * What a span costs is mostly the SDK's work per attribute: it validates and copies every one, twice for those
+ * given to `startSpan` (once before sampling, once after). So `chat` and `execute_tool` spans start with the
+ * attributes a sampler may look at (the operation, provider and model, the tool's name) and get the rest in one
+ * `setAttributes` when they end, which is also when an exporter first sees them.
  */
 export class RunTracer implements RunInstrumentation {
   /** The run's span as parent of its operations. */
@@ -50,6 +60,9 @@ export class RunTracer implements RunInstrumentation {
   private readonly toolSpans = new Map<string, Span>();
   /** False for a run its sampler dropped: its operations are then not traced either (nothing is built). */
   private readonly recording: boolean;
+  /** The run's checkpoint commits so far, and their summed latency in milliseconds. */
+  private checkpointCount = 0;
+  private checkpointMs = 0;
 
   constructor(
     readonly span: Span,
@@ -75,7 +88,6 @@ export class RunTracer implements RunInstrumentation {
       [GEN_AI.operationName]: 'chat',
       [GEN_AI.providerName]: call.provider,
       [GEN_AI.requestModel]: call.model,
-      [GEN_AI.conversationId]: this.threadId,
     };
     const overrides = request.overrides;
     if (overrides !== undefined) {
@@ -95,7 +107,7 @@ export class RunTracer implements RunInstrumentation {
       { kind: SpanKind.CLIENT, attributes },
       this.context,
     );
-    return new ModelCallSpan(span, call.provider, this.settings.captureMessageContent);
+    return new ModelCallSpan(span, call.provider, this.threadId, this.settings.captureMessageContent);
   }
 
   toolCallStarted(call: ToolCallFact): InstrumentedOperation<ToolCallOutcome> | undefined {
@@ -103,14 +115,7 @@ export class RunTracer implements RunInstrumentation {
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'execute_tool',
       [GEN_AI.toolName]: call.toolName,
-      [GEN_AI.toolCallId]: call.toolCallId,
-      [GEN_AI.toolType]: 'function',
-      [GEN_AI.conversationId]: this.threadId,
-      [LUNATION.idempotencyKey]: call.idempotencyKey,
     };
-    // Each attribute costs the SDK a validation pass: the common first attempt carries none of these.
-    if (call.rerun) attributes[LUNATION.rerun] = true;
-    if (call.attempt > 1) attributes[LUNATION.attempt] = call.attempt;
     if (this.settings.captureMessageContent) attributes[GEN_AI.toolCallArguments] = call.arguments;
     const span = this.settings.tracer.startSpan(
       `execute_tool ${call.toolName}`,
@@ -125,18 +130,48 @@ export class RunTracer implements RunInstrumentation {
       });
     }
     this.toolSpans.set(call.toolCallId, span);
-    return new ToolCallSpan(span, call.toolCallId, this.toolSpans, this.settings.captureMessageContent);
+    return new ToolCallSpan(span, call, this.threadId, this.toolSpans, this.settings.captureMessageContent);
   }
 
   checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> | undefined {
     if (!this.recording) return undefined;
-    if (!this.settings.checkpointSpans) return new CheckpointEvent(this.span, kind);
+    if (this.settings.checkpoints !== 'spans') return new CheckpointTimer(this, kind);
     const span = this.settings.tracer.startSpan(
       `${LUNATION.checkpointSpan} ${kind}`,
       { kind: SpanKind.INTERNAL, attributes: { [LUNATION.checkpointKind]: kind } },
       this.context,
     );
-    return new CheckpointSpan(span);
+    return new CheckpointSpan(this, span);
+  }
+
+  /** Counts a checkpoint commit of `ms` milliseconds for the run's summary. */
+  countCheckpoint(ms: number): void {
+    this.checkpointCount++;
+    this.checkpointMs += ms;
+  }
+
+  /**
+   * A checkpoint commit ended after `ms` milliseconds: counted, and an event of the run's span when every commit
+   * is one (`checkpoints: 'events'`) or when it failed (a fenced commit also gets a `lunation.lease.fenced` event).
+   */
+  checkpointEnded(kind: CheckpointKind, outcome: CheckpointOutcome, ms: number): void {
+    this.countCheckpoint(ms);
+    const { error } = outcome;
+    if (error === undefined && this.settings.checkpoints === 'summary') return;
+    const attributes: Attributes = {
+      [LUNATION.checkpointKind]: kind,
+      [LUNATION.checkpointMessages]: outcome.messages,
+      [LUNATION.checkpointLedgerEntries]: outcome.ledgerEntries,
+      [LUNATION.checkpointRunRecord]: outcome.runRecord,
+      [LUNATION.checkpointDuration]: ms,
+    };
+    const fenced = error !== undefined && LunationError.hasCode(error, 'stale-lease');
+    if (error !== undefined) {
+      attributes[GEN_AI.errorType] = errorCode(error) ?? 'error';
+      if (fenced) attributes[LUNATION.leaseFenced] = true;
+    }
+    this.span.addEvent(LUNATION.checkpointSpan, attributes);
+    if (fenced) this.span.addEvent(LUNATION.leaseFencedEvent);
   }
 
   ledgerHit(fact: LedgerHitFact): void {
@@ -185,13 +220,18 @@ export class RunTracer implements RunInstrumentation {
     if (this.settings.runs.get(this.runId) === this) this.settings.runs.delete(this.runId);
     if (!span.isRecording()) return; // not sampled: nothing to add
     const { termination, usage } = fact;
-    span.setAttributes({
+    const attributes: Attributes = {
       [LUNATION.status]: fact.status,
       [LUNATION.termination]: termination.type,
       [LUNATION.steps]: fact.steps,
       [GEN_AI.usageInputTokens]: usage.inputTokens,
       [GEN_AI.usageOutputTokens]: usage.outputTokens,
-    });
+    };
+    if (this.checkpointCount > 0) {
+      attributes[LUNATION.checkpoints] = this.checkpointCount;
+      attributes[LUNATION.checkpointsDuration] = this.checkpointMs;
+    }
+    span.setAttributes(attributes);
     if (this.settings.captureMessageContent && fact.finalText !== '') {
       span.setAttribute(
         GEN_AI.outputMessages,
@@ -206,24 +246,27 @@ export class RunTracer implements RunInstrumentation {
   }
 }
 
+/** A model call's `chat` span; its attributes besides the sampler's come with its end. */
 class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
   constructor(
     private readonly span: Span,
     private readonly provider: string,
+    private readonly threadId: string,
     private readonly captureMessageContent: boolean,
   ) {}
 
   end(outcome: ModelCallOutcome): void {
     const { span } = this;
     if (!span.isRecording()) return; // not sampled: nothing to add
+    const attributes: Attributes = { [GEN_AI.conversationId]: this.threadId };
     if (outcome.error !== undefined) {
+      span.setAttributes(attributes);
       failed(span, outcome.error);
       span.end();
       return;
     }
-    const attributes: Attributes = {};
     if (outcome.stopReason !== undefined)
-      attributes[GEN_AI.responseFinishReasons] = [finishReason(outcome.stopReason)];
+      attributes[GEN_AI.responseFinishReasons] = finishReasons(outcome.stopReason) as string[];
     const usage = outcome.usage;
     if (usage !== undefined) {
       attributes[GEN_AI.usageInputTokens] = usage.inputTokens;
@@ -243,33 +286,65 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
   }
 }
 
+/** A tool execution's `execute_tool` span; its attributes besides the sampler's come with its end. */
 class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
   constructor(
     private readonly span: Span,
-    private readonly toolCallId: string,
+    private readonly call: ToolCallFact,
+    private readonly threadId: string,
     private readonly open: Map<string, Span>,
     private readonly captureMessageContent: boolean,
   ) {}
 
   end(outcome: ToolCallOutcome): void {
-    const { span } = this;
-    this.open.delete(this.toolCallId);
+    const { span, call } = this;
+    this.open.delete(call.toolCallId);
     if (!span.isRecording()) return; // not sampled: nothing to add
-    span.setAttribute(LUNATION.toolStatus, outcome.status);
+    const attributes: Attributes = {
+      [GEN_AI.toolCallId]: call.toolCallId,
+      [GEN_AI.toolType]: 'function',
+      [GEN_AI.conversationId]: this.threadId,
+      [LUNATION.idempotencyKey]: call.idempotencyKey,
+      [LUNATION.toolStatus]: outcome.status,
+    };
+    // The common first attempt carries neither.
+    if (call.rerun) attributes[LUNATION.rerun] = true;
+    if (call.attempt > 1) attributes[LUNATION.attempt] = call.attempt;
     const result = outcome.result;
     if (result !== undefined) {
-      if (this.captureMessageContent) span.setAttribute(GEN_AI.toolCallResult, JSON.stringify(result));
+      if (this.captureMessageContent) attributes[GEN_AI.toolCallResult] = JSON.stringify(result);
       if (result.status === 'error') {
-        span.setAttribute(GEN_AI.errorType, outcome.status === 'abandoned' ? 'abandoned' : 'tool_error');
+        attributes[GEN_AI.errorType] = outcome.status === 'abandoned' ? 'abandoned' : 'tool_error';
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.message ?? 'the tool failed' });
       }
     }
+    span.setAttributes(attributes);
     span.end();
   }
 }
 
+/** A checkpoint commit timed for the run's summary (and its event, when the run records one). */
+class CheckpointTimer implements InstrumentedOperation<CheckpointOutcome> {
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly run: RunTracer,
+    private readonly kind: CheckpointKind,
+  ) {}
+
+  end(outcome: CheckpointOutcome): void {
+    this.run.checkpointEnded(this.kind, outcome, performance.now() - this.startedAt);
+  }
+}
+
+/** A checkpoint commit as a `lunation.checkpoint {kind}` span of its own (`checkpoints: 'spans'`). */
 class CheckpointSpan implements InstrumentedOperation<CheckpointOutcome> {
-  constructor(private readonly span: Span) {}
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly run: RunTracer,
+    private readonly span: Span,
+  ) {}
 
   end(outcome: CheckpointOutcome): void {
     const { span } = this;
@@ -286,36 +361,7 @@ class CheckpointSpan implements InstrumentedOperation<CheckpointOutcome> {
       failed(span, outcome.error);
     }
     span.end();
-  }
-}
-
-/**
- * A checkpoint commit as an event of the run's span (the default: an event costs a fraction of a span), stamped
- * when the commit ended and carrying its duration.
- */
-class CheckpointEvent implements InstrumentedOperation<CheckpointOutcome> {
-  private readonly startedAt = performance.now();
-
-  constructor(
-    private readonly span: Span,
-    private readonly kind: CheckpointKind,
-  ) {}
-
-  end(outcome: CheckpointOutcome): void {
-    const { span } = this;
-    const attributes: Attributes = {
-      [LUNATION.checkpointKind]: this.kind,
-      [LUNATION.checkpointMessages]: outcome.messages,
-      [LUNATION.checkpointLedgerEntries]: outcome.ledgerEntries,
-      [LUNATION.checkpointRunRecord]: outcome.runRecord,
-      [LUNATION.checkpointDuration]: performance.now() - this.startedAt,
-    };
-    if (outcome.error !== undefined) {
-      attributes[GEN_AI.errorType] = errorCode(outcome.error) ?? 'error';
-      if (LunationError.hasCode(outcome.error, 'stale-lease')) attributes[LUNATION.leaseFenced] = true;
-    }
-    span.addEvent(LUNATION.checkpointSpan, attributes);
-    if (attributes[LUNATION.leaseFenced] === true) span.addEvent(LUNATION.leaseFencedEvent);
+    this.run.countCheckpoint(performance.now() - this.startedAt);
   }
 }
 

@@ -1,8 +1,10 @@
 import { createRuntime, defineTool } from '@lunation/runtime';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { MemoryStore } from '@lunation/store-memory';
+import type { Attributes } from '@opentelemetry/api';
 import {
   AlwaysOffSampler,
+  AlwaysOnSampler,
   InMemorySpanExporter,
   SimpleSpanProcessor,
   TracerProvider,
@@ -11,8 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openTelemetryInstrumentation } from './index.js';
 
-describe('an unsampled run', () => {
-  it('runs as usual and records nothing', async () => {
+describe('sampling', () => {
+  it('of a dropped run: it runs as usual and records nothing', async () => {
     const exporter = new InMemorySpanExporter();
     const decisions: string[] = [];
     const off = new AlwaysOffSampler();
@@ -44,5 +46,53 @@ describe('an unsampled run', () => {
     expect(exporter.getFinishedSpans()).toEqual([]);
     // Only the run's span was asked for: an unsampled run's model calls and tools start no span at all.
     expect(decisions).toEqual(['invoke_agent a']);
+  });
+
+  it('gets what a sampler decides on when a span starts, the other attributes when it ends', async () => {
+    const exporter = new InMemorySpanExporter();
+    const seen = new Map<string, Attributes>();
+    const on = new AlwaysOnSampler();
+    const tracerProvider = new TracerProvider({
+      sampler: {
+        shouldSample: (_context, _traceId, name, _kind, attributes) => {
+          seen.set(name, { ...attributes });
+          return on.shouldSample();
+        },
+        toString: () => 'recording AlwaysOn',
+      },
+      spanProcessors: [new SimpleSpanProcessor({ exporter })],
+    });
+    const echo = defineTool({
+      name: 'echo',
+      description: 'Echoes',
+      input: z.object({ text: z.string() }),
+      execute: ({ text }) => text,
+    });
+    const runtime = createRuntime()
+      .model('m', new ScriptedModel([callTool('echo', { text: 'hi' }), reply('said hi')]))
+      .agent({ id: 'a', model: 'm', tools: [echo] })
+      .instrumentation(openTelemetryInstrumentation({ tracerProvider }))
+      .build();
+    await runtime.generate({ threadId: 't', input: 'say hi' });
+    await tracerProvider.forceFlush();
+    // The GenAI conventions' sampling-relevant attributes (operation, provider, model) are there from the start.
+    expect(seen.get('chat scripted')).toEqual({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'scripted',
+      'gen_ai.request.model': 'scripted',
+    });
+    expect(seen.get('execute_tool echo')).toEqual({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'echo',
+    });
+    const tool = exporter.getFinishedSpans().find((span) => span.name === 'execute_tool echo');
+    expect(tool?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'echo',
+      'gen_ai.tool.call.id': expect.any(String),
+      'gen_ai.tool.type': 'function',
+      'gen_ai.conversation.id': 't',
+      'lunation.tool.status': 'succeeded',
+    });
   });
 });

@@ -88,7 +88,7 @@ function assistant(store: SqliteStore, tracerProvider: TracerProvider, boss: Scr
     })
     .agent({ id: 'researcher', model: 'researcher-model', description: 'Finds facts.' })
     .store(store)
-    .instrumentation(openTelemetryInstrumentation({ tracerProvider, checkpointSpans: true }))
+    .instrumentation(openTelemetryInstrumentation({ tracerProvider, checkpoints: 'spans' }))
     .build();
 }
 
