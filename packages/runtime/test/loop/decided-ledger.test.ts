@@ -87,7 +87,10 @@ function carefulTool(mode: Mode, crash: () => void = () => {}) {
         await new Promise(() => {});
       }
       if (mode === 'asks') {
-        return context.suspend({ message: 'What should the answer be?', resumeMode: 'use-decision-as-result' });
+        return context.suspend({
+          message: 'What should the answer be?',
+          resumeMode: 'use-decision-as-result',
+        });
       }
       return 'worked';
     },
