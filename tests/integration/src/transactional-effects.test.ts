@@ -228,6 +228,79 @@ describe.each(backends)('transactional effects on $name', (backend) => {
     expect(part?.result.message).toMatch(/mail server said no/);
   });
 
+  // Once the runtime gave up on a call (timed out and abandoned, or the run cancelled), its transaction must not
+  // commit: the model was told the call failed, so its effect must not land later.
+  for (const ending of ['timed out', 'cancelled'] as const) {
+    it(`a call ${ending} while its transaction is open: rolled back, the effect never lands, later use is a typed error`, async () => {
+      const db = await backend.open();
+      open.push(db);
+      const seen: { later?: unknown; returned?: unknown } = {};
+      let effectEnded!: () => void;
+      const ended = new Promise<void>((resolve) => {
+        effectEnded = resolve;
+      });
+      let effectStarted!: () => void;
+      const started = new Promise<void>((resolve) => {
+        effectStarted = resolve;
+      });
+      const slow = defineTool({
+        name: 'notify',
+        description: 'Queues a notification, slowly',
+        input: z.object({ body: z.string() }),
+        ...(ending === 'timed out' ? { timeoutMs: 150 } : {}),
+        execute: async ({ body }, context) => {
+          try {
+            seen.returned = await context.transaction(async (transaction: Transaction<Outbox>) => {
+              await transaction
+                .insertInto(db.table as 'outbox')
+                .values({ key: context.idempotencyKey, body })
+                .execute();
+              effectStarted();
+              // Ignores its signal, and keeps using the transaction after the runtime gave up.
+              await new Promise((resolve) => setTimeout(resolve, 700));
+              try {
+                await transaction
+                  .insertInto(db.table as 'outbox')
+                  .values({ key: `${context.idempotencyKey}:later`, body })
+                  .execute();
+              } catch (error) {
+                seen.later = error;
+              }
+              return { queued: context.idempotencyKey };
+            });
+          } catch (error) {
+            seen.returned = error;
+          } finally {
+            effectEnded();
+          }
+          return 'the tool finished';
+        },
+      });
+      const runtime = createRuntime()
+        .model('m', model())
+        .agent({ id: 'a', model: 'm', tools: [slow], toolExecution: { cancelGraceMs: 100 } })
+        .store(db.store)
+        .options({ leaseTtlMs: 5_000 })
+        .build();
+      const handle = await runtime.run({ threadId: 't', input: 'go', stream: false });
+      if (ending === 'cancelled') {
+        await started;
+        runtime.cancel('t');
+      }
+      const result = await handle.result;
+      await ended;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await db.rows()).toEqual([]);
+      const [part] = toolResults(await db.store.listMessages('t'));
+      expect(part?.result).toMatchObject({ status: 'error', metadata: { abandoned: true } });
+      const [entry] = await db.store.listToolExecutions(result.identity.runId);
+      expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+      expect(seen.later).toBeInstanceOf(LunationError);
+      expect(seen.later).toMatchObject({ code: 'cancelled' });
+      expect(seen.returned).toMatchObject({ code: 'cancelled' });
+    });
+  }
+
   it('completeToolExecutionWithEffect does not run the effect again once the entry is completed', async () => {
     const db = await backend.open();
     open.push(db);
