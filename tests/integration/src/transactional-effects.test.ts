@@ -266,12 +266,11 @@ describe.each(backends)('transactional effects on $name', (backend) => {
               } catch (error) {
                 seen.later = error;
               }
+              effectEnded();
               return { queued: context.idempotencyKey };
             });
           } catch (error) {
             seen.returned = error;
-          } finally {
-            effectEnded();
           }
           return 'the tool finished';
         },
@@ -300,6 +299,85 @@ describe.each(backends)('transactional effects on $name', (backend) => {
       expect(seen.returned).toMatchObject({ code: 'cancelled' });
     });
   }
+
+  it('a tool that returns while its transaction is open: the transaction rolls back, the tool’s result stands', async () => {
+    const db = await backend.open();
+    open.push(db);
+    let effectEnded!: (error: unknown) => void;
+    const ended = new Promise<unknown>((resolve) => {
+      effectEnded = resolve;
+    });
+    const hasty = defineTool({
+      name: 'notify',
+      description: 'Queues a notification without waiting for it',
+      input: z.object({ body: z.string() }),
+      execute: async ({ body }, context) => {
+        let inserted!: () => void;
+        const started = new Promise<void>((resolve) => {
+          inserted = resolve;
+        });
+        context
+          .transaction(async (transaction: Transaction<Outbox>) => {
+            await transaction
+              .insertInto(db.table as 'outbox')
+              .values({ key: context.idempotencyKey, body })
+              .execute();
+            inserted();
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            return { queued: context.idempotencyKey };
+          })
+          .then(effectEnded, effectEnded);
+        await started;
+        return 'sent without waiting';
+      },
+    });
+    const runtime = createRuntime()
+      .model('m', model())
+      .agent({ id: 'a', model: 'm', tools: [hasty] })
+      .store(db.store)
+      .build();
+    const result = await runtime.generate({ threadId: 't', input: 'go' });
+    expect(await ended).toMatchObject({ code: 'cancelled' });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await db.rows()).toEqual([]);
+    const [part] = toolResults(await db.store.listMessages('t'));
+    expect(part?.result).toEqual({ status: 'success', data: 'sent without waiting' });
+    const [entry] = await db.store.listToolExecutions(result.identity.runId);
+    expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+  });
+
+  it('a call that times out while its completion commits: the runtime waits for the commit, and its result stands', async () => {
+    const db = await backend.open();
+    open.push(db);
+    // The store is slow to commit once the effect has returned (the completion is being written).
+    const slowCommit = new Proxy(db.store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property !== 'completeToolExecutionWithEffect') return value.bind(target);
+        return (input: unknown, effect: (transaction: unknown) => Promise<unknown>) =>
+          value.call(target, input, async (transaction: unknown) => {
+            const result = await effect(transaction);
+            await new Promise((resolve) => setTimeout(resolve, 400));
+            return result;
+          });
+      },
+    });
+    const log: string[] = [];
+    const tool = { ...notifyTool(db.table, log), timeoutMs: 100 };
+    const runtime = createRuntime()
+      .model('m', model())
+      .agent({ id: 'a', model: 'm', tools: [tool], toolExecution: { cancelGraceMs: 50 } })
+      .store(slowCommit)
+      .build();
+    const result = await runtime.generate({ threadId: 't', input: 'go' });
+    const rows = await db.rows();
+    expect(rows).toHaveLength(1);
+    const [part] = toolResults(await db.store.listMessages('t'));
+    expect(part?.result).toEqual({ status: 'success', data: { queued: rows[0]?.key } });
+    const [entry] = await db.store.listToolExecutions(result.identity.runId);
+    expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+  });
 
   it('completeToolExecutionWithEffect does not run the effect again once the entry is completed', async () => {
     const db = await backend.open();

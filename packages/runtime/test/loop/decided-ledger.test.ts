@@ -165,7 +165,10 @@ async function decide(store: LunationStore, decision: ResumeDecision) {
 /** The first commit whose thread state records `toolCallId` settled with a result. */
 function commitSettling(commits: CheckpointCommit[]): CheckpointCommit | undefined {
   return commits.find((commit) => {
-    const records = (commit.threadState?.['runtime.toolCalls'] ?? {}) as Record<string, ToolCallRecord>;
+    const records = (commit.threadState?.['runtime.toolCalls'] ?? {}) as unknown as Record<
+      string,
+      ToolCallRecord
+    >;
     return Object.values(records).some((record) => record.result !== undefined);
   });
 }

@@ -124,7 +124,10 @@ export function toolEffectsSpec(context: StoreSpecContext, declared: boolean): v
       try {
         await running;
         controller.abort(reason);
-        const outcome = await Promise.race([settled, sleep(2_000).then(() => 'still waiting for the effect')]);
+        const outcome = await Promise.race([
+          settled,
+          sleep(2_000).then(() => 'still waiting for the effect'),
+        ]);
         expect(outcome).toBe(reason);
         expect(await store.getToolExecution(input.runId, input.toolCallId)).toMatchObject({
           status: 'in-flight',
