@@ -1,4 +1,4 @@
-import type { Instrumentation, ModelCallOutcome, RunEvent, Usage } from '@lunation/contract';
+import type { AgentEvent, Instrumentation, ModelCallOutcome, Usage } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
@@ -61,7 +61,12 @@ describe('usage a provider reports as unknown', () => {
         });
       },
     });
-    const look = defineTool({ name: 'look', description: 'Looks', input: z.object({}), execute: () => 'seen' });
+    const look = defineTool({
+      name: 'look',
+      description: 'Looks',
+      input: z.object({}),
+      execute: () => 'seen',
+    });
     const runtime = createRuntime()
       .model('m', model)
       .agent({ id: 'a', model: 'm', tools: [look], plugins: [{ plugin: observer }] })
@@ -69,7 +74,7 @@ describe('usage a provider reports as unknown', () => {
       .instrumentation(instrumentation)
       .build();
     const handle = await runtime.run({ threadId: 't', input: 'go' });
-    const events: RunEvent[] = [];
+    const events: AgentEvent[] = [];
     for await (const event of handle.events) events.push(event);
     const result = await handle.result;
 
