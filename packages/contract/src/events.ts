@@ -133,6 +133,8 @@ export const stepEndEventSchema = z.object({
   stopReason: stopReasonSchema.optional(),
   /** This step's token usage alone (its model calls, a compaction's included); the steps add up to the run's. */
   usage: usageSchema,
+  /** A model call of the step reported no usage (its provider could not tell): `usage` does not count it. */
+  usageUnknown: z.boolean().optional(),
 });
 /** The run ended: its status, termination, final text, steps, usage and open tickets. Always the last event. */
 export const runEndEventSchema = z.object({

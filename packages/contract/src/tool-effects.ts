@@ -7,6 +7,13 @@ export interface ToolEffectInput {
   /** The ledger's id of the call (its `toolCallIdentity`). */
   toolCallId: string;
   leaseToken?: number;
+  /**
+   * Aborted by the caller when it gives up on the call (it timed out, or its run was cancelled) before the
+   * effect returned. The transaction then rolls back at once, without waiting for the effect, and the call
+   * rejects with the signal's `reason`, writing nothing; every statement the effect runs on the transaction
+   * afterwards fails with that reason. Once the effect has returned, its completion commits.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -20,7 +27,8 @@ export interface TransactionalToolEffects {
    * lease token fresh (`not-found`, `stale-lease`); runs `effect` with the transaction; records the result it
    * returns as the entry's completion; commits both at once. When `effect` throws, nothing is written and the
    * error is rethrown. When the entry is already `completed`, `effect` does not run and the entry is returned
-   * as it is. Returns the completed entry.
+   * as it is. When `input.signal` aborts first, nothing is written (see {@link ToolEffectInput.signal}).
+   * Returns the completed entry.
    */
   completeToolExecutionWithEffect(
     input: ToolEffectInput,

@@ -25,7 +25,10 @@ export interface ModelResponse {
   readonly text: string;
   readonly toolCalls: readonly ToolCall[];
   readonly stopReason: StopReason | undefined;
+  /** The call's token usage, as far as the provider told it (zeros when it could not: see `usageUnknown`). */
   readonly usage: Usage;
+  /** True when the provider reported no usage for the call (`unknown` usage part): `usage` does not count it. */
+  readonly usageUnknown?: boolean;
 }
 
 /** The agent as hooks see it. */

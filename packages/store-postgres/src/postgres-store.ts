@@ -26,6 +26,7 @@ import {
 import {
   assertBeginToolExecution,
   assertCheckpointCommit,
+  assertEffectSignal,
   assertId,
   assertInteger,
   assertObject,
@@ -34,6 +35,7 @@ import {
   leaseHeldElsewhere,
   ledgerEntriesToWrite,
   pageLimit,
+  runEffectUntilAborted,
   toJsonText,
   unissuedLeaseToken,
 } from '@lunation/contract/store-utils';
@@ -43,6 +45,7 @@ import {
   type PostgresPool as KyselyPostgresPool,
   type PostgresPoolClient as KyselyPostgresPoolClient,
   PostgresDialect,
+  type Transaction,
 } from 'kysely';
 import pg from 'pg';
 import { CallBatcher, type CallBatching, type Executor } from './call-batcher.js';
@@ -513,6 +516,9 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     if (typeof effect !== 'function')
       throw new LunationError('invalid-argument', 'effect must be a function');
+    assertEffectSignal(input.signal);
+    const { signal } = input;
+    signal?.throwIfAborted();
     await this.#ready();
     const statements = this.#statements;
     let failure: { error: unknown } | undefined;
@@ -537,7 +543,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
         if (existing.status === 'completed') return existing;
         let result: ToolResult;
         try {
-          result = await effect(transaction);
+          result = await runEffectUntilAborted(() => effect(effectTransaction(transaction, signal)), signal);
         } catch (error) {
           failure = { error };
           throw error;
@@ -899,4 +905,22 @@ function completionRejection(input: CompleteToolExecutionInput): Rejection {
     }
     return undefined;
   };
+}
+
+/**
+ * The transaction as a tool's effect sees it: once `signal` aborts (the caller gave up on the call), every
+ * statement built on it fails with the signal's reason instead of running.
+ */
+function effectTransaction(
+  transaction: Transaction<unknown>,
+  signal: AbortSignal | undefined,
+): Transaction<unknown> {
+  if (signal === undefined) return transaction;
+  return transaction.withPlugin({
+    transformQuery: ({ node }) => {
+      signal.throwIfAborted();
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  });
 }

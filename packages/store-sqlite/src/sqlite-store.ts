@@ -26,6 +26,7 @@ import {
 import {
   assertBeginToolExecution,
   assertCheckpointCommit,
+  assertEffectSignal,
   assertId,
   assertInteger,
   assertObject,
@@ -34,11 +35,12 @@ import {
   leaseHeldElsewhere,
   ledgerEntryElsewhere,
   pageLimit,
+  runEffectUntilAborted,
   toJsonText,
   unissuedLeaseToken,
 } from '@lunation/contract/store-utils';
 import Database from 'better-sqlite3';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction as KyselyTransaction } from 'kysely';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import { driverProblem, driverVersion } from './driver-support.js';
 import { drive, KyselyRunner } from './kysely-runner.js';
@@ -750,6 +752,9 @@ export class SqliteStore implements LunationStore, TransactionalToolEffects {
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     if (typeof effect !== 'function')
       throw new LunationError('invalid-argument', 'effect must be a function');
+    assertEffectSignal(input.signal);
+    const { signal } = input;
+    signal?.throwIfAborted();
     await this.#ready();
     while (this.#effect) await this.#effect;
     let done = () => {};
@@ -764,7 +769,7 @@ export class SqliteStore implements LunationStore, TransactionalToolEffects {
         if (existing.status === 'completed') return existing;
         let result: ToolResult;
         try {
-          result = await effect(transaction);
+          result = await runEffectUntilAborted(() => effect(effectTransaction(transaction, signal)), signal);
         } catch (error) {
           failure = { error };
           throw error;
@@ -1091,4 +1096,22 @@ function threadBusy(threadId: string, held: Lease): LunationError {
 
 function invalidCommit(problem: string): LunationError {
   return new LunationError('invalid-argument', `Invalid commit: ${problem}`);
+}
+
+/**
+ * The transaction as a tool's effect sees it: once `signal` aborts (the caller gave up on the call), every
+ * statement built on it fails with the signal's reason instead of running.
+ */
+function effectTransaction(
+  transaction: KyselyTransaction<unknown>,
+  signal: AbortSignal | undefined,
+): KyselyTransaction<unknown> {
+  if (signal === undefined) return transaction;
+  return transaction.withPlugin({
+    transformQuery: ({ node }) => {
+      signal.throwIfAborted();
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  });
 }

@@ -228,6 +228,157 @@ describe.each(backends)('transactional effects on $name', (backend) => {
     expect(part?.result.message).toMatch(/mail server said no/);
   });
 
+  // Once the runtime gave up on a call (timed out and abandoned, or the run cancelled), its transaction must not
+  // commit: the model was told the call failed, so its effect must not land later.
+  for (const ending of ['timed out', 'cancelled'] as const) {
+    it(`a call ${ending} while its transaction is open: rolled back, the effect never lands, later use is a typed error`, async () => {
+      const db = await backend.open();
+      open.push(db);
+      const seen: { later?: unknown; returned?: unknown } = {};
+      let effectEnded!: () => void;
+      const ended = new Promise<void>((resolve) => {
+        effectEnded = resolve;
+      });
+      let effectStarted!: () => void;
+      const started = new Promise<void>((resolve) => {
+        effectStarted = resolve;
+      });
+      const slow = defineTool({
+        name: 'notify',
+        description: 'Queues a notification, slowly',
+        input: z.object({ body: z.string() }),
+        ...(ending === 'timed out' ? { timeoutMs: 150 } : {}),
+        execute: async ({ body }, context) => {
+          try {
+            seen.returned = await context.transaction(async (transaction: Transaction<Outbox>) => {
+              await transaction
+                .insertInto(db.table as 'outbox')
+                .values({ key: context.idempotencyKey, body })
+                .execute();
+              effectStarted();
+              // Ignores its signal, and keeps using the transaction after the runtime gave up.
+              await new Promise((resolve) => setTimeout(resolve, 700));
+              try {
+                await transaction
+                  .insertInto(db.table as 'outbox')
+                  .values({ key: `${context.idempotencyKey}:later`, body })
+                  .execute();
+              } catch (error) {
+                seen.later = error;
+              }
+              effectEnded();
+              return { queued: context.idempotencyKey };
+            });
+          } catch (error) {
+            seen.returned = error;
+          }
+          return 'the tool finished';
+        },
+      });
+      const runtime = createRuntime()
+        .model('m', model())
+        .agent({ id: 'a', model: 'm', tools: [slow], toolExecution: { cancelGraceMs: 100 } })
+        .store(db.store)
+        .options({ leaseTtlMs: 5_000 })
+        .build();
+      const handle = await runtime.run({ threadId: 't', input: 'go', stream: false });
+      if (ending === 'cancelled') {
+        await started;
+        runtime.cancel('t');
+      }
+      const result = await handle.result;
+      await ended;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await db.rows()).toEqual([]);
+      const [part] = toolResults(await db.store.listMessages('t'));
+      expect(part?.result).toMatchObject({ status: 'error', metadata: { abandoned: true } });
+      const [entry] = await db.store.listToolExecutions(result.identity.runId);
+      expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+      expect(seen.later).toBeInstanceOf(LunationError);
+      expect(seen.later).toMatchObject({ code: 'cancelled' });
+      expect(seen.returned).toMatchObject({ code: 'cancelled' });
+    });
+  }
+
+  it('a tool that returns while its transaction is open: the transaction rolls back, the tool’s result stands', async () => {
+    const db = await backend.open();
+    open.push(db);
+    let effectEnded!: (error: unknown) => void;
+    const ended = new Promise<unknown>((resolve) => {
+      effectEnded = resolve;
+    });
+    const hasty = defineTool({
+      name: 'notify',
+      description: 'Queues a notification without waiting for it',
+      input: z.object({ body: z.string() }),
+      execute: async ({ body }, context) => {
+        let inserted!: () => void;
+        const started = new Promise<void>((resolve) => {
+          inserted = resolve;
+        });
+        context
+          .transaction(async (transaction: Transaction<Outbox>) => {
+            await transaction
+              .insertInto(db.table as 'outbox')
+              .values({ key: context.idempotencyKey, body })
+              .execute();
+            inserted();
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            return { queued: context.idempotencyKey };
+          })
+          .then(effectEnded, effectEnded);
+        await started;
+        return 'sent without waiting';
+      },
+    });
+    const runtime = createRuntime()
+      .model('m', model())
+      .agent({ id: 'a', model: 'm', tools: [hasty] })
+      .store(db.store)
+      .build();
+    const result = await runtime.generate({ threadId: 't', input: 'go' });
+    expect(await ended).toMatchObject({ code: 'cancelled' });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await db.rows()).toEqual([]);
+    const [part] = toolResults(await db.store.listMessages('t'));
+    expect(part?.result).toEqual({ status: 'success', data: 'sent without waiting' });
+    const [entry] = await db.store.listToolExecutions(result.identity.runId);
+    expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+  });
+
+  it('a call that times out while its completion commits: the runtime waits for the commit, and its result stands', async () => {
+    const db = await backend.open();
+    open.push(db);
+    // The store is slow to commit once the effect has returned (the completion is being written).
+    const slowCommit = new Proxy(db.store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property !== 'completeToolExecutionWithEffect') return value.bind(target);
+        return (input: unknown, effect: (transaction: unknown) => Promise<unknown>) =>
+          value.call(target, input, async (transaction: unknown) => {
+            const result = await effect(transaction);
+            await new Promise((resolve) => setTimeout(resolve, 400));
+            return result;
+          });
+      },
+    });
+    const log: string[] = [];
+    const tool = { ...notifyTool(db.table, log), timeoutMs: 100 };
+    const runtime = createRuntime()
+      .model('m', model())
+      .agent({ id: 'a', model: 'm', tools: [tool], toolExecution: { cancelGraceMs: 50 } })
+      .store(slowCommit)
+      .build();
+    const result = await runtime.generate({ threadId: 't', input: 'go' });
+    const rows = await db.rows();
+    expect(rows).toHaveLength(1);
+    const [part] = toolResults(await db.store.listMessages('t'));
+    expect(part?.result).toEqual({ status: 'success', data: { queued: rows[0]?.key } });
+    const [entry] = await db.store.listToolExecutions(result.identity.runId);
+    expect(entry).toMatchObject({ status: 'completed', result: part?.result });
+  });
+
   it('completeToolExecutionWithEffect does not run the effect again once the entry is completed', async () => {
     const db = await backend.open();
     open.push(db);

@@ -16,3 +16,4 @@ export {
   toJsonText,
   unissuedLeaseToken,
 } from './store-input.js';
+export { assertEffectSignal, runEffectUntilAborted } from './tool-effect-signal.js';

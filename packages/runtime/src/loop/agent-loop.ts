@@ -190,7 +190,12 @@ export class AgentLoop {
       );
       if (observed) {
         const { response } = inference;
-        observed.end({ message: response.message, stopReason: response.stopReason, usage: response.usage });
+        const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report
+        observed.end({
+          message: response.message,
+          stopReason: response.stopReason,
+          ...(usage ? { usage } : {}),
+        });
       }
     } catch (error) {
       this.inferring = false;
@@ -322,6 +327,7 @@ export class AgentLoop {
       step: scope.progress.step,
       stopReason: scope.lastStopReason,
       usage: scope.stepUsage,
+      ...(scope.stepUsageUnknown ? { usageUnknown: true } : {}),
     });
   }
 

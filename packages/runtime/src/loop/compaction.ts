@@ -41,7 +41,7 @@ export async function compactIfNeeded(scope: RunScope): Promise<void> {
   let summary = '';
   for await (const part of scope.agent.model.stream(request, { signal: scope.signal })) {
     if (part.type === 'text-delta') summary += part.delta;
-    else if (part.type === 'usage') scope.addUsage(part.usage);
+    else if (part.type === 'usage') scope.addUsagePart(part);
   }
   scope.append({
     id: createId(),

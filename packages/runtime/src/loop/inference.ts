@@ -51,6 +51,8 @@ class Answer {
   /** The tool-call parts, which are also the response's calls. */
   private toolCalls: ToolCallPart[] | undefined;
   private usage: Usage | undefined;
+  /** A usage part said the provider could not tell the call's usage. */
+  private usageUnknown = false;
   private stopReason: StopReason | undefined;
 
   constructor(private readonly scope: RunScope) {
@@ -162,7 +164,9 @@ class Answer {
         break;
       }
       case 'usage':
-        this.usage = this.usage === undefined ? part.usage : addUsage(this.usage, part.usage);
+        // Usage the provider could not tell is not counted: its numbers are placeholders.
+        if (part.unknown === true) this.usageUnknown = true;
+        else this.usage = this.usage === undefined ? part.usage : addUsage(this.usage, part.usage);
         break;
       case 'finish':
         this.stopReason = part.stopReason;
@@ -187,6 +191,7 @@ class Answer {
     }
     const usage = this.usage ?? emptyUsage();
     scope.addUsage(usage);
+    if (this.usageUnknown) scope.stepUsageUnknown = true;
     const message: AssistantMessage = {
       id: createId(),
       role: 'assistant',
@@ -194,7 +199,14 @@ class Answer {
       metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step: this.step },
     };
     if (this.providerMetadata) message.providerMetadata = this.providerMetadata;
-    const response = { message, text: this.text, toolCalls, stopReason: this.stopReason, usage };
+    const response: ModelResponse = {
+      message,
+      text: this.text,
+      toolCalls,
+      stopReason: this.stopReason,
+      usage,
+      ...(this.usageUnknown ? { usageUnknown: true } : {}),
+    };
     return { response, rejectedCalls };
   }
 

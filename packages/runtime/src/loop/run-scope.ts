@@ -142,7 +142,17 @@ export class RunScope {
   readonly runMessages: Message[] = [];
   readonly progress: RunProgress;
   /** The current step's own usage (its model calls, a compaction's included); `progress.usage` is the run's. */
-  stepUsage: Usage = emptyUsage();
+  get stepUsage(): Usage {
+    return this.ownStepUsage;
+  }
+  /** A new step's usage (its own, from zero): known until a model call of it reports usage as unknown. */
+  set stepUsage(usage: Usage) {
+    this.ownStepUsage = usage;
+    this.stepUsageUnknown = false;
+  }
+  private ownStepUsage: Usage = emptyUsage();
+  /** A model call of the current step reported no usage (its provider could not tell): `stepUsage` lacks it. */
+  stepUsageUnknown = false;
   /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */
   readonly listening: boolean;
   finalText = '';
@@ -178,8 +188,14 @@ export class RunScope {
 
   /** Counts a model call's usage toward the current step and the run. */
   addUsage(usage: Usage): void {
-    this.stepUsage = addUsage(this.stepUsage, usage);
+    this.ownStepUsage = addUsage(this.ownStepUsage, usage);
     this.progress.usage = addUsage(this.progress.usage, usage);
+  }
+
+  /** A model call's usage part: counted, unless the provider says it is unknown (its numbers are not counts). */
+  addUsagePart(part: { usage: Usage; unknown?: boolean }): void {
+    if (part.unknown === true) this.stepUsageUnknown = true;
+    else this.addUsage(part.usage);
   }
 
   /** The progress changed: it is written to state before the state is next read (once, however often it changes). */

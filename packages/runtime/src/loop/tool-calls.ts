@@ -94,7 +94,8 @@ export interface ToolStepOutcome {
  * | `fail`           | settled with an error result (interrupted, may or may not have taken effect); the   |
  * |                  | ledger entry is completed with it; never runs again                                 |
  * | `ask`            | `suspended` with an `interrupted-call` ticket (its record keeps the attempts used); |
- * |                  | decided `rerun` → `resuming`, runs with `rerun: true`; `done` or `fail` → settled   |
+ * |                  | decided `rerun` → `resuming`, runs with `rerun: true`; `done` or `fail` → settled,  |
+ * |                  | its ledger entry completed with that result in the same commit (C0)                 |
  *
  * The policy is read only when the ledger says the call was interrupted; calls of the `rerun` policy cost no
  * extra read (their `begin` tells).
@@ -262,6 +263,8 @@ export class ToolCalls {
         if (decision) {
           this.applyDecision(plan, decision);
           applied.push(decision.decisionId);
+          // Settled by the decision after an attempt started (it asked, or was cut off): C0 completes its entry.
+          if (plan.result && plan.attempts !== undefined && scope.durable) await this.completeDecided(plan);
         } else if (input.length > 0) {
           settle(plan, 'cancelled', supersededResult(plan.ticket));
         }
@@ -286,6 +289,14 @@ export class ToolCalls {
       this.interrupted(plan, entry, this.interruptPolicy(call));
     }
     return plan;
+  }
+
+  /** Rides the completion of a decided call's in-flight ledger entry in C0, with the record of its outcome. */
+  private async completeDecided(plan: CallPlan): Promise<void> {
+    const { checkpointer } = this;
+    const entry = await checkpointer.lookup(plan.runId, plan.call);
+    if (entry?.status === 'in-flight' && plan.result)
+      checkpointer.ride(checkpointer.completion(entry, plan.result));
   }
 
   /** The interrupt policy of a call: the plugins' most careful answer, else the tool's, else the agent's. */

@@ -82,6 +82,9 @@ export async function invokeTool(request: ToolCallContext): Promise<Invocation> 
       return { status: 'failed', result: thrownResult(request.toolName, error, attempt) };
     }
   } finally {
+    // The call's outcome is decided: a transaction still open can no longer commit (one committing ends first).
+    const ending = request.giveUpTransaction('returned');
+    if (ending) await ending;
     clock.release(watch);
   }
 }
@@ -99,7 +102,12 @@ function execute(request: ToolCallContext, watch: Watch): unknown | Promise<unkn
   }
   if (!isPromiseLike(value)) return value;
   return new Promise<unknown>((resolve, reject) => {
-    watch.abandon = () => resolve(ABANDONED);
+    watch.abandon = () => {
+      // Given up: an open transaction rolls back; one already committing is waited for (its result stands).
+      const ending = request.giveUpTransaction(watch.timedOut ? 'timed out' : 'cancelled');
+      if (ending) ending.then(() => resolve(ABANDONED));
+      else resolve(ABANDONED);
+    };
     value.then(resolve, reject); // a rejection is caught by the caller's await
   });
 }
@@ -235,6 +243,10 @@ export class ToolCallContext implements ToolContext, Watch {
   /** The result a transactional effect committed with the ledger completion (it is the call's result). */
   committed: ToolResult | undefined = undefined;
   private transacted = false;
+  /** The call's transaction while it is open: aborted when the runtime gives up on the call. */
+  private openTransaction: OpenTransaction | undefined = undefined;
+  /** Why the runtime gave up on the call (no transaction may start or commit after it). */
+  private givenUp: GiveUp | undefined = undefined;
 
   constructor(
     /** @internal */ readonly scope: RunScope,
@@ -294,14 +306,17 @@ export class ToolCallContext implements ToolContext, Watch {
         `Tool call ${this.callId} ("${this.toolName}") already ran its transaction; a call commits one transaction, with its completion`,
       );
     }
+    if (this.givenUp) throw this.givenUpError();
     this.transacted = true;
     const { persistence, leaseToken } = scope.options;
+    const open: OpenTransaction = { controller: new AbortController(), committing: false, ended: undefined };
     let value: Result | undefined;
-    const entry = await persistence.completeToolWithEffect(
+    const committed = persistence.completeToolWithEffect(
       {
         runId: this.ledgerRunId,
         toolCallId: this.callId,
         ...(leaseToken === undefined ? {} : { leaseToken }),
+        signal: open.controller.signal,
       },
       async (transaction) => {
         value = await effect(transaction as Transaction);
@@ -312,12 +327,54 @@ export class ToolCallContext implements ToolContext, Watch {
             `The transaction's result cannot be stored: ${stored.problem}; nothing was written`,
           );
         }
+        if (this.givenUp) throw this.givenUpError();
+        // From here the completion commits: the runtime waits for it rather than give up on the call.
+        open.committing = true;
         return { status: 'success', ...(stored.value === undefined ? {} : { data: stored.value }) };
       },
     );
+    open.ended = committed.then((entry) => {
+      this.committed = entry.result;
+    }, nothing);
+    this.openTransaction = open;
+    let entry: Awaited<typeof committed>;
+    try {
+      entry = await committed;
+    } finally {
+      if (this.openTransaction === open) this.openTransaction = undefined;
+    }
     this.committed = entry.result;
     // An earlier attempt committed it: its recorded result stands, the effect did not run again.
     return (value === undefined ? entry.result?.data : value) as Result;
+  }
+
+  /**
+   * @internal The runtime gave up on the call (it returned, timed out or was cancelled): from now on its
+   * transaction cannot start or commit. An open one rolls back (its effect's further statements fail with a
+   * `cancelled` error); one already committing is waited for, and its result stands (`committed`).
+   */
+  giveUpTransaction(why: GiveUp): Promise<void> | undefined {
+    const open = this.openTransaction;
+    if (open?.committing) return open.ended;
+    this.givenUp ??= why;
+    if (!open) return undefined;
+    open.controller.abort(this.givenUpError());
+    return open.ended;
+  }
+
+  private givenUpError(): LunationError {
+    const why = this.givenUp;
+    const how =
+      why === 'timed out'
+        ? `timed out after ${this.timeoutMs} ms`
+        : why === 'cancelled'
+          ? 'was cancelled with its run'
+          : 'already has its outcome';
+    return new LunationError(
+      'cancelled',
+      `Tool call ${this.callId} ("${this.toolName}") ${how}: the runtime gave up on it, so its transaction rolled back and cannot be used or committed`,
+      { details: { toolCallId: this.toolCallId, callId: this.callId, toolName: this.toolName } },
+    );
   }
 
   suspend(ticket: TicketInput): ToolOutput {
@@ -328,6 +385,20 @@ export class ToolCallContext implements ToolContext, Watch {
     return new ToolOutput(result, command);
   }
 }
+
+/** Why the runtime gave up on a call. */
+type GiveUp = 'returned' | 'timed out' | 'cancelled';
+
+/** A call's transaction on its way to commit. */
+interface OpenTransaction {
+  readonly controller: AbortController;
+  /** The effect returned: the completion is being written, and the runtime waits for it. */
+  committing: boolean;
+  /** Settles (never rejects) when the store's call has ended. */
+  ended: Promise<void> | undefined;
+}
+
+function nothing(): void {}
 
 /** Background tasks started by a tool: recorded in thread state, run by this process's task host. */
 function backgroundFor(scope: RunScope, toolCallId: string): BackgroundTasks {

@@ -1,13 +1,22 @@
-import { type LunationStore, supportsToolEffects, type TransactionalToolEffects } from '@lunation/contract';
+import {
+  LunationError,
+  type LunationStore,
+  supportsToolEffects,
+  type TransactionalToolEffects,
+} from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { expectLunationError, makeBeginToolExecutionInput, makeToolResult, uniqueId } from '../fixtures.js';
 import type { StoreSpecContext } from '../store-spec-context.js';
 import { createThread } from './spec-helpers.js';
 
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /**
  * `TransactionalToolEffects`, for stores that declare it: an effect's result becomes the entry's completion in
- * the same call; a completed entry never runs an effect again; a failed effect or a stale lease writes
- * nothing. A store that does not declare it must not have the method.
+ * the same call; a completed entry never runs an effect again; a failed effect, a stale lease or an aborted signal
+ * writes nothing. A store that does not declare it must not have the method.
  */
 export function toolEffectsSpec(context: StoreSpecContext, declared: boolean): void {
   describe('transactional tool effects', () => {
@@ -85,6 +94,79 @@ export function toolEffectsSpec(context: StoreSpecContext, declared: boolean): v
         'not-found',
       );
       expect(ran).toBe(false);
+    });
+
+    it('a signal aborted while the effect runs: rejects at once with its reason, writes nothing, and the effect ending later commits nothing', async () => {
+      const input = await begun();
+      const store = effects();
+      const controller = new AbortController();
+      const reason = new LunationError('cancelled', 'the caller gave up on this call');
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => {
+        started = resolve;
+      });
+      let finish!: () => void;
+      const finishing = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      const call = store.completeToolExecutionWithEffect(
+        { runId: input.runId, toolCallId: input.toolCallId, signal: controller.signal },
+        async () => {
+          started();
+          await finishing;
+          return makeToolResult(1);
+        },
+      );
+      const settled = call.then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      try {
+        await running;
+        controller.abort(reason);
+        const outcome = await Promise.race([
+          settled,
+          sleep(2_000).then(() => 'still waiting for the effect'),
+        ]);
+        expect(outcome).toBe(reason);
+        expect(await store.getToolExecution(input.runId, input.toolCallId)).toMatchObject({
+          status: 'in-flight',
+        });
+        // The store is not held by the abandoned effect: the caller records its own completion.
+        await store.completeToolExecution({
+          runId: input.runId,
+          toolCallId: input.toolCallId,
+          result: makeToolResult(2),
+        });
+      } finally {
+        finish();
+      }
+      await settled;
+      await sleep(50);
+      expect(await store.getToolExecution(input.runId, input.toolCallId)).toMatchObject({
+        status: 'completed',
+        result: makeToolResult(2),
+      });
+    });
+
+    it('a signal already aborted: the effect never runs, the call rejects with its reason, nothing is written', async () => {
+      const input = await begun();
+      const store = effects();
+      const reason = new LunationError('cancelled', 'the caller gave up on this call');
+      let ran = false;
+      await expect(
+        store.completeToolExecutionWithEffect(
+          { runId: input.runId, toolCallId: input.toolCallId, signal: AbortSignal.abort(reason) },
+          async () => {
+            ran = true;
+            return makeToolResult(1);
+          },
+        ),
+      ).rejects.toBe(reason);
+      expect(ran).toBe(false);
+      expect(await store.getToolExecution(input.runId, input.toolCallId)).toMatchObject({
+        status: 'in-flight',
+      });
     });
 
     it('a stale lease token is stale-lease and leaves the entry in flight', async () => {

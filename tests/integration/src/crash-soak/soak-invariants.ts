@@ -315,6 +315,15 @@ function checkEnding(evidence: RunEvidence, violations: Violation[]): void {
       detail: `run record and call states disagree with a finished run: ${describeRun(evidence)}`,
     });
   }
+  // Every call of a finished run is answered, so the ledger says each one that started is completed.
+  const unfinished = store.ledger.filter((entry) => entry.status !== 'completed');
+  if (unfinished.length > 0) {
+    violations.push({
+      invariant: 5,
+      run,
+      detail: `a finished run left ledger entries in flight: ${unfinished.map((entry) => `${entry.toolName} ${entry.toolCallId} (${entry.attempts} attempts)`).join(', ')}`,
+    });
+  }
 }
 
 /** What the model must see for a call, by its gate and decision. */
