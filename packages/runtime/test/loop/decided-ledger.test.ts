@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   type CheckpointCommit,
   LunationError,
@@ -9,61 +6,18 @@ import {
   type ResumeDecision,
   type ToolResultPart,
 } from '@lunation/contract';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MemoryStore } from '../../../store-memory/src/index.js';
-import { SqliteStore } from '../../../store-sqlite/src/index.js';
 import { type AgentRuntime, createRuntime, defineTool } from '../../src/index.js';
 import type { ToolCallRecord } from '../../src/loop/call-records.js';
 import { reply, ScriptedModel } from '../../src/testing/index.js';
+import { loopBackends, processOn } from './loop-processes.js';
 
 // A decision that settles a call whose ledger entry is in flight (an interrupted call answered "done" or
 // "fail", a tool's own question declined or answered with the decision as its result) completes that entry
 // in the same commit that records the call's outcome (C0): the ledger stays a truthful record of execution.
 
-const directory = mkdtempSync(join(tmpdir(), 'lunation-decided-ledger-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const open: LunationStore[] = [];
-afterEach(async () => {
-  for (const store of open.splice(0)) await store.close();
-});
-
-let counter = 0;
-const backends = [
-  { name: 'memory', open: async (): Promise<LunationStore> => new MemoryStore() },
-  {
-    name: 'sqlite file',
-    open: async (): Promise<LunationStore> => {
-      const store = await SqliteStore.open({ path: join(directory, `db-${++counter}.sqlite`) });
-      open.push(store);
-      return store;
-    },
-  },
-];
-
-/** A process's view of the store: its commits are recorded; after `crash()` nothing reaches the store. */
-function processOn(store: LunationStore) {
-  let dead = false;
-  const commits: CheckpointCommit[] = [];
-  const proxy = new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'close') return value;
-      return (...args: unknown[]) => {
-        if (dead) return new Promise<never>(() => {});
-        if (property === 'commit') commits.push(structuredClone(args[0] as CheckpointCommit));
-        return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return {
-    store: proxy as LunationStore,
-    commits,
-    crash: () => {
-      dead = true;
-    },
-  };
-}
+const backends = loopBackends('lunation-decided-ledger');
 
 const model = () =>
   new ScriptedModel((request: ModelRequest) =>

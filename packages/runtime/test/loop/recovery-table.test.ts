@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   emptyUsage,
   type InterruptPolicy,
@@ -9,40 +6,20 @@ import {
   type ModelRequest,
   type ResumeDecision,
   type RunRecord,
-  type ToolExecution,
   type ToolResultPart,
 } from '@lunation/contract';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MemoryStore } from '../../../store-memory/src/index.js';
-import { SqliteStore } from '../../../store-sqlite/src/index.js';
 import { type AgentRuntime, createRuntime, defineTool, permissionPlugin } from '../../src/index.js';
 import type { ToolCallRecord } from '../../src/loop/call-records.js';
 import { reply, ScriptedModel, type ScriptedResponse } from '../../src/testing/index.js';
+import { loopBackends, processOn } from './loop-processes.js';
 
 // One test per row of the recovery table in `src/loop/tool-calls.ts`: each drives the loop (scripted model, real
 // store) into the row's state, usually by a "process" that dies, and checks the row's rule from the store and
 // from what the tools did. A "process" is a runtime over the store; a dead one never reaches the store again.
 
-const directory = mkdtempSync(join(tmpdir(), 'lunation-recovery-table-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const open: LunationStore[] = [];
-afterEach(async () => {
-  for (const store of open.splice(0)) await store.close();
-});
-
-let counter = 0;
-const backends = [
-  { name: 'memory', open: async (): Promise<LunationStore> => new MemoryStore() },
-  {
-    name: 'sqlite file',
-    open: async (): Promise<LunationStore> => {
-      const store = await SqliteStore.open({ path: join(directory, `db-${++counter}.sqlite`) });
-      open.push(store);
-      return store;
-    },
-  },
-];
+const backends = loopBackends('lunation-recovery-table');
 
 interface Execution {
   process: string;
@@ -50,45 +27,6 @@ interface Execution {
   key: string;
   rerun: boolean;
   decision: string | undefined;
-}
-
-/** A process's view of the store: every call it makes is recorded; after `crash()` none reaches the store. */
-function processOn(store: LunationStore) {
-  let dead = false;
-  const calls: Array<{ method: string; argument: unknown }> = [];
-  const proxy = new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'close') return value;
-      return (...args: unknown[]) => {
-        if (dead) return new Promise<never>(() => {});
-        calls.push({ method: String(property), argument: args[0] });
-        return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return {
-    store: proxy as LunationStore,
-    calls,
-    crash: () => {
-      dead = true;
-    },
-    /** The ledger starts this process asked for. */
-    begun: () =>
-      calls
-        .filter((call) => call.method === 'beginToolExecution')
-        .map((call) => (call.argument as { toolName: string }).toolName),
-    /** The ledger reads this process made (`getToolExecution`: the call ids asked for). */
-    looked: () =>
-      calls.filter((call) => call.method === 'getToolExecution').map((call) => String(call.argument)),
-    /** The tool names of the in-flight ledger entries this process's commits claimed. */
-    claimed: () =>
-      calls
-        .filter((call) => call.method === 'commit')
-        .flatMap((call) => (call.argument as { toolExecutions?: ToolExecution[] }).toolExecutions ?? [])
-        .filter((entry) => entry.status === 'in-flight')
-        .map((entry) => entry.toolName),
-  };
 }
 
 interface ToolOptions {

@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CheckpointCommit, LunationStore, ToolExecution } from '@lunation/contract';
+import { afterAll, afterEach } from 'vitest';
+import { MemoryStore } from '../../../store-memory/src/index.js';
+import { SqliteStore } from '../../../store-sqlite/src/index.js';
+
+/** A store the loop tests run on: MemoryStore, and SqliteStore on a real file (closed after each test). */
+export interface LoopBackend {
+  name: string;
+  open(): Promise<LunationStore>;
+}
+
+/** The stores of the loop tests, in a temporary folder named after `prefix` that goes when the file's tests end. */
+export function loopBackends(prefix: string): LoopBackend[] {
+  const directory = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+  const open: LunationStore[] = [];
+  afterEach(async () => {
+    for (const store of open.splice(0)) await store.close();
+  });
+  let counter = 0;
+  return [
+    { name: 'memory', open: async () => new MemoryStore() },
+    {
+      name: 'sqlite file',
+      open: async () => {
+        const store = await SqliteStore.open({ path: join(directory, `db-${++counter}.sqlite`) });
+        open.push(store);
+        return store;
+      },
+    },
+  ];
+}
+
+/**
+ * A process's view of the store: its calls are recorded (commits as copies); after `crash()` nothing reaches the
+ * store again and every call hangs, as for a process that died.
+ */
+export function processOn(store: LunationStore) {
+  let dead = false;
+  const calls: Array<{ method: string; argument: unknown }> = [];
+  const commits: CheckpointCommit[] = [];
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || property === 'close') return value;
+      return (...args: unknown[]) => {
+        if (dead) return new Promise<never>(() => {});
+        calls.push({ method: String(property), argument: args[0] });
+        if (property === 'commit') commits.push(structuredClone(args[0] as CheckpointCommit));
+        return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return {
+    store: proxy as LunationStore,
+    calls,
+    commits,
+    crash: () => {
+      dead = true;
+    },
+    /** The ledger starts this process asked for. */
+    begun: () =>
+      calls
+        .filter((call) => call.method === 'beginToolExecution')
+        .map((call) => (call.argument as { toolName: string }).toolName),
+    /** The ledger reads this process made (`getToolExecution`: the run ids asked for). */
+    looked: () =>
+      calls.filter((call) => call.method === 'getToolExecution').map((call) => String(call.argument)),
+    /** The tool names of the in-flight ledger entries this process's commits claimed. */
+    claimed: () =>
+      commits
+        .flatMap((commit) => (commit.toolExecutions ?? []) as ToolExecution[])
+        .filter((entry) => entry.status === 'in-flight')
+        .map((entry) => entry.toolName),
+  };
+}
