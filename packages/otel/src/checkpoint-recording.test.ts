@@ -1,10 +1,8 @@
 import { type CheckpointCommit, LunationError, type LunationStore } from '@lunation/contract';
-import { createRuntime, defineTool } from '@lunation/runtime';
-import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { MemoryStore } from '@lunation/store-memory';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { echoRuntime } from './__fixtures__/echo-runtime.js';
 import { type CheckpointRecording, openTelemetryInstrumentation } from './index.js';
 
 /** A store whose commits of a run's end fail as a fenced write would (a newer lease holder exists). */
@@ -30,22 +28,12 @@ async function tracedRun(
 ) {
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-  const echo = defineTool({
-    name: 'echo',
-    description: 'Echoes',
-    input: z.object({ text: z.string() }),
-    execute: ({ text }) => text,
-  });
-  const runtime = createRuntime()
-    .model('m', new ScriptedModel([callTool('echo', { text: 'hi' }), reply('said hi')]))
-    .agent({ id: 'a', model: 'm', tools: [echo] })
-    .store(store)
-    .instrumentation(
-      openTelemetryInstrumentation(
-        checkpoints === undefined ? { tracerProvider } : { tracerProvider, checkpoints },
-      ),
-    )
-    .build();
+  const runtime = echoRuntime(
+    openTelemetryInstrumentation(
+      checkpoints === undefined ? { tracerProvider } : { tracerProvider, checkpoints },
+    ),
+    store,
+  );
   const result = await runtime.generate({ threadId: 't', input: 'say hi' });
   await tracerProvider.forceFlush();
   const spans = exporter.getFinishedSpans();

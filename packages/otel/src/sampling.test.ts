@@ -1,5 +1,3 @@
-import { createRuntime, defineTool } from '@lunation/runtime';
-import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { MemoryStore } from '@lunation/store-memory';
 import type { Attributes } from '@opentelemetry/api';
 import {
@@ -10,7 +8,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { echoRuntime } from './__fixtures__/echo-runtime.js';
 import { openTelemetryInstrumentation } from './index.js';
 
 describe('sampling', () => {
@@ -28,18 +26,7 @@ describe('sampling', () => {
       },
       spanProcessors: [new SimpleSpanProcessor({ exporter })],
     });
-    const echo = defineTool({
-      name: 'echo',
-      description: 'Echoes',
-      input: z.object({ text: z.string() }),
-      execute: ({ text }) => text,
-    });
-    const runtime = createRuntime()
-      .model('m', new ScriptedModel([callTool('echo', { text: 'hi' }), reply('said hi')]))
-      .agent({ id: 'a', model: 'm', tools: [echo] })
-      .store(new MemoryStore())
-      .instrumentation(openTelemetryInstrumentation({ tracerProvider }))
-      .build();
+    const runtime = echoRuntime(openTelemetryInstrumentation({ tracerProvider }), new MemoryStore());
     const result = await runtime.generate({ threadId: 't', input: 'say hi' });
     expect(result.finalText).toBe('said hi');
     await tracerProvider.forceFlush();
@@ -62,17 +49,7 @@ describe('sampling', () => {
       },
       spanProcessors: [new SimpleSpanProcessor({ exporter })],
     });
-    const echo = defineTool({
-      name: 'echo',
-      description: 'Echoes',
-      input: z.object({ text: z.string() }),
-      execute: ({ text }) => text,
-    });
-    const runtime = createRuntime()
-      .model('m', new ScriptedModel([callTool('echo', { text: 'hi' }), reply('said hi')]))
-      .agent({ id: 'a', model: 'm', tools: [echo] })
-      .instrumentation(openTelemetryInstrumentation({ tracerProvider }))
-      .build();
+    const runtime = echoRuntime(openTelemetryInstrumentation({ tracerProvider }));
     await runtime.generate({ threadId: 't', input: 'say hi' });
     await tracerProvider.forceFlush();
     // The GenAI conventions' sampling-relevant attributes (operation, provider, model) are there from the start.

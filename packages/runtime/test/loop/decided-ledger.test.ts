@@ -1,17 +1,10 @@
-import {
-  type CheckpointCommit,
-  LunationError,
-  type LunationStore,
-  type ModelRequest,
-  type ResumeDecision,
-  type ToolResultPart,
-} from '@lunation/contract';
+import type { CheckpointCommit, LunationStore, ModelRequest, ResumeDecision } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type AgentRuntime, createRuntime, defineTool } from '../../src/index.js';
 import type { ToolCallRecord } from '../../src/loop/call-records.js';
 import { reply, ScriptedModel } from '../../src/testing/index.js';
-import { loopBackends, processOn } from './loop-processes.js';
+import { loopBackends, processOn, recover, toolResults, until } from './loop-processes.js';
 
 // A decision that settles a call whose ledger entry is in flight (an interrupted call answered "done" or
 // "fail", a tool's own question declined or answered with the decision as its result) completes that entry
@@ -58,33 +51,6 @@ function runtimeOn(store: LunationStore, tool: ReturnType<typeof carefulTool>): 
     .store(store)
     .options({ leaseTtlMs: 150 })
     .build();
-}
-
-/** Continues the thread from a fresh process, retrying while a dead process's lease lasts. */
-async function recover(runtime: AgentRuntime) {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    try {
-      return await (await runtime.run({ threadId: 't', stream: false })).result;
-    } catch (error) {
-      if (!LunationError.hasCode(error, 'thread-busy') || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-}
-
-async function until(condition: () => boolean) {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the process to reach its state');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-async function toolResults(store: LunationStore) {
-  return (await store.listMessages('t'))
-    .filter((record) => record.message.role === 'tool')
-    .flatMap((record) => record.message.content as ToolResultPart[]);
 }
 
 /** A thread whose `careful_action` was cut off mid-way, recovered to its `interrupted-call` ticket. */

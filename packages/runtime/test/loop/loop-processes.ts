@@ -1,10 +1,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CheckpointCommit, LunationStore, ToolExecution } from '@lunation/contract';
+import {
+  type CheckpointCommit,
+  LunationError,
+  type LunationStore,
+  type ToolExecution,
+  type ToolResultPart,
+} from '@lunation/contract';
 import { afterAll, afterEach } from 'vitest';
 import { MemoryStore } from '../../../store-memory/src/index.js';
 import { SqliteStore } from '../../../store-sqlite/src/index.js';
+import type { AgentRuntime } from '../../src/index.js';
 
 /** A store the loop tests run on: MemoryStore, and SqliteStore on a real file (closed after each test). */
 export interface LoopBackend {
@@ -76,4 +83,35 @@ export function processOn(store: LunationStore) {
         .filter((entry) => entry.status === 'in-flight')
         .map((entry) => entry.toolName),
   };
+}
+
+/** Continues the thread `t` from a fresh process, retrying while the dead process's lease lasts. */
+export async function recover(runtime: AgentRuntime, input?: string) {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      return await (
+        await runtime.run({ threadId: 't', stream: false, ...(input === undefined ? {} : { input }) })
+      ).result;
+    } catch (error) {
+      if (!LunationError.hasCode(error, 'thread-busy') || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+/** Waits (up to 5 s) until a process reaches the state `condition` looks for. */
+export async function until(condition: () => boolean) {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the process to reach its state');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The tool results of thread `t`'s tool messages, in order. */
+export async function toolResults(store: LunationStore) {
+  return (await store.listMessages('t'))
+    .filter((record) => record.message.role === 'tool')
+    .flatMap((record) => record.message.content as ToolResultPart[]);
 }

@@ -1,7 +1,6 @@
 import {
   emptyUsage,
   type InterruptPolicy,
-  LunationError,
   type LunationStore,
   type ModelRequest,
   type ResumeDecision,
@@ -10,10 +9,10 @@ import {
 } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type AgentRuntime, createRuntime, defineTool, permissionPlugin } from '../../src/index.js';
+import { createRuntime, defineTool, permissionPlugin } from '../../src/index.js';
 import type { ToolCallRecord } from '../../src/loop/call-records.js';
 import { reply, ScriptedModel, type ScriptedResponse } from '../../src/testing/index.js';
-import { loopBackends, processOn } from './loop-processes.js';
+import { loopBackends, processOn, recover, toolResults as results, until } from './loop-processes.js';
 
 // One test per row of the recovery table in `src/loop/tool-calls.ts`: each drives the loop (scripted model, real
 // store) into the row's state, usually by a "process" that dies, and checks the row's rule from the store and
@@ -85,35 +84,6 @@ function runtimeOn(store: LunationStore, model: ScriptedModel, tools: ReturnType
     .store(store)
     .options({ leaseTtlMs: 150 })
     .build();
-}
-
-/** Continues the thread from a fresh process, retrying while the dead process's lease lasts. */
-async function recover(runtime: AgentRuntime, input?: string) {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    try {
-      return await (
-        await runtime.run({ threadId: 't', stream: false, ...(input === undefined ? {} : { input }) })
-      ).result;
-    } catch (error) {
-      if (!LunationError.hasCode(error, 'thread-busy') || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-}
-
-async function until(condition: () => boolean) {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the process to reach its state');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-async function results(store: LunationStore) {
-  return (await store.listMessages('t'))
-    .filter((record) => record.message.role === 'tool')
-    .flatMap((record) => record.message.content as ToolResultPart[]);
 }
 
 async function records(store: LunationStore) {
