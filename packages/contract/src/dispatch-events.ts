@@ -38,10 +38,18 @@ export interface SubscribeEventsOptions {
   signal: AbortSignal;
 }
 
+/** What {@link RunEventLog.appendEvents} takes. */
+export interface AppendEventsOptions {
+  /** The fencing token of the thread lease the events were produced under. */
+  fence?: number;
+}
+
 /** What {@link RunEventLog.endEvents} takes. */
 export interface EndEventsOptions {
   /** How long the ended log stays readable. */
   ttlMs: number;
+  /** The fencing token of the thread lease the run ended under. */
+  fence?: number;
 }
 
 /**
@@ -51,7 +59,11 @@ export interface EndEventsOptions {
  */
 export interface RunEventLog {
   /** Appends events in order; resolves their ids, in the same order. Appending after `endEvents` reopens the log. */
-  appendEvents(runId: string, events: readonly AgentEvent[]): Promise<string[]>;
+  appendEvents(
+    runId: string,
+    events: readonly AgentEvent[],
+    options?: AppendEventsOptions,
+  ): Promise<string[]>;
   /** Events after `after`, oldest first, at most `limit`. An unknown run reads as an empty log not ended. */
   readEvents(runId: string, options?: ReadEventsOptions): Promise<RunEventPage>;
   /**
