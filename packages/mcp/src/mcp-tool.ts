@@ -103,7 +103,8 @@ async function callMcpTool(
   const deadline = Date.now() + (timeoutMs === 0 ? DEFAULT_CALL_TIMEOUT_MS : timeoutMs);
   let requestState: string | undefined;
   // A dropped connection (a server restart) is reconnected with back-off and jitter until the call's deadline,
-  // and the call sent again once, with the same idempotency key marked as a re-run; a 2026-07-28 server answering `input_required` to the answered call gets it again with its requestState.
+  // and the call sent again once, with the same idempotency key marked as a re-run; a 2026-07-28 server
+  // answering `input_required` to the answered call gets it again with its requestState.
   for (let attempt = 0, resent = false; attempt < 3; attempt++) {
     const round: CallRound = { answers: responses, unanswered: {}, asked: 0 };
     let outcome: Awaited<ReturnType<McpConnection['call']>>;
