@@ -29,7 +29,7 @@ mkdir -p "$project"
 echo '{ "name": "lunation-install-check", "private": true, "type": "module" }' >"$project/package.json"
 # --ignore-scripts: what a package manager that skips dependency builds does (pnpm 10 by default).
 (cd "$project" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
-  "$work"/tarballs/*.tgz zod "typescript@$(version_of "$root/node_modules/typescript")" "@types/node@^20.19" \
+  "$work"/tarballs/*.tgz zod "typescript@$(version_of "$root/node_modules/typescript")" "@types/node@^22.12" \
   "better-sqlite3@$(version_of "$driver")")
 if [ -d "$project/node_modules/@lunation/runtime/node_modules/@lunation" ]; then
   echo "npm installed a second copy of a @lunation package under @lunation/runtime" >&2

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-# Verdaccio 6.8 (6.9 and later need Node 22); node-fetch 2.7 is the one it runs with on Node 20.
+# Verdaccio 6.8 (pinned; it runs on Node 22 and 24, with node-fetch 2.7).
 verdaccio_version=6.8.0
 postgres_url=${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 work=$(mktemp -d "${TMPDIR:-/tmp}/lunation-release-XXXXXX")
@@ -143,7 +143,7 @@ base_url=$(head -n 1 "$work/server-url")
 typescript_version=$(node -p "require('$root/node_modules/typescript/package.json').version")
 zod_version=$(node -p "require('$root/packages/runtime/node_modules/zod/package.json').version")
 wanted=("@lunation/runtime@$version" "@lunation/store-postgres@$version" "@lunation/provider-openai@$version")
-tools=("zod@^$zod_version" "typescript@$typescript_version" "@types/node@^20.19")
+tools=("zod@^$zod_version" "typescript@$typescript_version" "@types/node@^22.12")
 
 # Installs with <client> in a new project, then compiles and runs the two examples there.
 consumer() {

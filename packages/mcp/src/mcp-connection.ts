@@ -16,6 +16,10 @@ import type { McpServerConfig } from './mcp-server-config.js';
 /** The default milliseconds of a call. */
 export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
+/** Back-off between reconnect tries: the first wait, its growth per try and its cap (each halved by jitter). */
+const RECONNECT_FIRST_DELAY_MS = 100;
+const RECONNECT_GROWTH = 2;
+const RECONNECT_MAX_DELAY_MS = 2_000;
 const STDERR_TAIL = 2_000;
 
 /** A call's round that the server answered with `input_required` (2026-07-28) or an elicitation (2025). */
@@ -41,6 +45,8 @@ export interface CallOptions {
   readonly meta: Record<string, unknown>;
   readonly signal: AbortSignal;
   readonly timeoutMs: number;
+  /** When the call's time runs out (epoch ms): reconnecting to a server that is gone stops there. */
+  readonly deadline: number;
   readonly inputResponses?: Record<string, unknown>;
   readonly requestState?: string;
   readonly onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
@@ -86,8 +92,54 @@ export class McpConnection {
 
   /** Connects (if not connected) and lists the tools. */
   async connect(): Promise<void> {
-    const client = await this.connected(1);
+    if (this.closed) throw this.closedError();
+    let client: Client;
+    try {
+      client =
+        this.client ?? (await this.openOnce(this.config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
+    } catch (error) {
+      throw new LunationError(
+        'mcp-unavailable',
+        `MCP server "${this.config.name}" could not be reached: ${this.describe(error)}`,
+        { cause: error, details: { server: this.config.name } },
+      );
+    }
     await this.refreshTools(client);
+  }
+
+  /**
+   * Connects again after the connection dropped (a server restart, a deploy): tries at once, then backs off
+   * exponentially with jitter between tries, until `deadline` or `reconnectAttempts` tries. Concurrent calls
+   * share each try. Throws `mcp-unavailable` naming the tries and the last failure.
+   */
+  async reconnect(deadline: number, signal: AbortSignal): Promise<Client> {
+    const started = Date.now();
+    const limit = this.config.reconnectAttempts;
+    let last: unknown;
+    let tries = 0;
+    for (;;) {
+      if (this.closed) throw this.closedError();
+      if (this.client) return this.client;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || signal.aborted) break;
+      tries += 1;
+      try {
+        return await this.openOnce(
+          Math.min(this.config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, remaining),
+        );
+      } catch (error) {
+        last = error;
+      }
+      if (limit !== undefined && tries >= Math.max(1, limit)) break;
+      const delay = backoffDelay(tries);
+      if (Date.now() + delay >= deadline) break;
+      await sleep(delay, signal);
+    }
+    throw new LunationError(
+      'mcp-unavailable',
+      `the connection was cut and the server could not be reached again (${tries} ${tries === 1 ? 'try' : 'tries'} in ${Date.now() - started} ms): ${this.describe(last ?? 'out of time')}`,
+      { cause: last, details: { server: this.config.name, tries } },
+    );
   }
 
   /** Calls a tool; answers the round's elicitations from `round`. Throws the SDK's errors as they are. */
@@ -97,7 +149,7 @@ export class McpConnection {
     options: CallOptions,
     round: CallRound,
   ): Promise<CallToolResult | InputRequired> {
-    const client = await this.connected(this.config.reconnectAttempts ?? 3);
+    const client = this.client ?? (await this.reconnect(options.deadline, options.signal));
     const params: Record<string, unknown> = {
       name,
       arguments: (input ?? {}) as Record<string, unknown>,
@@ -126,6 +178,13 @@ export class McpConnection {
         return { kind: 'input-required', inputRequests: { ...round.unanswered }, requestState: undefined };
       }
       return result;
+    } catch (error) {
+      // The connection is gone (a restart cut it): the next call or re-send connects again.
+      if (callFailure(error).disconnected && this.client === client) {
+        this.client = undefined;
+        void client.close().catch(() => undefined);
+      }
+      throw error;
     } finally {
       this.rounds.delete(round);
     }
@@ -146,42 +205,28 @@ export class McpConnection {
     return tail === '' ? message : `${message} (server stderr: ${tail.slice(-500)})`;
   }
 
-  /** The live client, connecting or reconnecting (up to `attempts` tries) when there is none. */
-  private async connected(attempts: number): Promise<Client> {
-    if (this.closed) {
-      throw new LunationError('mcp-unavailable', `MCP server "${this.config.name}" was closed`);
-    }
-    if (this.client) return this.client;
+  private closedError(): LunationError {
+    return new LunationError('mcp-unavailable', `MCP server "${this.config.name}" was closed`, {
+      details: { server: this.config.name },
+    });
+  }
+
+  /** One try to connect, shared by everyone who asks while it runs; lists the tools again after a reconnect. */
+  private openOnce(timeoutMs: number): Promise<Client> {
     if (!this.opening) {
-      this.opening = this.openWithRetries(Math.max(1, attempts)).finally(() => {
+      this.opening = (async () => {
+        const client = await this.open(timeoutMs);
+        if (this.everConnected) await this.refreshTools(client).catch(() => undefined);
+        this.everConnected = true;
+        return client;
+      })().finally(() => {
         this.opening = undefined;
       });
     }
     return this.opening;
   }
 
-  private async openWithRetries(attempts: number): Promise<Client> {
-    let last: unknown;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (attempt - 1)));
-      if (this.closed) break;
-      try {
-        const client = await this.open();
-        if (this.everConnected) await this.refreshTools(client).catch(() => undefined);
-        this.everConnected = true;
-        return client;
-      } catch (error) {
-        last = error;
-      }
-    }
-    throw new LunationError(
-      'mcp-unavailable',
-      `MCP server "${this.config.name}" could not be reached: ${this.describe(last)}`,
-      { cause: last, details: { server: this.config.name } },
-    );
-  }
-
-  private async open(): Promise<Client> {
+  private async open(timeoutMs: number): Promise<Client> {
     const { config, host } = this;
     const protocol = config.protocol ?? 'auto';
     const client = new Client(host.clientInfo, {
@@ -203,7 +248,7 @@ export class McpConnection {
     }
     const transport = this.transport();
     try {
-      await client.connect(transport, { timeout: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
+      await client.connect(transport, { timeout: timeoutMs });
     } catch (error) {
       await client.close().catch(() => undefined);
       throw error;
@@ -262,6 +307,27 @@ export class McpConnection {
     round.unanswered[key] = { method: 'elicitation/create', params: request.params };
     return { action: 'cancel' };
   }
+}
+
+/** The wait before reconnect try `tries + 1`: exponential, capped, with "equal jitter" (half of it random). */
+function backoffDelay(tries: number): number {
+  const ceiling = Math.min(
+    RECONNECT_MAX_DELAY_MS,
+    RECONNECT_FIRST_DELAY_MS * RECONNECT_GROWTH ** (tries - 1),
+  );
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** A readable reason for a failed call, and whether the connection is gone. */

@@ -39,7 +39,12 @@ interface McpServerCommon {
    * `legacy` speaks 2025 only, `{ pin }` one modern version only. @default 'auto'
    */
   protocol?: 'auto' | 'legacy' | { pin: string };
-  /** Reconnect attempts after the connection dropped, before a call fails. @default 3 */
+  /**
+   * Most tries to connect again after a call's connection dropped (a server restart), before the call fails.
+   * Tries back off exponentially with jitter (100 ms doubling to 2 s) and stop at the call's timeout (60 s for a
+   * call without one); the cut-off call is then sent again once, with its idempotency key.
+   * @default as many as fit in the call's timeout
+   */
   reconnectAttempts?: number;
 }
 

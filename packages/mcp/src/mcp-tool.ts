@@ -99,9 +99,12 @@ async function callMcpTool(
     ...(context.rerun ? { 'dev.lunation/rerun': true } : {}),
   };
   const timeoutMs = connection.config.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  // Reconnecting stops when the call's time is up (a call without a timeout reconnects for the default's).
+  const deadline = Date.now() + (timeoutMs === 0 ? DEFAULT_CALL_TIMEOUT_MS : timeoutMs);
   let requestState: string | undefined;
-  // A dropped connection is reconnected and the call sent again once, with the same idempotency key; a
-  // 2026-07-28 server answering `input_required` to the answered call gets it again with its requestState.
+  // A dropped connection (a server restart) is reconnected with back-off and jitter until the call's deadline,
+  // and the call sent again once, with the same idempotency key marked as a re-run; a 2026-07-28 server
+  // answering `input_required` to the answered call gets it again with its requestState.
   for (let attempt = 0, resent = false; attempt < 3; attempt++) {
     const round: CallRound = { answers: responses, unanswered: {}, asked: 0 };
     let outcome: Awaited<ReturnType<McpConnection['call']>>;
@@ -112,7 +115,8 @@ async function callMcpTool(
         {
           meta,
           signal: context.signal,
-          timeoutMs: timeoutMs === 0 ? 2 ** 31 - 1 : timeoutMs,
+          timeoutMs: timeoutMs === 0 ? 2 ** 31 - 1 : Math.max(1, deadline - Date.now()),
+          deadline,
           ...(responses ? { inputResponses: responses } : {}),
           ...(requestState !== undefined ? { requestState } : {}),
           onProgress: (progress) => context.reportProgress(toJson(progress) ?? null),
@@ -125,6 +129,15 @@ async function callMcpTool(
       if (failure.disconnected && !resent) {
         resent = true;
         meta['dev.lunation/rerun'] = true;
+        try {
+          await connection.reconnect(deadline, context.signal);
+        } catch (reconnectError) {
+          if (context.signal.aborted) throw reconnectError;
+          return fail(
+            `The MCP server "${server}" failed the call of "${toolName}": ${reconnectError instanceof Error ? reconnectError.message : String(reconnectError)}`,
+            { disconnected: true },
+          );
+        }
         continue;
       }
       if (failure.timedOut) {

@@ -183,6 +183,74 @@ describe('McpToolset', () => {
     },
   );
 
+  it.each([
+    [100, 'auto' as const],
+    [100, 'legacy' as const],
+    [2_000, 'auto' as const],
+  ])(
+    'rides out a server restart mid-call (down %d ms, %s): reconnects with back-off and sends the call again once with its key',
+    async (downMs, protocol) => {
+      const restarting = await startNotesServer();
+      try {
+        const toolset = await open({
+          servers: [{ name: 'notes', transport: 'http', url: restarting.url, protocol, timeoutMs: 10_000 }],
+        });
+        const pending = Promise.resolve(
+          find(toolset.tools(), 'notes__wait_for_release').execute({}, context('notes__wait_for_release')),
+        );
+        await restarting.nextCall('wait_for_release');
+        const restarted = restarting.restart(downMs);
+        const again = await Promise.race([
+          restarting.nextCall('wait_for_release', 1),
+          pending.then((output) => {
+            throw new Error(`The call ended without being sent again: ${JSON.stringify(output)}`);
+          }),
+        ]);
+        await restarted;
+        restarting.release();
+        expect(again.meta[MCP_IDEMPOTENCY_KEY_META]).toBe('key-notes__wait_for_release');
+        expect(await pending).toMatchObject({ output: { status: 'success', message: 'released' } });
+        expect(
+          restarting.calls.map((call) => [
+            call.tool,
+            call.meta[MCP_IDEMPOTENCY_KEY_META],
+            call.meta['dev.lunation/rerun'],
+          ]),
+        ).toEqual([
+          ['wait_for_release', 'key-notes__wait_for_release', undefined],
+          ['wait_for_release', 'key-notes__wait_for_release', true],
+        ]);
+      } finally {
+        await restarting.close();
+      }
+    },
+  );
+
+  it("gives up reconnecting when the call's timeout runs out, and says so in the error result", async () => {
+    const restarting = await startNotesServer();
+    try {
+      const toolset = await open({
+        servers: [{ name: 'notes', transport: 'http', url: restarting.url, timeoutMs: 600 }],
+      });
+      const pending = find(toolset.tools(), 'notes__wait_for_release').execute(
+        {},
+        context('notes__wait_for_release'),
+      );
+      await restarting.nextCall('wait_for_release');
+      const restarted = restarting.restart(3_000);
+      const output = (await pending) as { output: { status: string; message: string; metadata: unknown } };
+      expect(output.output.status).toBe('error');
+      expect(output.output.message).toMatch(
+        /^The MCP server "notes" failed the call of "wait_for_release": the connection was cut and the server could not be reached again \(\d+ tries in \d+ ms\): /,
+      );
+      expect(output.output.metadata).toMatchObject({ mcp: { disconnected: true } });
+      expect(restarting.calls).toHaveLength(1);
+      await restarted;
+    } finally {
+      await restarting.close();
+    }
+  });
+
   it('namespaces several servers, filters their tools, and refuses a bad config with every problem named', async () => {
     const toolset = await open({
       servers: [

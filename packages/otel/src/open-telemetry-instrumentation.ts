@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import {
   type Instrumentation,
   type LeaseRejectionFact,
@@ -22,6 +23,9 @@ import { fromTraceCarrier } from './trace-carrier.js';
 
 /** The name (instrumentation scope) of the tracer `@lunation/otel` creates its spans with. */
 export const TRACER_NAME = '@lunation/otel';
+
+/** The version of `@lunation/otel`, the tracer's scope version (read from its package.json, beside `src` and `dist`). */
+const TRACER_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 /** Options of {@link openTelemetryInstrumentation}. */
 export interface OpenTelemetryInstrumentationOptions {
@@ -63,7 +67,7 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
 
   constructor(options: OpenTelemetryInstrumentationOptions = {}) {
     const provider = options.tracerProvider ?? trace.getTracerProvider();
-    this.tracer = provider.getTracer(TRACER_NAME);
+    this.tracer = provider.getTracer(TRACER_NAME, TRACER_VERSION);
     this.settings = {
       tracer: this.tracer,
       captureMessageContent: options.captureMessageContent === true,

@@ -13,11 +13,13 @@ import {
   type SuspensionTicket,
   type ToolCallFact,
   type ToolCallOutcome,
+  type ToolResult,
   type TraceCarrier,
 } from '@lunation/contract';
 import {
   type Attributes,
   type Context,
+  type Exception,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -60,6 +62,9 @@ export class RunTracer implements RunInstrumentation {
   private readonly toolSpans = new Map<string, Span>();
   /** False for a run its sampler dropped: its operations are then not traced either (nothing is built). */
   private readonly recording: boolean;
+  /** The descriptions of the tools the run's latest model call offered, by name (`gen_ai.tool.description`). */
+  private toolDescriptions: ReadonlyMap<string, string> = new Map();
+  private describedTools: readonly { name: string; description: string }[] | undefined;
   /** The run's checkpoint commits so far, and their summed latency in milliseconds. */
   private checkpointCount = 0;
   private checkpointMs = 0;
@@ -84,6 +89,10 @@ export class RunTracer implements RunInstrumentation {
   modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> | undefined {
     if (!this.recording) return undefined;
     const { request } = call;
+    if (request.tools !== this.describedTools) {
+      this.describedTools = request.tools;
+      this.toolDescriptions = new Map(request.tools.map((tool) => [tool.name, tool.description]));
+    }
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'chat',
       [GEN_AI.providerName]: call.provider,
@@ -130,7 +139,14 @@ export class RunTracer implements RunInstrumentation {
       });
     }
     this.toolSpans.set(call.toolCallId, span);
-    return new ToolCallSpan(span, call, this.threadId, this.toolSpans, this.settings.captureMessageContent);
+    return new ToolCallSpan(
+      span,
+      call,
+      this.threadId,
+      this.toolSpans,
+      this.settings.captureMessageContent,
+      this.toolDescriptions.get(call.toolName),
+    );
   }
 
   checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> | undefined {
@@ -239,8 +255,12 @@ export class RunTracer implements RunInstrumentation {
       );
     }
     if (termination.type === 'error') {
-      span.setAttribute(GEN_AI.errorType, termination.error.code);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: termination.error.message });
+      const { code, message } = termination.error;
+      span.setAttribute(GEN_AI.errorType, code);
+      span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: this.settings.captureMessageContent ? message : code,
+      });
     }
     span.end();
   }
@@ -261,7 +281,7 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
     const attributes: Attributes = { [GEN_AI.conversationId]: this.threadId };
     if (outcome.error !== undefined) {
       span.setAttributes(attributes);
-      failed(span, outcome.error);
+      failed(span, outcome.error, this.captureMessageContent);
       span.end();
       return;
     }
@@ -277,8 +297,11 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
     }
     const message = outcome.message;
     if (message !== undefined) {
-      const reported = message.providerMetadata?.[this.provider]?.model;
+      const metadata = message.providerMetadata?.[this.provider];
+      const reported = metadata?.model;
       if (typeof reported === 'string') attributes[GEN_AI.responseModel] = reported;
+      const responseId = metadata?.responseId;
+      if (typeof responseId === 'string' && responseId !== '') attributes[GEN_AI.responseId] = responseId;
       if (this.captureMessageContent) attributes[GEN_AI.outputMessages] = genAIMessages([message]);
     }
     span.setAttributes(attributes);
@@ -294,15 +317,17 @@ class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
     private readonly threadId: string,
     private readonly open: Map<string, Span>,
     private readonly captureMessageContent: boolean,
+    private readonly description: string | undefined,
   ) {}
 
   end(outcome: ToolCallOutcome): void {
     const { span, call } = this;
     this.open.delete(call.toolCallId);
     if (!span.isRecording()) return; // not sampled: nothing to add
+    const result = outcome.result;
     const attributes: Attributes = {
       [GEN_AI.toolCallId]: call.toolCallId,
-      [GEN_AI.toolType]: 'function',
+      [GEN_AI.toolType]: isMcpResult(result) ? 'extension' : 'function',
       [GEN_AI.conversationId]: this.threadId,
       [LUNATION.idempotencyKey]: call.idempotencyKey,
       [LUNATION.toolStatus]: outcome.status,
@@ -310,12 +335,17 @@ class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
     // The common first attempt carries neither.
     if (call.rerun) attributes[LUNATION.rerun] = true;
     if (call.attempt > 1) attributes[LUNATION.attempt] = call.attempt;
-    const result = outcome.result;
+    if (this.description !== undefined) attributes[GEN_AI.toolDescription] = this.description;
     if (result !== undefined) {
       if (this.captureMessageContent) attributes[GEN_AI.toolCallResult] = JSON.stringify(result);
       if (result.status === 'error') {
-        attributes[GEN_AI.errorType] = outcome.status === 'abandoned' ? 'abandoned' : 'tool_error';
-        span.setStatus({ code: SpanStatusCode.ERROR, message: result.message ?? 'the tool failed' });
+        const errorType = outcome.status === 'abandoned' ? 'abandoned' : 'tool_error';
+        attributes[GEN_AI.errorType] = errorType;
+        // The result's text is content (it may hold personal data): only with contents on.
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: this.captureMessageContent ? (result.message ?? errorType) : errorType,
+        });
       }
     }
     span.setAttributes(attributes);
@@ -358,21 +388,37 @@ class CheckpointSpan implements InstrumentedOperation<CheckpointOutcome> {
         span.setAttribute(LUNATION.leaseFenced, true);
         span.addEvent(LUNATION.leaseFencedEvent);
       }
-      failed(span, outcome.error);
+      failed(span, outcome.error, true); // a store's error: ids, no message contents
     }
     span.end();
     this.run.countCheckpoint(performance.now() - this.startedAt);
   }
 }
 
-/** Marks a span failed with an error: its code as `error.type`, the error recorded as an exception. */
-function failed(span: Span, error: unknown): void {
+/**
+ * Marks a span failed with an error: its code as `error.type`, the error recorded as an exception. An error's
+ * message may quote content (a prompt, a tool's output): without `withText` the status message and the exception
+ * event carry only the error's type.
+ */
+export function failed(span: Span, error: unknown, withText: boolean): void {
+  const type = errorCode(error) ?? (error instanceof Error ? error.name : 'error');
   span.setAttribute(GEN_AI.errorType, errorCode(error) ?? 'error');
-  if (error instanceof Error) span.recordException(error);
-  span.setStatus({
-    code: SpanStatusCode.ERROR,
-    message: error instanceof Error ? error.message : String(error),
-  });
+  if (withText) {
+    if (error instanceof Error) span.recordException(error);
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: error instanceof Error ? error.message : String(error),
+    });
+    return;
+  }
+  if (error instanceof Error) span.recordException({ name: type } satisfies Exception);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+}
+
+/** A result of a tool of `@lunation/mcp` (it names the server and tool in `metadata.mcp`): an `extension` tool. */
+function isMcpResult(result: ToolResult | undefined): boolean {
+  const mcp = result?.metadata?.mcp;
+  return typeof mcp === 'object' && mcp !== null && !Array.isArray(mcp);
 }
 
 /** A LunationError's code, or undefined. */
