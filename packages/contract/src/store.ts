@@ -330,9 +330,13 @@ export interface LeaseManager {
  * - The per-thread lease token counter survives release, expiry and `deleteThread`; `renewLease` after
  *   `releaseLease` is `lease-lost`.
  * - A `leaseToken` is stale only when a higher token was issued for the thread, and the latest token still
- *   commits after its lease expired. A commit's token above the latest (never issued; on a thread never
- *   leased, any token) is `lease-lost`; a commit without a token while an unexpired lease is held is
- *   `thread-busy`. Ledger writes (`beginToolExecution`, `completeToolExecution`) check only for stale tokens.
+ *   commits after its lease expired or was released, until the next `acquireLease`. So a read made before
+ *   acquiring can miss a commit of the previous holder that lands in between; an `acquireLease` that returns
+ *   orders every accepted commit of an earlier token before it, and a read after it sees them all: decide what
+ *   to run (is this input applied, is this step done) from reads made after acquiring. A commit's token above
+ *   the latest (never issued; on a thread never leased, any token) is `lease-lost`; a commit without a token
+ *   while an unexpired lease is held is `thread-busy`. Ledger writes (`beginToolExecution`,
+ *   `completeToolExecution`) check only for stale tokens.
  * - A commit checks, in order: the thread exists (`not-found`), the lease (`stale-lease`, `lease-lost`,
  *   `thread-busy`), the message count (`store-conflict`).
  * - Completing an already completed ledger entry returns it unchanged (the first result wins); a repeated

@@ -343,6 +343,47 @@ export function commitSpec(context: StoreSpecContext): void {
       expect(result).toEqual({ messageCount: 1 });
     });
 
+    it('accepts the latest token after its lease was released, until the next acquisition fences it', async () => {
+      const thread = await createThread(context.store);
+      const lease = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'a',
+        runId: 'r1',
+        ttlMs: 60_000,
+      });
+      expect(await context.store.releaseLease({ threadId: thread.id, token: lease.token })).toBe(true);
+      const answer = makeAssistantMessage('late');
+      expect(
+        await context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 0,
+          messages: [answer],
+          leaseToken: lease.token,
+        }),
+      ).toEqual({ messageCount: 1 });
+      const next = await context.store.acquireLease({
+        threadId: thread.id,
+        owner: 'b',
+        runId: 'r1',
+        ttlMs: 60_000,
+      });
+      // What the late commit wrote is there for the next holder to read once it holds the thread.
+      expect(
+        (await context.store.loadCheckpoint(thread.id))?.messages.map((record) => record.message),
+      ).toEqual([answer]);
+      await expectLunationError(
+        context.store.commit({
+          threadId: thread.id,
+          expectedMessageCount: 1,
+          messages: [answer],
+          leaseToken: lease.token,
+        }),
+        'stale-lease',
+      );
+      expect(next.token).toBeGreaterThan(lease.token);
+      expect(await context.store.listMessages(thread.id)).toHaveLength(1);
+    });
+
     it('refuses a lease token that was never issued (lease-lost) and writes nothing', async () => {
       const thread = await createThread(context.store);
       // A thread never leased: any token is one that was never issued.

@@ -2,6 +2,7 @@ import type { LunationStore } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import {
   expectLunationError,
+  makeAssistantMessage,
   makeBeginToolExecutionInput,
   makeRunRecord,
   makeUserMessage,
@@ -246,6 +247,71 @@ export function concurrencySpec(context: StoreSpecContext): void {
           leaseToken: taken.token,
         }),
       ).toEqual({ messageCount: 1 });
+    });
+
+    it("a takeover never misses a late commit of the holder it fences: refused, or in the taker's checkpoint", async () => {
+      // The holder's lease expired and nobody took it yet, so its (latest) token still commits. Its commit of a
+      // step races another instance's acquire-then-load: either the commit is refused (stale-lease), or the taker
+      // loads it. A taker that decides from that checkpoint (acquire first, then read) runs the step only when it
+      // is not there, so the step's answer is in the history once; a read before the acquire has no such guarantee.
+      await open();
+      for (let round = 0; round < 8; round++) {
+        const thread = await createThread(first);
+        await appendMessages(first, thread.id, 1);
+        const old = await first.acquireLease({ threadId: thread.id, owner: 'first', runId: 'r1', ttlMs: 1 });
+        await sleep(5);
+        const answer = makeAssistantMessage(`answer ${round}`);
+        const [late, taken] = await Promise.allSettled([
+          first.commit({
+            threadId: thread.id,
+            expectedMessageCount: 1,
+            messages: [answer],
+            leaseToken: old.token,
+          }),
+          second
+            .acquireLease({ threadId: thread.id, owner: 'second', runId: 'r1', ttlMs: 30_000 })
+            .then(async (lease) => ({ lease, checkpoint: await second.loadCheckpoint(thread.id) })),
+        ]);
+        expect(taken.status, 'the takeover').toBe('fulfilled');
+        const { lease, checkpoint } = (
+          taken as PromiseFulfilledResult<{
+            lease: { token: number };
+            checkpoint: Awaited<ReturnType<LunationStore['loadCheckpoint']>>;
+          }>
+        ).value;
+        expect(lease.token).toBeGreaterThan(old.token);
+        const seen = checkpoint?.messages.map((record) => record.message) ?? [];
+        if (late.status === 'fulfilled') {
+          expect(late.value).toEqual({ messageCount: 2 });
+          expect(seen, 'the taker loads the commit that landed before it took the thread').toEqual([
+            expect.anything(),
+            answer,
+          ]);
+        } else {
+          await expectLunationError(Promise.reject(late.reason), 'stale-lease');
+          expect(seen).toHaveLength(1);
+          await second.commit({
+            threadId: thread.id,
+            expectedMessageCount: checkpoint?.thread.messageCount ?? 0,
+            messages: [answer],
+            leaseToken: lease.token,
+          });
+        }
+        // The fenced holder cannot add the answer again, whatever count it sends.
+        for (const expectedMessageCount of [1, 2]) {
+          await expectLunationError(
+            first.commit({
+              threadId: thread.id,
+              expectedMessageCount,
+              messages: [answer],
+              leaseToken: old.token,
+            }),
+            'stale-lease',
+          );
+        }
+        const history = (await second.listMessages(thread.id)).map((record) => record.message);
+        expect(history.filter((message) => message.role === 'assistant')).toEqual([answer]);
+      }
     });
 
     it('counts both of two racing beginToolExecution calls as attempts', async () => {
