@@ -164,11 +164,10 @@ async function history(store: LunationStore, threadId: string): Promise<string[]
   return transcript((await store.listMessages(threadId)).map((record) => record.message));
 }
 
-// These reproduce the hole and pass while it is open (`it.fails`). The fix is in the runtime (`startRun` in
-// executor/open-run.ts and `ThreadWork.apply` in fleet/thread-work.ts, see the report of issue #33): once it
-// lands, these fail, and become plain `it`.
+// Both failed before `startRun` checked, under the lease, that the run a submission names is not in the store yet
+// (the worker's own check ran before it held the lease, so a stalled holder's late commit slipped in between).
 describe('a submission whose run a stalled worker committed late', () => {
-  it.fails('is applied once: its input and answer are in the history once', async () => {
+  it('is applied once: its input and answer are in the history once', async () => {
     const { store, client, startFirst, startNext } = twoProcesses('d1', 'finished');
     const { runId } = await client.send({ threadId: 'd1', input: 'hello', runId: 'r-d1' });
     // The first worker took the claim: its run's one commit (input, answer, run done) is on the wire. It
@@ -180,7 +179,7 @@ describe('a submission whose run a stalled worker committed late', () => {
     expect(await history(store, 'd1')).toEqual(['user: hello', 'assistant: done: hello']);
   });
 
-  it.fails('that is still running is continued, not given its input again', async () => {
+  it('that is still running is continued, not given its input again', async () => {
     const { store, client, startFirst, startNext } = twoProcesses('d2', 'stalled');
     const { runId } = await client.send({ threadId: 'd2', input: 'count', runId: 'r-d2' });
     // The first worker's C1 (input, the step's assistant message, the call in flight) is on the wire when it

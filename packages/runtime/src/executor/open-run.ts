@@ -176,6 +176,15 @@ async function startRun(
         : await core.persistence.open(threadId, options.resourceId, owner.create),
       owner,
     );
+    if (options.runId !== undefined && input.length > 0 && core.persistence.durable) {
+      // Under the lease now, so no late commit of another holder can land after this read: a run with this id
+      // in the store was started by this very input (its first commit holds it); applying it again repeats it.
+      const applied =
+        thread.latestRun?.identity.runId === options.runId
+          ? thread.latestRun
+          : await core.persistence.getRun(options.runId);
+      if (applied !== undefined) throw runApplied(threadId, applied);
+    }
     const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
     const records = stored ?? NO_RECORDS;
     const tickets = stored ? openTickets(stored) : NO_TICKETS;
@@ -306,4 +315,14 @@ export function continuedRun(latest: RunRecord | undefined): RunRecord | undefin
   if (latest?.status === 'running') return latest;
   if (latest?.status === 'waiting' && latest.termination?.type === 'awaiting-tasks') return latest;
   return undefined;
+}
+
+/** `store-conflict`: a run request names a run the store has, so its input was applied already. */
+export function runApplied(threadId: string, run: RunRecord): LunationError {
+  const { runId } = run.identity;
+  return new LunationError(
+    'store-conflict',
+    `Run "${runId}" of thread "${threadId}" is already in the store (${run.status}): its input was applied by its first commit; continue or read that run instead of starting it again`,
+    { details: { threadId, runId, status: run.status } },
+  );
 }

@@ -150,6 +150,19 @@ export class ThreadWork {
       });
       await this.follow(handle);
     } catch (error) {
+      if (
+        request.type === 'input' &&
+        LunationError.hasCode(error, 'store-conflict') &&
+        request.runId !== undefined &&
+        error.details?.runId === request.runId
+      ) {
+        // Its run was committed by a holder whose commit landed after the check above: continue it, or give its
+        // log what it lacks, as for a submission found applied.
+        const applied = await store.getRun(request.runId);
+        if (applied?.status === 'running') await this.recover();
+        else if (applied !== undefined) await this.repairLog(applied);
+        return;
+      }
       if (!LunationError.isInstance(error) || !rejections.has(error.code)) throw error;
       this.context.onRejected(entry, error);
     }
