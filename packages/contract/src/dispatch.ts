@@ -209,6 +209,11 @@ export interface CompleteResult {
 export interface SubmitResult {
   /** True when the thread already had this submission id; nothing changed. */
   duplicate: boolean;
+  /**
+   * True when the thread is dead-lettered: the submission is kept in its inbox, but nothing runs it until
+   * `resubmit` (see `deadLetters()`).
+   */
+  deadLettered: boolean;
 }
 
 /** Paging of {@link DispatchAdmin.deadLetters}. */
@@ -280,7 +285,10 @@ export interface DispatchAdmin {
  *   is skipped, not waited for.
  * - A submission that arrives while its thread is claimed waits for that claim to end: `complete` re-wakes the
  *   thread, `fail` and `handBack` keep it.
- * - A dead-lettered thread keeps new submissions in its inbox until `resubmit`.
+ * - A dead-lettered thread keeps new submissions in its inbox until `resubmit`, and `submit` says so
+ *   (`deadLettered`).
+ * - Losing a claim is never a failure: only `fail` counts toward dead-lettering, however often a thread's claims
+ *   are lost (a worker died or stalled past its lock).
  * - Nothing completes the claim on the worker's behalf: a lock expiry is the only way a claim ends by itself.
  */
 export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, CancelSignals, RunEventLog {
