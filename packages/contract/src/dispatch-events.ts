@@ -80,7 +80,11 @@ export interface RunEventLog {
    * when the fence is lower than the log's or the log is ended; `invalid-argument` for a fence that is not a
    * non-negative integer, or, with a fence, an event without an integer `seq`.
    */
-  appendEvents(runId: string, events: readonly AgentEvent[], options?: AppendEventsOptions): Promise<string[]>;
+  appendEvents(
+    runId: string,
+    events: readonly AgentEvent[],
+    options?: AppendEventsOptions,
+  ): Promise<string[]>;
   /** Events after `after`, oldest first, at most `limit`. An unknown run reads as an empty log not ended. */
   readEvents(runId: string, options?: ReadEventsOptions): Promise<RunEventPage>;
   /**

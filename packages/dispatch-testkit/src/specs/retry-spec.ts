@@ -117,7 +117,10 @@ export function retrySpec(context: DispatchSpecContext): void {
       expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
       expect((await dispatcher.pending(threadId)).map((entry) => entry.id)).toEqual([first.id, later.id]);
       expect((await dispatcher.depth()).deadLettered).toBe(0);
-      expect(await sibling.submit(makeSubmission(threadId))).toEqual({ duplicate: false, deadLettered: false });
+      expect(await sibling.submit(makeSubmission(threadId))).toEqual({
+        duplicate: false,
+        deadLettered: false,
+      });
     });
 
     it('a completed thread starts its next job at attempt 1', async () => {

@@ -33,7 +33,12 @@ export class LocalRunEvents {
   private readonly wakers = new Map<string, Set<() => void>>();
 
   /** Appends under the fencing rules of the contract's `RunEventLog`; resolves the ids of what it appended. */
-  append(runId: string, events: readonly AgentEvent[], fence: number | undefined, maxEvents: number): string[] {
+  append(
+    runId: string,
+    events: readonly AgentEvent[],
+    fence: number | undefined,
+    maxEvents: number,
+  ): string[] {
     let log = this.logs.get(runId);
     if (log?.ended) throw eventLogEndedError(runId);
     if (log !== undefined && fence !== undefined) this.checkFence(runId, log, fence);
