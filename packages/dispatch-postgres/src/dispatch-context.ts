@@ -8,7 +8,7 @@ import type { ThreadJobs } from './thread-jobs.js';
 export interface PostgresSettings {
   lockMs: number;
   pollIntervalMs: number;
-  maxLostClaims: number;
+  concurrency: number;
   maintenanceIntervalMs: number;
 }
 
