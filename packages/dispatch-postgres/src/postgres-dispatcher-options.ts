@@ -32,8 +32,9 @@ export interface PostgresDispatcherCommonOptions extends DispatchPolicy {
   pollIntervalMs?: number;
   /**
    * The most claims this instance holds and works at once (a fleet worker's `concurrency`). The pool must hold
-   * a connection for each claim's `extend` beside the listening connection, pg-boss's and maintenance's: see
-   * `maxConnections`. @default 4
+   * a connection for each claim's `extend` beside the listening connection, pg-boss's and maintenance's: a pool
+   * smaller than `concurrency + 3` is refused. @default what the pool holds: `maxConnections - 3`, or 4 when
+   * the dispatcher opens its pool without `maxConnections`
    */
   concurrency?: number;
   /** How often this instance runs maintenance (expired event logs, old acknowledged ids, repairs). @default 60000 */
@@ -49,7 +50,7 @@ export interface PostgresDispatcherConnectionOptions extends PostgresDispatcherC
   /**
    * The most connections the dispatcher's pool opens: at least `concurrency + 3` (a connection per held claim,
    * plus one listening, one for pg-boss's supervision, one for maintenance and other calls), refused below.
-   * @default 2 * concurrency + 3 (each claim's extend beside its run's appends and acknowledgements)
+   * @default 2 * concurrency + 3 (each claim's extend beside its run's appends and acknowledgements); 11
    */
   maxConnections?: number;
 }
@@ -98,7 +99,6 @@ export function resolveSettings(options: PostgresDispatcherCommonOptions): Postg
   const settings: PostgresSettings = {
     lockMs: options.lockMs ?? 2_000,
     pollIntervalMs: options.pollIntervalMs ?? 1_000,
-    concurrency: options.concurrency ?? defaultConcurrency,
     maintenanceIntervalMs: options.maintenanceIntervalMs ?? 60_000,
   };
   for (const [name, value] of Object.entries(settings)) assertInteger(value, name, 1);
@@ -121,6 +121,8 @@ export function openContext(
   }
   const policy = resolveDispatchPolicy(options, { dedupeWindowMs: defaultDedupeWindowMs });
   const settings = resolveSettings(options);
+  const concurrency = options.concurrency;
+  if (concurrency !== undefined) assertInteger(concurrency, 'concurrency', 1);
   const schema = options.schema ?? defaultSchema;
   assertSchemaName(schema);
   const queueName = options.queueName ?? defaultQueueName;
@@ -134,12 +136,12 @@ export function openContext(
     }
     pool = options.pool;
     const max = (options.pool as { options?: { max?: unknown } }).options?.max;
-    if (typeof max === 'number') assertPoolSize(max, settings.concurrency, 'The injected pool has max');
+    if (typeof max === 'number') assertPoolSize(max, concurrency ?? 1, 'The injected pool has max');
   } else {
     assertId(options.connectionString, 'connectionString');
-    const maxConnections = options.maxConnections ?? defaultConnections(settings.concurrency);
+    const maxConnections = options.maxConnections ?? defaultConnections(concurrency ?? defaultConcurrency);
     assertInteger(maxConnections, 'maxConnections', 1);
-    assertPoolSize(maxConnections, settings.concurrency, 'maxConnections is');
+    assertPoolSize(maxConnections, concurrency ?? 1, 'maxConnections is');
     ownedPool = new pg.Pool({
       connectionString: options.connectionString,
       max: maxConnections,

@@ -208,6 +208,11 @@ describe('PostgresDispatcher pool sizing', () => {
       /maxConnections is 8 connections, but .* up to 8 claims .* needs at least 11/,
     );
     expect(error.details).toEqual({ connections: 8, concurrency: 8, needed: 11 });
+    // Without concurrency, a pool must hold one claim beside the three connections the dispatcher reserves.
+    await expectLunationError(
+      (async () => new PostgresDispatcher({ connectionString: postgresUrl, maxConnections: 3 }))(),
+      'invalid-argument',
+    );
     const pool = new pg.Pool({ connectionString: postgresUrl, max: 6 });
     try {
       const injected = await expectLunationError(

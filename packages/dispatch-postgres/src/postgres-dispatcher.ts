@@ -59,7 +59,7 @@ const closeGraceMs = 5_000;
  * @remarks The schema is migrated on first use; call `init()` (or use `PostgresDispatcher.open`) to do it up front.
  */
 export class PostgresDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the dispatcher's (and pg-boss's) tables. */
   readonly schema: string;
