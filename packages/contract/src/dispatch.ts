@@ -274,7 +274,8 @@ export interface DispatchAdmin {
 
 /**
  * Moves work between processes: per-thread inboxes of submissions, one job per thread that workers claim, cancel
- * requests and run event logs. Version `v1` of the interface. Every dispatcher passes
+ * requests and run event logs. Version `v2` of the interface (v2: fenced run event logs, nothing after the end
+ * mark, `SubmitResult.deadLettered`, lost claims never dead-letter). Every dispatcher passes
  * `@lunation/dispatch-testkit`.
  *
  * @remarks Rules the conformance kit checks, beyond each method's own description:
@@ -296,7 +297,7 @@ export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, C
    * The version of this interface the dispatcher implements; the runtime refuses a dispatcher declaring
    * another one (`specification-mismatch`). See `specificationVersions`.
    */
-  readonly specificationVersion: 'v1';
+  readonly specificationVersion: 'v2';
   /** A short name for diagnostics, e.g. `local` or `bullmq`. */
   readonly kind: string;
   /**

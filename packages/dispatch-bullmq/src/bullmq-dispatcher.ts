@@ -59,7 +59,7 @@ const defaultReadLimit = 1_000;
  * @remarks Standalone Redis (or one primary) only: scripts touch keys of several threads.
  */
 export class BullMQDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'bullmq';
   private readonly client: Redis;
   private readonly ownedClient: Redis | undefined;

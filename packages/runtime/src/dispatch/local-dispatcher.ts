@@ -61,7 +61,7 @@ const defaultReadLimit = 1_000;
  * not copied: do not change them after handing them over.
  */
 export class LocalDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'local';
   /** The shared state; pass it as `backend` to build a sibling dispatcher. */
   readonly backend: LocalDispatchBackend;
