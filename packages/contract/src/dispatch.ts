@@ -45,10 +45,23 @@ export const decisionsRequestSchema = z.object({
 /** Answers to the thread's open tickets; see {@link decisionsRequestSchema}. */
 export type DecisionsRequest = z.infer<typeof decisionsRequestSchema>;
 
-/** What a submission asks of its thread: new input, or decisions. */
+/**
+ * Continue the thread's run that was left `running` with nothing to continue it (its worker is gone and its
+ * thread has no job): a sweep of the workers files it. Nothing happens once the run is no longer running.
+ */
+export const continueRequestSchema = z.object({
+  type: z.literal('continue'),
+  /** The stranded run. */
+  runId: z.string().min(1),
+});
+/** Continue a stranded run; see {@link continueRequestSchema}. */
+export type ContinueRequest = z.infer<typeof continueRequestSchema>;
+
+/** What a submission asks of its thread: new input, decisions, or continuing a stranded run. */
 export const dispatchRequestSchema = z.discriminatedUnion('type', [
   inputRequestSchema,
   decisionsRequestSchema,
+  continueRequestSchema,
 ]);
 /** What a submission asks of its thread; see {@link dispatchRequestSchema}. */
 export type DispatchRequest = z.infer<typeof dispatchRequestSchema>;

@@ -10,6 +10,8 @@ import { z } from 'zod';
  * - `stale-lease` — a write carried a fencing token older than the thread's current lease.
  * - `lease-lost` — the lease expired or was taken by another process while a run was alive.
  * - `claim-lost` — a dispatcher claim expired or was already completed, failed or handed back.
+ * - `dead-lettered` — the thread's work was given up after failing repeatedly: new submissions wait in its inbox
+ *   until an operator resubmits the thread (`DispatchAdmin.resubmit`).
  * - `store-unavailable` — the store's (or a dispatcher's) backend could not be reached, or is closed.
  * - `migration-failed` — a schema migration could not be applied.
  * - `cancelled` — the operation was aborted through its AbortSignal.
@@ -52,6 +54,7 @@ export const errorCodeSchema = z.enum([
   'stale-lease',
   'lease-lost',
   'claim-lost',
+  'dead-lettered',
   'store-unavailable',
   'migration-failed',
   'cancelled',

@@ -66,13 +66,38 @@ export class FleetFront implements RunFront {
     return this.stream(runId, after);
   }
 
+  /**
+   * Cancels the thread's current run, naming it (a cancel never reaches a later run): 202 while the worker holding
+   * it stops it (a waiting run is ended at once); 200 `cancelled: false` with how it ended when it had ended.
+   */
   async cancel({ threadId }: FrontRequest): Promise<FrontAnswer> {
-    const latest = await this.store.getLatestRun(threadId);
-    const request = await this.client.cancel(threadId, { reason: 'cancelled by the client' });
-    return {
-      status: 202,
-      body: { cancelled: true, requestId: request.id, runId: latest?.identity.runId ?? null },
-    };
+    const outcome = await this.client.cancel(threadId, { reason: 'cancelled by the client' });
+    if (!outcome.cancelled) {
+      return {
+        status: 200,
+        body: {
+          cancelled: false,
+          runId: outcome.runId ?? null,
+          ...(outcome.termination ? { termination: outcome.termination } : {}),
+        },
+      };
+    }
+    return { status: 202, body: { cancelled: true, requestId: outcome.requestId, runId: outcome.runId } };
+  }
+
+  async deadLetters(resource: string): Promise<FrontAnswer> {
+    const letters = await this.dispatcher.deadLetters({ limit: 100 });
+    const threads = await Promise.all(letters.map((letter) => this.store.getThread(letter.threadId)));
+    const own = letters.filter((_, index) => {
+      const thread = threads[index];
+      return thread !== undefined && isOwner(thread, resource);
+    });
+    return { status: 200, body: { deadLetters: own } };
+  }
+
+  async resubmit({ threadId }: FrontRequest): Promise<FrontAnswer> {
+    const resubmitted = await this.dispatcher.resubmit(threadId);
+    return { status: resubmitted ? 202 : 200, body: { resubmitted, threadId } };
   }
 
   async follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream> {

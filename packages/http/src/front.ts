@@ -47,6 +47,10 @@ export interface RunFront {
   active(request: FrontRequest): Promise<RunStream | undefined>;
   /** Ends what the front runs or streams, for a shutdown. */
   close(): Promise<void>;
+  /** The caller's dead-lettered threads (a fleet's: their work failed repeatedly and was given up). */
+  deadLetters?(resource: string): Promise<FrontAnswer>;
+  /** Makes the caller's dead-lettered thread run again: its kept submissions run in order. */
+  resubmit?(request: FrontRequest): Promise<FrontAnswer>;
 }
 
 /** Whether a front's answer is a stream (else JSON). */

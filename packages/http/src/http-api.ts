@@ -152,6 +152,8 @@ class LunationHttpApi {
         methods: { POST: (context) => this.postDecisions(context) },
       },
       { path: /^\/threads\/([^/]+)\/cancel$/, methods: { POST: (context) => this.cancel(context) } },
+      { path: /^\/threads\/([^/]+)\/resubmit$/, methods: { POST: (context) => this.resubmit(context) } },
+      { path: /^\/dead-letters$/, methods: { GET: (context) => this.deadLetters(context) } },
       { path: /^\/threads\/([^/]+)\/runs$/, methods: { GET: (context) => this.listRuns(context) } },
       {
         path: /^\/threads\/([^/]+)\/runs\/([^/]+)\/events$/,
@@ -317,6 +319,21 @@ class LunationHttpApi {
     return jsonResponse(answer.status, answer.body);
   }
 
+  /** A fleet's dead-lettered threads of the caller; a server that runs threads itself has none. */
+  private async deadLetters({ resource }: RouteContext): Promise<Response> {
+    if (!this.front.deadLetters) throw notFleet();
+    const answer = await this.front.deadLetters(resource);
+    return jsonResponse(answer.status, answer.body);
+  }
+
+  /** Runs a dead-lettered thread of the caller again, its kept submissions in order. */
+  private async resubmit({ params, resource }: RouteContext): Promise<Response> {
+    if (!this.front.resubmit) throw notFleet();
+    const thread = await this.ownThread(params[0]!, resource);
+    const answer = await this.front.resubmit({ threadId: thread.id, resource });
+    return jsonResponse(answer.status, answer.body);
+  }
+
   private async listRuns({ url, params, resource }: RouteContext): Promise<Response> {
     const thread = await this.ownThread(params[0]!, resource);
     const limitParameter = url.searchParams.get('limit');
@@ -361,6 +378,14 @@ class LunationHttpApi {
       () => stream.detach(),
     );
   }
+}
+
+function notFleet(): HttpError {
+  return new HttpError(
+    404,
+    'not-found',
+    'This server runs threads itself and keeps no dead letters; a fleet server (`--dispatch`) has them',
+  );
 }
 
 function decodeId(encoded: string): string {

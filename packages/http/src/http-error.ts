@@ -23,6 +23,7 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   'not-found': 404,
   'thread-busy': 409,
   'store-conflict': 409,
+  'dead-lettered': 409,
   overloaded: 503,
   'store-unavailable': 503,
 };

@@ -1,13 +1,29 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { type Instrumentation, type Lease, LunationError, type RunInstrumentation } from '@lunation/contract';
 import type { Persistence } from './persistence.js';
 
-/** A lease held by a live run: its fencing token, and the run to abort if a renewal fails. */
+/** A lease held by a live run: its fencing token, and the run to abort if a renewal fails or is late. */
 interface HeldLease {
   token: number;
-  run: AbortController;
+  /**
+   * When (this process's monotonic clock, ms) the last acquisition or renewal that the store confirmed was sent:
+   * the store's expiry is at least `ttlMs` after it, whatever happened to the answer on its way back.
+   */
+  confirmedAt: number;
+  /** Set once the run is launched (between acquisition and launch the thread is being loaded). */
+  run: AbortController | undefined;
   /** The run's observer, told of renewals and a loss. */
   instrumentation: RunInstrumentation | undefined;
+}
+
+/** Checks, on this process's own clock, that a run still provably holds its thread. */
+export interface LeaseCheck {
+  /**
+   * True while the lease `token` of `threadId` is held here and was confirmed by the store recently enough that
+   * no other process can have taken the thread: within `ttlMs` less a safety margin of a quarter of it.
+   */
+  fresh(threadId: string, token: number): boolean;
 }
 
 /**
@@ -22,8 +38,14 @@ interface HeldLease {
  * One ticker renews every held lease each third of the time to live (rather than a timer per run), so no lease
  * goes longer than that without a renewal; a failed renewal aborts its run with `lease-lost`. The ticker stops
  * on the first tick that finds no lease held.
+ *
+ * Slow is not dead: a process stalled (GC, a starved CPU, SIGSTOP) past its lease may go on as if nothing
+ * happened while another process already took the thread over. So a lease counts as held only while it is
+ * provably fresh on this process's own monotonic clock — confirmed by the store less than three quarters of its
+ * time to live ago ({@link fresh}). The loop asks before it starts a tool or a model call, and the ticker stops a run
+ * whose lease went unconfirmed that long (`lease-lost`) even when the store has not refused anything yet.
  */
-export class ThreadLeases {
+export class ThreadLeases implements LeaseCheck {
   /** This runtime instance in leases: unique among live processes whatever owner they were given. */
   readonly incarnation = randomUUID();
   private readonly held = new Map<string, HeldLease>();
@@ -42,9 +64,30 @@ export class ThreadLeases {
    */
   acquire(threadId: string, runId: string): Promise<number | undefined> {
     const { persistence, owner, incarnation, ttlMs } = this;
-    return persistence
-      .acquireLease({ threadId, runId, owner, incarnation, ttlMs })
-      .then(tokenOf, (error: unknown) => this.busy(threadId, runId, error));
+    const sentAt = performance.now();
+    return persistence.acquireLease({ threadId, runId, owner, incarnation, ttlMs }).then(
+      (lease) => {
+        if (lease === undefined) return undefined;
+        this.held.set(threadId, {
+          token: lease.token,
+          confirmedAt: sentAt,
+          run: undefined,
+          instrumentation: undefined,
+        });
+        return lease.token;
+      },
+      (error: unknown) => this.busy(threadId, runId, error),
+    );
+  }
+
+  fresh(threadId: string, token: number): boolean {
+    const lease = this.held.get(threadId);
+    return lease?.token === token && performance.now() - lease.confirmedAt < this.freshForMs;
+  }
+
+  /** How long after its confirmation a lease counts as held: its time to live less a quarter of it. */
+  private get freshForMs(): number {
+    return this.ttlMs * 0.75;
   }
 
   /** Rethrows `error`; a `thread-busy` one says who holds the thread and when to retry, without a takeover. */
@@ -65,14 +108,22 @@ export class ThreadLeases {
     throw busy;
   }
 
-  /** Renews the lease while the run lives; a failed renewal aborts `run` with `lease-lost`. */
+  /** Renews the lease while the run lives; a failed or late renewal aborts `run` with `lease-lost`. */
   keep(
     threadId: string,
     token: number,
     run: AbortController,
     instrumentation?: RunInstrumentation | undefined,
   ): void {
-    this.held.set(threadId, { token, run, instrumentation });
+    const held = this.held.get(threadId);
+    if (held?.token === token) {
+      held.run = run;
+      held.instrumentation = instrumentation;
+    } else {
+      // Not acquired through this instance (or taken again since): fresh only once a renewal confirms it.
+      this.held.set(threadId, { token, confirmedAt: Number.NEGATIVE_INFINITY, run, instrumentation });
+    }
+    if (held?.token !== token) this.renew(threadId);
     if (this.ticker !== undefined) return;
     this.ticker = setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.ticker.unref();
@@ -90,27 +141,58 @@ export class ThreadLeases {
       this.ticker = undefined;
       return;
     }
+    const now = performance.now();
     for (const [threadId, lease] of this.held) {
-      const renewing = this.persistence.renewLease(threadId, lease.token, this.ttlMs);
-      const { instrumentation } = lease;
-      if (instrumentation) {
-        renewing.then(() => instrumentation.lease({ type: 'renew', threadId, token: lease.token }), nothing);
+      if (lease.run !== undefined && now - lease.confirmedAt >= this.freshForMs) {
+        // The process was too slow to renew in time (a stall): another process may hold the thread by now.
+        const late = Math.round(now - lease.confirmedAt);
+        this.lose(
+          threadId,
+          lease,
+          leaseLost(
+            threadId,
+            `its last renewal was confirmed ${late} ms ago (time to live ${this.ttlMs} ms)`,
+          ),
+        );
+        continue;
       }
-      renewing.catch((error: unknown) => {
+      this.renew(threadId);
+    }
+  }
+
+  private renew(threadId: string): void {
+    const lease = this.held.get(threadId);
+    if (lease === undefined) return;
+    const sentAt = performance.now();
+    const renewing = this.persistence.renewLease(threadId, lease.token, this.ttlMs);
+    renewing.then(
+      () => {
+        if (this.held.get(threadId) !== lease) return;
+        if (sentAt > lease.confirmedAt) lease.confirmedAt = sentAt;
+        lease.instrumentation?.lease({ type: 'renew', threadId, token: lease.token });
+      },
+      (error: unknown) => {
         // Only a lease still held counts as lost: one released meanwhile just ended with its run.
         if (this.held.get(threadId) !== lease) return;
-        this.held.delete(threadId);
-        instrumentation?.lease({ type: 'lost', threadId, token: lease.token, error });
-        lease.run.abort(
-          new LunationError('lease-lost', `Lost the lease of thread "${threadId}"`, { cause: error }),
-        );
-      });
-    }
+        this.lose(threadId, lease, leaseLost(threadId, 'the store refused its renewal', error));
+      },
+    );
+  }
+
+  /** The lease is gone or may be: forget it and stop its run (its tools' signals abort). */
+  private lose(threadId: string, lease: HeldLease, error: LunationError): void {
+    this.held.delete(threadId);
+    lease.instrumentation?.lease({ type: 'lost', threadId, token: lease.token, error });
+    lease.run?.abort(error);
   }
 }
 
-function tokenOf(lease: Lease | undefined): number | undefined {
-  return lease?.token;
+function leaseLost(threadId: string, why: string, cause?: unknown): LunationError {
+  return new LunationError(
+    'lease-lost',
+    `Lost the lease of thread "${threadId}": ${why}. The run stops here; the process that holds the thread now continues it from the store.`,
+    cause === undefined ? { details: { threadId } } : { cause, details: { threadId } },
+  );
 }
 
 function nothing(): void {}

@@ -226,7 +226,7 @@ describe('a fleet: clients submit, workers run, events cross over', () => {
     ]);
   });
 
-  it("gives a run's log the ending the store has when its worker died between the last commit and the append", async () => {
+  it("gives a run's log the committed step and the ending the store has when its worker died between the last commit and the append", async () => {
     const { client, store } = fleet();
     // A worker ran the run to its suspension and died before its events reached the log or it acknowledged the
     // submission: the store has the waiting run, the log nothing, and the submission is delivered again.
@@ -235,7 +235,7 @@ describe('a fleet: clients submit, workers run, events cross over', () => {
     expect(done.status).toBe('waiting');
     await client.send({ threadId: 't8', input: 'note tea', runId });
     const records = await follow(client, runId);
-    expect(types(records)).toEqual(['run-end']);
+    expect(types(records)).toEqual(['step-start', 'tool-call-start', 'tool-call-end', 'step-end', 'run-end']);
     expect(runEnd(records)).toMatchObject({ status: 'waiting', openTickets: done.openTickets });
     expect((await store.listMessages('t8')).filter((record) => record.message.role === 'user')).toHaveLength(
       1,

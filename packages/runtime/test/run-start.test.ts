@@ -94,7 +94,7 @@ describe('starting runs', () => {
 });
 
 describe('thread leases (with a store)', () => {
-  it('renews every held lease from one ticker, and a failed renewal aborts only that run', async () => {
+  it('renews every held lease from one ticker, and a failed renewal stops only that run, writing nothing', async () => {
     const store = new MemoryStore();
     const renewed: string[] = [];
     const renewLease = store.renewLease.bind(store);
@@ -120,8 +120,15 @@ describe('thread leases (with a store)', () => {
     const second = runtime.generate({ threadId: 'lost', input: 'second' });
     await Promise.all([kept.started, lost.started]);
     const lostResult = await second;
-    expect(lostResult.termination).toMatchObject({ type: 'cancelled' });
-    expect(String((lostResult.termination as { reason?: string }).reason)).toMatch(/Lost the lease/);
+    // The run stops where it is and leaves the store to whoever holds the thread now, as a crash would.
+    expect(lostResult.status).toBe('running');
+    expect(lostResult.termination).toMatchObject({ type: 'error', error: { code: 'lease-lost' } });
+    expect(String((lostResult.termination as { error: { message: string } }).error.message)).toMatch(
+      /Lost the lease of thread "lost": the store refused its renewal/,
+    );
+    expect((await store.getLatestRun('lost'))?.status).toBe('running');
+    const ledger = await store.listToolExecutions(lostResult.identity.runId);
+    expect(ledger.map((entry) => entry.status)).toEqual(['in-flight']);
     // The other run keeps its lease renewed well past its time to live, then ends normally.
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(renewed.filter((threadId) => threadId === 'kept').length).toBeGreaterThanOrEqual(3);

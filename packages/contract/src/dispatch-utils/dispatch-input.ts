@@ -85,10 +85,12 @@ export function assertSubmission(submission: Submission): void {
     }
   } else if (request.type === 'decisions') {
     assertList(request.decisions, 'request.decisions');
+  } else if (request.type === 'continue') {
+    assertId(request.runId, 'request.runId');
   } else {
     throw new LunationError(
       'invalid-argument',
-      `request.type must be "input" or "decisions", got ${JSON.stringify(request.type) ?? 'undefined'}`,
+      `request.type must be "input", "decisions" or "continue", got ${JSON.stringify(request.type) ?? 'undefined'}`,
     );
   }
 }

@@ -86,6 +86,7 @@ export function launchRun(
       resolveAgent: core.resolverOf(snapshot),
       persistence: core.persistence,
       leaseToken: run.leaseToken,
+      leases,
       runner: { owner: core.owner, incarnation: core.leases?.incarnation },
       history: thread.messages,
       input,

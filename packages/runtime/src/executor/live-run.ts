@@ -15,8 +15,10 @@ export class LiveRun implements RunHandle {
   loop: AgentLoop | undefined;
   /** Set once the loop runs. */
   result!: Promise<RunResult>;
-  /** @internal the fencing token of the thread's lease (with a store). */
+  /** @internal the fencing token of the thread's lease (with a store), until the run releases it. */
   leaseToken: number | undefined;
+  /** @internal the token the run released its lease under: its events' fence after it ended. */
+  releasedToken: number | undefined;
   private stream: EventStream | undefined;
   private signal: AbortSignal | undefined;
   private ended = false;
@@ -94,6 +96,11 @@ export class LiveRun implements RunHandle {
     this.signal?.removeEventListener('abort', this);
     this.signal = undefined;
   }
+}
+
+/** The fencing token of the lease a run (a live one of this runtime) holds its thread under. */
+export function leaseTokenOf(handle: RunHandle): number | undefined {
+  return handle instanceof LiveRun ? (handle.leaseToken ?? handle.releasedToken) : undefined;
 }
 
 /** The `emit` of a run nobody listens to: the loop builds no events then. */

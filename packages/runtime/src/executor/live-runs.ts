@@ -31,6 +31,7 @@ export class LiveRuns {
     this.byRun.delete(runId);
     const token = run.leaseToken;
     run.leaseToken = undefined;
+    run.releasedToken = token;
     return leases && token !== undefined ? leases.release(threadId, token) : undefined;
   }
 }

@@ -54,6 +54,7 @@ export async function decideOn(
   const threadId = named ? target.threadId : await threadOf(core, target);
   const request: RunOptions = { threadId, decisions };
   if (options.resourceId !== undefined) request.resourceId = options.resourceId;
+  if (options.signal !== undefined) request.signal = options.signal;
   const { run, input, snapshot } = reserve(core, request, true, decisions);
   const owner: Owner = {
     resourceId: options.resourceId,

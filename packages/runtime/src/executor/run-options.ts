@@ -83,6 +83,8 @@ export interface SendDecisionsOptions {
    * @default false
    */
   ownedOnly?: boolean;
+  /** Cancels the run the decisions resume (it ends `cancelled` once they are recorded). */
+  signal?: AbortSignal;
 }
 
 /** What {@link AgentRuntime.sendDecisions} resolves with. */

@@ -10,6 +10,7 @@ import {
 } from '@lunation/contract';
 import { type AgentRuntime, executorOf } from '../agent-runtime.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
+import { submitStrandedRuns } from './stranded-runs.js';
 import { ThreadWork } from './thread-work.js';
 
 /** What {@link AgentWorker} takes. */
@@ -32,6 +33,14 @@ export interface AgentWorkerOptions {
   idleWaitMs?: number;
   /** How long a finished run's event log stays readable. @default 600000 */
   eventTtlMs?: number;
+  /**
+   * How often the worker looks for stranded runs — `running` in the store with no process holding their thread
+   * and nothing queued to continue them — and files a `continue` for each (`0`: never; the first look is at
+   * start). @default 60000
+   */
+  strandedScanIntervalMs?: number;
+  /** How many threads one look for stranded runs reads at most. @default 1000 */
+  strandedScanLimit?: number;
   /** A submission the runtime refused as malformed (it is acknowledged and dropped). @default ignored */
   onRejected?(entry: InboxEntry, error: LunationError): void;
   /** A failure of the worker's own bookkeeping (extending a claim, a failed claim call). @default ignored */
@@ -59,8 +68,10 @@ export class AgentWorker {
   private readonly claimLockMs: number;
   private readonly idleWaitMs: number;
   private readonly eventTtlMs: number;
+  private readonly strandedScanIntervalMs: number;
   private readonly stopping = new AbortController();
   private readonly loops: Promise<void>[] = [];
+  private strandedScan: ReturnType<typeof setTimeout> | undefined;
   private readonly working = new Map<string, Promise<void>>();
 
   constructor(private readonly options: AgentWorkerOptions) {
@@ -79,6 +90,9 @@ export class AgentWorker {
     this.claimLockMs = positive(options.claimLockMs ?? 2_000, 'claimLockMs');
     this.idleWaitMs = positive(options.idleWaitMs ?? 1_000, 'idleWaitMs');
     this.eventTtlMs = positive(options.eventTtlMs ?? 600_000, 'eventTtlMs');
+    this.strandedScanIntervalMs = options.strandedScanIntervalMs ?? 60_000;
+    if (this.strandedScanIntervalMs !== 0) positive(this.strandedScanIntervalMs, 'strandedScanIntervalMs');
+    positive(options.strandedScanLimit ?? 1_000, 'strandedScanLimit');
     // Every claim loop waits on the stop signal at once (a listener each while it waits for work).
     setMaxListeners(this.concurrency * 2 + 10, this.stopping.signal);
   }
@@ -87,7 +101,28 @@ export class AgentWorker {
   start(): this {
     if (this.loops.length > 0 || this.stopping.signal.aborted) return this;
     for (let slot = 0; slot < this.concurrency; slot++) this.loops.push(this.claimLoop());
+    if (this.strandedScanIntervalMs > 0) this.scanForStrandedRuns(0);
     return this;
+  }
+
+  /**
+   * Files a `continue` for each stranded run: `running` in the store while no process holds its thread (see
+   * `strandedScanIntervalMs`, which does this on a timer). Resolves the threads it filed.
+   */
+  resumeStrandedRuns(): Promise<string[]> {
+    const { dispatcher, strandedScanLimit } = this.options;
+    return submitStrandedRuns({ store: this.store, dispatcher, scanLimit: strandedScanLimit ?? 1_000 });
+  }
+
+  private scanForStrandedRuns(delayMs: number): void {
+    this.strandedScan = setTimeout(() => {
+      this.resumeStrandedRuns()
+        .catch((error: unknown) => this.report(error))
+        .finally(() => {
+          if (!this.stopping.signal.aborted) this.scanForStrandedRuns(this.strandedScanIntervalMs);
+        });
+    }, delayMs);
+    this.strandedScan.unref();
   }
 
   /** Threads this worker is working on now. */
@@ -102,6 +137,7 @@ export class AgentWorker {
    */
   async stop(options: StopWorkerOptions = {}): Promise<string[]> {
     this.stopping.abort();
+    clearTimeout(this.strandedScan);
     const deadlineMs = options.deadlineMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {

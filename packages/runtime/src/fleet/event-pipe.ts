@@ -1,37 +1,91 @@
-import type { AgentEvent, RunEventLog } from '@lunation/contract';
+import { type AgentEvent, LunationError, type RunEventLog } from '@lunation/contract';
+import type { UnnumberedEvent } from './log-repair.js';
+
+/** What {@link EventPipe} takes. */
+export interface EventPipeOptions {
+  /**
+   * The fencing token of the thread lease the events are produced under: the log refuses them once a newer lease
+   * wrote to it (or after its end mark), and drops what it already has of a retried append.
+   */
+  fence?: number | undefined;
+  /** How long appends may keep failing (retried with back-off) before the pipe gives up. @default 30000 */
+  retryForMs?: number;
+  /** The `seq` of the pipe's first event (a repair continues after the log's last one). @default 0 */
+  firstSeq?: number;
+}
+
+/** How a pipe ended. */
+export type PipeOutcome =
+  /** Every event is in the log. */
+  | 'appended'
+  /** The log refused the pipe's events: a newer lease writes to it now, or it ended. */
+  | 'refused';
 
 /**
  * Copies one run's events into its cross-process log, in order, one append in flight at a time: events that
  * arrive while an append is out go together in the next one, so a fast run costs few round trips.
+ *
+ * Each event goes to the log numbered by its place in the pipe (`seq` from `firstSeq`), under the pipe's fence, so a
+ * retried append is idempotent: the log keeps what it has and takes the rest. An append that fails is retried
+ * with back-off (the run goes on meanwhile; its events wait in order) until it succeeds, the log refuses the
+ * fence, or `retryForMs` passes.
  */
 export class EventPipe {
   private batch: AgentEvent[] = [];
   private flushing: Promise<void> | undefined;
   private failure: unknown;
+  private refused = false;
+  private next = 0;
+  private readonly fence: number | undefined;
+  private readonly retryForMs: number;
 
   constructor(
     private readonly log: RunEventLog,
     private readonly runId: string,
-  ) {}
+    options: EventPipeOptions = {},
+  ) {
+    this.fence = options.fence;
+    this.retryForMs = options.retryForMs ?? 30_000;
+    this.next = options.firstSeq ?? 0;
+  }
 
   /** Queues an event; it is appended after every event queued before it. */
-  push(event: AgentEvent): void {
-    this.batch.push(event);
+  push(event: AgentEvent | UnnumberedEvent): void {
+    if (this.refused || this.failure !== undefined) return;
+    this.batch.push({ ...event, seq: this.next++ } as AgentEvent);
     this.flushing ??= this.drain();
   }
 
-  /** Resolves once every queued event is appended; rejects with the first append's failure. */
-  async flush(): Promise<void> {
+  /** Resolves once every queued event is appended (or the log refused them); rejects when appends kept failing. */
+  async flush(): Promise<PipeOutcome> {
     while (this.flushing !== undefined) await this.flushing;
     if (this.failure !== undefined) throw this.failure;
+    return this.refused ? 'refused' : 'appended';
   }
 
   private async drain(): Promise<void> {
+    const options = this.fence === undefined ? undefined : { fence: this.fence };
+    let failingSince: number | undefined;
+    let attempt = 0;
     try {
-      while (this.batch.length > 0 && this.failure === undefined) {
+      while (this.batch.length > 0 && !this.refused) {
         const events = this.batch;
         this.batch = [];
-        await this.log.appendEvents(this.runId, events);
+        try {
+          await this.log.appendEvents(this.runId, events, options);
+          failingSince = undefined;
+          attempt = 0;
+        } catch (error) {
+          if (LunationError.hasCode(error, 'stale-lease')) {
+            this.refused = true;
+            this.batch = [];
+            return;
+          }
+          failingSince ??= Date.now();
+          if (!retryable(error) || Date.now() - failingSince >= this.retryForMs) throw error;
+          this.batch = this.batch.length === 0 ? events : events.concat(this.batch);
+          await sleep(Math.min(1_000, 50 * 2 ** attempt++));
+        }
       }
     } catch (error) {
       this.failure = error;
@@ -41,13 +95,25 @@ export class EventPipe {
   }
 }
 
-/** Copies every event of `events` (a run's stream) into the log; resolves once the last one is appended. */
+/** Copies every event of `events` (a run's stream) into the log after `prefix`; resolves once all are appended. */
 export async function pipeEvents(
   log: RunEventLog,
   runId: string,
   events: AsyncIterable<AgentEvent>,
-): Promise<void> {
-  const pipe = new EventPipe(log, runId);
-  for await (const event of events) pipe.push(event);
-  await pipe.flush();
+  options: EventPipeOptions & { prefix?: readonly UnnumberedEvent[]; skip?(event: AgentEvent): boolean } = {},
+): Promise<PipeOutcome> {
+  const pipe = new EventPipe(log, runId, options);
+  for (const event of options.prefix ?? []) pipe.push(event);
+  for await (const event of events) if (!options.skip?.(event)) pipe.push(event);
+  return pipe.flush();
+}
+
+/** Failures worth retrying: the backend was unreachable or slow, not a refusal. */
+function retryable(error: unknown): boolean {
+  if (LunationError.isInstance(error)) return error.isRetryable;
+  return true; // a driver's own error (a reset connection): the log is unreachable for now
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

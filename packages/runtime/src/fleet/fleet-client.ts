@@ -1,12 +1,13 @@
 import {
   assertSpecificationVersion,
-  type CancelRequest,
   type Dispatcher,
+  type InboxEntry,
   LunationError,
   type LunationStore,
   type ResumeDecision,
   type RunEventRecord,
   type SubscribeEventsOptions,
+  type TerminationReason,
 } from '@lunation/contract';
 import { normaliseInput, type RunInput, validateDecisionShapes } from '../executor/run-options.js';
 import { createId } from '../id.js';
@@ -32,6 +33,29 @@ export interface FleetSendOptions {
   runId?: string;
   /** Client-side tools for the run: a call suspends until a decision carries the client's result. */
   frontendTools?: FrontendTool[];
+}
+
+/** What {@link FleetClient.cancel} takes. */
+export interface FleetCancelOptions {
+  /** The run to cancel. @default the thread's current run: its latest unfinished run, else its newest submitted one */
+  runId?: string;
+  /** @default 'cancelled' */
+  reason?: string;
+}
+
+/** What {@link FleetClient.cancel} did. */
+export interface FleetCancel {
+  /**
+   * True when the run had not ended: it ends `cancelled` (a tool already running may still finish; nothing
+   * starts after). False when it had ended, or the thread has no run.
+   */
+  cancelled: boolean;
+  /** The run the cancel named. */
+  runId?: string;
+  /** The id of the cancel request filed (when `cancelled`). */
+  requestId?: string;
+  /** How the run had ended, when it had (`cancelled` is false). */
+  termination?: TerminationReason;
 }
 
 /** A submission made: its id and the run whose events tell what became of it. */
@@ -65,7 +89,7 @@ export class FleetClient {
     if (input.length === 0) throw new LunationError('invalid-argument', 'send() needs input');
     const runId = options.runId ?? createId();
     const submissionId = createId();
-    await this.dispatcher.submit({
+    const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId: options.threadId,
       ...(options.resourceId === undefined ? {} : { resourceId: options.resourceId }),
@@ -77,6 +101,7 @@ export class FleetClient {
         ...(options.frontendTools === undefined ? {} : { frontendTools: options.frontendTools }),
       },
     });
+    if (submitted.deadLettered === true) throw deadLettered(options.threadId, submissionId, runId);
     return { submissionId, runId };
   }
 
@@ -93,23 +118,76 @@ export class FleetClient {
       });
     }
     const submissionId = createId();
-    await this.dispatcher.submit({ id: submissionId, threadId, request: { type: 'decisions', decisions } });
-    return { submissionId, runId: latest.identity.runId };
+    const runId = latest.identity.runId;
+    const submitted = await this.dispatcher.submit({
+      id: submissionId,
+      threadId,
+      request: { type: 'decisions', decisions },
+    });
+    if (submitted.deadLettered === true) throw deadLettered(threadId, submissionId, runId);
+    return { submissionId, runId };
   }
 
-  /** Asks the worker running the thread to cancel its run (or only `runId`): fenced by that worker's lease. */
-  cancel(threadId: string, options: { runId?: string; reason?: string } = {}): Promise<CancelRequest> {
-    return this.dispatcher.requestCancel({
-      threadId,
-      reason: options.reason ?? 'cancelled',
-      ...(options.runId === undefined ? {} : { runId: options.runId }),
-    });
+  /**
+   * Cancels the thread's current run (or `runId`), whichever worker runs it, durably: the request names the run,
+   * so it can never reach a later run of the thread. A running (or submitted) run is stopped by the worker that
+   * holds the thread; a run waiting for decisions is ended now — its open tickets are declined and nothing of it
+   * runs afterwards. A run that had already ended is left as it is (`cancelled: false`).
+   */
+  async cancel(threadId: string, options: FleetCancelOptions = {}): Promise<FleetCancel> {
+    const reason = options.reason ?? 'cancelled';
+    const runId = options.runId ?? (await this.currentRun(threadId));
+    if (runId === undefined) return { cancelled: false };
+    const run = await this.store.getRun(runId);
+    if (run !== undefined && run.identity.threadId !== threadId) {
+      throw new LunationError('not-found', `Thread "${threadId}" has no run "${runId}"`);
+    }
+    if (run?.status === 'done') {
+      return { cancelled: false, runId, ...(run.termination ? { termination: run.termination } : {}) };
+    }
+    const request = await this.dispatcher.requestCancel({ threadId, runId, reason });
+    if (run?.status === 'waiting' && run.openTickets.length > 0) {
+      // Nobody holds a waiting thread: declining its tickets wakes a worker, which ends the run cancelled.
+      const decisions = run.openTickets.map(
+        (ticket): ResumeDecision => ({
+          decisionId: createId(),
+          ticketId: ticket.id,
+          action: 'cancel',
+          reason,
+        }),
+      );
+      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });
+    }
+    return { cancelled: true, runId, requestId: request.id };
+  }
+
+  /** The run a cancel of the thread means: its latest run unless that ended, else the newest one submitted. */
+  private async currentRun(threadId: string): Promise<string | undefined> {
+    const latest = await this.store.getLatestRun(threadId);
+    if (latest !== undefined && latest.status !== 'done') return latest.identity.runId;
+    const pending = await this.dispatcher.pending(threadId);
+    for (let index = pending.length - 1; index >= 0; index--) {
+      const { request } = pending[index] as InboxEntry;
+      if (request.type === 'input' && request.runId !== undefined) {
+        if ((await this.store.getRun(request.runId))?.status !== 'done') return request.runId;
+      }
+    }
+    return latest?.identity.runId;
   }
 
   /** The run's events, each once and in order, from the start or after `after`, until its `run-end`. */
   events(runId: string, options: SubscribeEventsOptions): AsyncIterable<RunEventRecord> {
     return untilRunEnd(this.dispatcher.subscribeEvents(runId, options));
   }
+}
+
+/** The thread was given up after failing repeatedly: the submission waits until an operator resubmits it. */
+function deadLettered(threadId: string, submissionId: string, runId: string): LunationError {
+  return new LunationError(
+    'dead-lettered',
+    `Thread "${threadId}" is dead-lettered: its work failed repeatedly and was given up. The submission is kept and runs once an operator resubmits the thread (see the dispatcher's dead letters).`,
+    { details: { threadId, submissionId, runId } },
+  );
 }
 
 /** Ends a run's event subscription after its `run-end` event (a waiting run's log stays open for its resume). */

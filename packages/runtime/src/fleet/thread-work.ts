@@ -8,9 +8,13 @@ import {
   type LunationStore,
   type RunRecord,
 } from '@lunation/contract';
+import { leaseTokenOf } from '../executor/live-run.js';
 import type { RunHandle } from '../executor/run-options.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
-import { pipeEvents } from './event-pipe.js';
+import { runJournalOf } from '../loop/run-journal.js';
+import type { RunResult } from '../loop/run-scope.js';
+import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
+import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
 
 /** What a worker lends the work on one claimed thread. */
 export interface ThreadWorkContext {
@@ -39,7 +43,13 @@ const rejections = new Set(['invalid-argument', 'decision-invalid', 'unknown-tic
  * continued from the store, then each submission of the inbox is applied and acknowledged, oldest first, until
  * the inbox is empty. The thread's lease (taken by the runtime for every run) decides who runs it; a submission
  * whose run is already in the store (its worker died after the run's first commit) is not applied twice.
- * Cancel requests reach the thread's active run, or the next one to start.
+ *
+ * Slow is not dead: a run that stops because its lease went stale (this process stalled; another may hold the
+ * thread now) leaves its submission unacknowledged and hands the thread back, so whoever holds the lease
+ * continues it. The log gets the committed work a dead or refused worker left out (see {@link missingEvents})
+ * before the run continues, and its events are fenced by the lease they were made under.
+ *
+ * A cancel request acts only on the run it names: the active run, or the run about to start or be resumed.
  */
 export class ThreadWork {
   private cancel: CancelRequest | undefined;
@@ -67,7 +77,7 @@ export class ThreadWork {
           await dispatcher.acknowledge(threadId, [entry.id]);
         }
       }
-      // Nothing left to run: a cancel request that found no run has nothing to stop.
+      // Nothing left to run: a cancel request still here names a run that has ended (or never came).
       if (this.cancel) await dispatcher.clearCancel(threadId, this.cancel.id);
       return { type: 'drained' };
     } finally {
@@ -76,20 +86,35 @@ export class ThreadWork {
   }
 
   /**
-   * Continues the thread's latest run if a worker that died left it running; if that worker died after the run's
-   * last commit but before its `run-end` reached the log, gives the log the ending the store has.
+   * Continues the thread's latest run if a worker that died (or stalled and lost its lease) left it running, its
+   * log first given the committed work it lacks; gives a finished or waiting run's log the ending the store has.
    */
   private async recover(): Promise<void> {
-    const latest = await this.context.store.getLatestRun(this.claim.threadId);
+    const { store, executor } = this.context;
+    const { threadId } = this.claim;
+    const latest = await store.getLatestRun(threadId);
     if (latest === undefined) return;
     if (latest.status !== 'running') {
-      await this.endLogLikeStore(latest);
+      await this.repairLog(latest);
       return;
     }
-    const { threadId } = this.claim;
-    await this.follow(
-      await this.context.executor.run({ threadId, ...this.signalOption(latest.identity.runId) }),
+    const runId = latest.identity.runId;
+    const prefix = missingEvents(
+      latest,
+      await store.listMessages(threadId),
+      await readLoggedRun(this.context.dispatcher, runId),
     );
+    let handle: RunHandle;
+    try {
+      handle = await executor.run({ threadId, ...this.signalOption(runId) });
+    } catch (error) {
+      // The previous holder finished it meanwhile (a redelivered claim): nothing to continue, only its log.
+      const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;
+      if (now === undefined || now.status === 'running') throw error;
+      await this.repairLog(now);
+      return;
+    }
+    await this.follow(handle, prefix);
   }
 
   /** Applies one submission; a malformed one is reported and dropped. */
@@ -97,13 +122,23 @@ export class ThreadWork {
     const { executor, store } = this.context;
     const { request } = entry;
     try {
+      // The claim's recovery has continued (or repaired the log of) the stranded run already.
+      if (request.type === 'continue') return;
       if (request.type === 'decisions') {
-        const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions);
+        const signal = this.cancel ? await this.waitingRunSignal(entry.threadId) : {};
+        const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions, signal);
         if (outcome.run) await this.follow(outcome.run);
         return;
       }
-      // Applied by a worker that died before acknowledging it: the run's first commit holds the input.
-      if (request.runId !== undefined && (await store.getRun(request.runId)) !== undefined) return;
+      if (request.runId !== undefined) {
+        // Applied by a worker that died (or lost the thread) before acknowledging it: the run's first commit holds
+        // the input, and the claim's recovery continued it if it was left running. Its log gets what it lacks.
+        const applied = await store.getRun(request.runId);
+        if (applied !== undefined) {
+          if (applied.status !== 'running') await this.repairLog(applied);
+          return;
+        }
+      }
       const handle = await executor.run({
         threadId: entry.threadId,
         input: request.input,
@@ -121,60 +156,62 @@ export class ThreadWork {
   }
 
   /**
-   * Copies the run's events to its log until it ends, and clears a cancel it handled. The log of a finished run
-   * is marked ended (it expires later); a waiting run's log stays open, so a client following it sees the
-   * resume's events whichever worker runs it.
+   * Copies the run's events to its log (after `prefix`, what the log lacked of the run's committed work), fenced
+   * by the run's lease, until it ends; marks a finished run's log ended and clears a cancel it handled. A run
+   * that stopped because its lease went stale throws `lease-lost`: its `run-end` (status `running`) never reaches
+   * the log, and the thread is handed back to whoever holds it now. A waiting run's log stays open, so a client
+   * following it sees the resume's events whichever worker runs it.
    */
-  private async follow(handle: RunHandle): Promise<void> {
+  private async follow(handle: RunHandle, prefix: readonly UnnumberedEvent[] = []): Promise<void> {
     const { dispatcher, eventTtlMs } = this.context;
+    const runId = handle.identity.runId;
+    const fence = leaseTokenOf(handle);
     this.active = handle;
+    let piped: PipeOutcome;
+    let result: RunResult;
     try {
-      const runId = handle.identity.runId;
-      await pipeEvents(dispatcher, runId, handle.events);
-      const result = await handle.result;
-      if (result.status === 'done') await dispatcher.endEvents(runId, { ttlMs: eventTtlMs });
+      piped = await pipeEvents(dispatcher, runId, handle.events, { fence, prefix, skip: leftRunning });
+      result = await handle.result;
     } finally {
       this.active = undefined;
     }
+    if (result.status === 'running') {
+      throw new LunationError('lease-lost', `Run "${runId}" stopped: this worker lost its thread's lease`, {
+        details: { threadId: this.claim.threadId, runId },
+      });
+    }
+    if (result.status === 'done' && piped === 'appended') {
+      await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
+    }
     const handled = this.cancel;
-    if (handled && (handled.runId === undefined || handled.runId === handle.identity.runId)) {
+    if (handled?.runId === runId || (handled && handled.runId === undefined)) {
       this.cancel = undefined;
       await dispatcher.clearCancel(this.claim.threadId, handled.id);
     }
   }
 
   /**
-   * Followers of a run wait for its `run-end`. The store says how the run ended (or waits); when its log does not
-   * end that way (the worker died between the commit and the append), the `run-end` is appended from the record.
-   * A finished run whose log could have expired is left alone.
+   * Gives a finished or waiting run's log what the store committed and the log lacks — the steps and results a
+   * worker that died (or whose appends failed) left out, and the run's ending — under the lease of the run's
+   * last commit. A finished run whose log could have expired is left alone.
    */
-  private async endLogLikeStore(run: RunRecord): Promise<void> {
-    const { dispatcher, eventTtlMs } = this.context;
-    const { termination } = run;
-    if (!termination || (run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs)) return;
+  private async repairLog(run: RunRecord): Promise<void> {
+    const { dispatcher, eventTtlMs, store } = this.context;
+    if (!run.termination || (run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs)) return;
     const runId = run.identity.runId;
-    const last = await lastEvent(dispatcher, runId);
-    const tickets = (event: { openTickets: Array<{ id: string }> }) =>
-      event.openTickets.map((ticket) => ticket.id).join();
-    if (last?.type === 'run-end' && last.status === run.status && tickets(last) === tickets(run)) return;
-    await dispatcher.appendEvents(runId, [
-      {
-        type: 'run-end',
-        identity: run.identity,
-        seq: last === undefined ? 0 : last.seq + 1,
-        status: run.status,
-        termination,
-        finalText: run.finalText ?? '',
-        steps: run.steps,
-        usage: run.usage,
-        openTickets: run.openTickets,
-        timestamp: Date.now(),
-      },
-    ]);
-    if (run.status === 'done') await dispatcher.endEvents(runId, { ttlMs: eventTtlMs });
+    const logged = await readLoggedRun(dispatcher, runId);
+    const events = missingEvents(run, await store.listMessages(run.identity.threadId), logged);
+    const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
+    if (end) events.push(end);
+    if (events.length === 0) return;
+    const fence = runJournalOf(run).at(-1)?.token;
+    const pipe = new EventPipe(dispatcher, runId, { fence, firstSeq: (logged.last?.seq ?? -1) + 1 });
+    for (const event of events) pipe.push(event);
+    if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
+    await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
   }
 
-  /** A cancel request: stops the active run it names, or waits for the run it names to start. */
+  /** A cancel request: stops the active run it names (a request naming no run: the active one). */
   private cancelled(request: CancelRequest): void {
     this.cancel = request;
     const active = this.active;
@@ -183,19 +220,26 @@ export class ThreadWork {
     }
   }
 
-  /** An already aborted `signal` when a pending cancel request names the run about to start (or any run). */
+  /** An already aborted `signal` when the pending cancel request names the run about to start. */
   private signalOption(runId: string | undefined): { signal?: AbortSignal } {
     const request = this.cancel;
-    if (!request || (request.runId !== undefined && request.runId !== runId)) return {};
+    if (!request || request.runId === undefined || request.runId !== runId) return {};
     return { signal: AbortSignal.abort(request.reason) };
   }
 
-  /** Runs `work`; a `thread-busy` from another process's lease becomes a hand-back outcome. */
+  /** The signal for decisions on the thread's waiting run: aborted when the pending cancel names that run. */
+  private async waitingRunSignal(threadId: string): Promise<{ signal?: AbortSignal }> {
+    const latest = await this.context.store.getLatestRun(threadId);
+    return this.signalOption(latest?.identity.runId);
+  }
+
+  /** Runs `work`; a `thread-busy` from another process's lease (or a lease lost to it) becomes a hand-back. */
   private async busyFrom(work: () => Promise<void>): Promise<ThreadWorkOutcome | undefined> {
     try {
       await work();
       return undefined;
     } catch (error) {
+      if (LunationError.hasCode(error, 'lease-lost')) return { type: 'busy', retryAfterMs: 1_000 };
       if (!LunationError.hasCode(error, 'thread-busy')) throw error;
       // Poll at least every second: a live holder that finishes early frees the thread before its lease expires.
       const retryAfterMs = Number(error.details?.retryAfterMs);
@@ -205,16 +249,7 @@ export class ThreadWork {
   }
 }
 
-/** The last event of a run's log, or undefined for an empty (or expired) log. */
-async function lastEvent(log: Dispatcher, runId: string): Promise<AgentEvent | undefined> {
-  let last: AgentEvent | undefined;
-  let after = '0';
-  for (;;) {
-    const page = await log.readEvents(runId, { after, limit: 1_000 });
-    const tail = page.events.at(-1);
-    if (tail === undefined) return last;
-    last = tail.event;
-    after = tail.id;
-    if (page.events.length < 1_000) return last;
-  }
+/** The `run-end` of a run that lost its lease: the run goes on elsewhere, so its log must not end here. */
+function leftRunning(event: AgentEvent): boolean {
+  return event.type === 'run-end' && event.status === 'running';
 }

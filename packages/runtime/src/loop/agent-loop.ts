@@ -174,6 +174,7 @@ export class AgentLoop {
     if (scope.engine.isActive('BeforeInference')) await scope.engine.run('BeforeInference', scope.base());
     if (signal.aborted) return this.cancelled();
     if (scope.agent.definition.context?.compaction) await compactIfNeeded(scope);
+    if (!scope.holdsLease()) return this.cancelled();
     let inference: Inference;
     this.inferring = true;
     const request = buildRequest(scope);
@@ -333,6 +334,7 @@ export class AgentLoop {
 
   private async finish(reason: TerminationReason): Promise<RunResult> {
     const { scope } = this;
+    if (scope.leaseLost) return this.leftToOthers();
     let termination = reason;
     const status = statusForTermination(termination);
     if (status === 'done') {
@@ -398,5 +400,29 @@ export class AgentLoop {
       messages: scope.runMessages,
       ...(scope.output === undefined ? {} : { output: scope.output }),
     };
+  }
+
+  /**
+   * The run lost its thread's lease: it stops here and writes nothing (no run-end hooks, no commit), so the
+   * store keeps it `running` for the process that holds the thread now. Its `run-end` says `running`, with the
+   * lease loss as the termination.
+   */
+  private leftToOthers(): RunResult {
+    const { scope } = this;
+    const termination: TerminationReason = { type: 'error', error: toErrorInfo(scope.signal.reason) };
+    this.toolCalls.dispose();
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    const openTickets = this.checkpointer.currentTickets();
+    const ended = {
+      status: 'running' as const,
+      termination,
+      finalText: scope.finalText,
+      steps: scope.progress.step,
+      usage: scope.progress.usage,
+      openTickets,
+    };
+    scope.instrumentation?.runEnded(ended);
+    if (scope.listening) scope.emit({ type: 'run-end', ...ended, timestamp: Date.now() });
+    return { identity: scope.identity, ...ended, messages: scope.runMessages };
   }
 }

@@ -76,6 +76,7 @@ export class Checkpointer {
 
   /** Records a start right now (resume and recovery): returns the entry as the store has it. */
   async begin(runId: string, call: ToolCall): Promise<ToolExecution | undefined> {
+    this.assertLeaseHeld();
     const { persistence, leaseToken } = this.scope.options;
     return persistence.beginTool({
       runId,
@@ -109,6 +110,7 @@ export class Checkpointer {
 
   /** Writes a completion at once: a finished side effect is durable before the next one starts. */
   async complete(entry: ToolExecution): Promise<void> {
+    this.assertLeaseHeld();
     const { persistence, leaseToken } = this.scope.options;
     await persistence.completeTool({
       runId: entry.runId,
@@ -189,6 +191,7 @@ export class Checkpointer {
    * own record is written with its first checkpoint.
    */
   async commitSupersede(superseded: RunRecord | undefined): Promise<void> {
+    this.assertLeaseHeld();
     const run: RunRecord | undefined =
       superseded && superseded.status !== 'done'
         ? {
@@ -239,6 +242,7 @@ export class Checkpointer {
     termination: TerminationReason | undefined,
     withRun: boolean,
   ): Promise<void> {
+    this.assertLeaseHeld();
     const { scope } = this;
     const { persistence, identity, leaseToken } = scope.options;
     const messages = scope.messages.slice(this.committedCount);
@@ -286,6 +290,14 @@ export class Checkpointer {
       this.writtenStatus = status;
       this.writtenTickets = ticketSignature(record.openTickets);
     }
+  }
+
+  /**
+   * Nothing is written once the run lost its thread's lease: another process may be continuing it, and the store
+   * stays as a crash at this instant would leave it.
+   */
+  private assertLeaseHeld(): void {
+    if (this.scope.leaseLost) throw this.scope.signal.reason;
   }
 
   /** The tickets of the calls that wait for a decision now. */

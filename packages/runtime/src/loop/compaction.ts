@@ -39,6 +39,7 @@ export async function compactIfNeeded(scope: RunScope): Promise<void> {
     tools: [],
   };
   let summary = '';
+  if (!scope.holdsLease()) return;
   for await (const part of scope.agent.model.stream(request, { signal: scope.signal })) {
     if (part.type === 'text-delta') summary += part.delta;
     else if (part.type === 'usage') scope.addUsagePart(part);

@@ -4,6 +4,7 @@ import {
   emptyUsage,
   type JsonSchema,
   type JsonValue,
+  LunationError,
   type Message,
   type ResumeDecision,
   type RunIdentity,
@@ -26,7 +27,9 @@ import { type PhaseContextBase, PhaseEngine } from '../phase-engine.js';
 import type { AgentView, ModelResponse, Plugin } from '../plugin.js';
 import { activeAgentKey, type RunProgress, runProgressKey } from '../runtime-keys.js';
 import { StateStore } from '../state.js';
+import type { LeaseCheck } from '../thread-lease.js';
 import { RunJournal, type RunJournalRunner, withoutJournal } from './run-journal.js';
+import { isLunationError } from './storable.js';
 
 /** A tool executed by the caller's client: the model sees the descriptor; a call suspends for its result. */
 export interface FrontendTool extends ToolDescriptor {
@@ -64,6 +67,8 @@ export interface RunLoopOptions {
   resolveAgent(agentId: string): ResolvedAgent;
   persistence: Persistence;
   leaseToken: number | undefined;
+  /** Whether the lease `leaseToken` is still provably held here (with a store): asked before each side effect. */
+  leases?: LeaseCheck | undefined;
   /** Who runs it (lease owner and instance), for the run's journal. */
   runner?: RunJournalRunner | undefined;
   /** The thread's committed messages. */
@@ -89,6 +94,8 @@ export interface RunLoopOptions {
   controller?: {
     /** Calls `listener` once, right after the abort (at once when already aborted). */
     onAbort(listener: () => void): void;
+    /** Aborts the run (a lease found stale stops it with `lease-lost`). */
+    abort(reason?: unknown): void;
   };
   /** Receives every event of the run. */
   emit(event: AgentEvent): void;
@@ -217,6 +224,34 @@ export class RunScope {
 
   get durable(): boolean {
     return this.options.persistence.durable;
+  }
+
+  /**
+   * Whether this process may start a side effect (a tool, a model call) for the run: its thread's lease is still
+   * provably held here. A lease gone stale (the process stalled past it) stops the run with `lease-lost` and
+   * answers false; the loop then writes nothing more (see {@link leaseLost}).
+   */
+  holdsLease(): boolean {
+    const { leases, leaseToken, identity } = this.options;
+    if (leases === undefined || leaseToken === undefined || this.leaseLost) return !this.leaseLost;
+    if (leases.fresh(identity.threadId, leaseToken)) return true;
+    const error = new LunationError(
+      'lease-lost',
+      `The lease of thread "${identity.threadId}" is no longer provably held here (this process was too slow to renew it); the run stops before its next side effect and the process holding the thread continues it from the store.`,
+      { details: { threadId: identity.threadId, runId: identity.runId, token: leaseToken } },
+    );
+    const { controller } = this.options;
+    if (controller) controller.abort(error);
+    return false;
+  }
+
+  /**
+   * The run lost its thread's lease (a renewal failed or came too late): another process may continue it, so
+   * this one writes nothing more for it and leaves the store as it is, as a crash would.
+   */
+  get leaseLost(): boolean {
+    const { signal } = this.options;
+    return signal.aborted && isLunationError(signal.reason) && signal.reason.code === 'lease-lost';
   }
 
   emit(event: EventInput): void {

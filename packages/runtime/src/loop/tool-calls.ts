@@ -506,6 +506,7 @@ export class ToolCalls {
       const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
+    if (scope.signal.aborted || !scope.holdsLease()) return this.notStarted(plan);
     const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
     let rerun = false;
     if (scope.durable && plan.ledger === 'begin') {
@@ -523,6 +524,8 @@ export class ToolCalls {
       rerun =
         (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
     }
+    // Last look before the side effect: another process may hold the thread now if this one stalled.
+    if (!scope.holdsLease()) return this.notStarted(plan);
     moveTo(plan, 'running');
     if (scope.listening) {
       scope.emit({
@@ -594,6 +597,26 @@ export class ToolCalls {
     if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
     if (scope.engine.isActive('AfterToolExecute')) await this.afterExecute(plan, response);
     else this.settled(plan);
+  }
+
+  /**
+   * The run was cancelled, or lost its thread's lease, before this call could start: it is answered as
+   * cancelled and never runs here. After a lease loss nothing is written (the next holder of the thread runs it).
+   */
+  private notStarted(plan: CallPlan): void {
+    const { scope, checkpointer } = this;
+    const lost = scope.leaseLost;
+    const result = cancelledResult(
+      lost
+        ? 'this process lost the thread before the call could start'
+        : 'the run was cancelled before this call could start',
+    );
+    settle(plan, 'cancelled', result);
+    if (scope.durable && !lost && plan.execution?.status === 'in-flight') {
+      plan.execution = checkpointer.completion(plan.execution, result);
+      checkpointer.ride(plan.execution);
+    }
+    this.report(plan);
   }
 
   private async afterExecute(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {

@@ -1,0 +1,48 @@
+import type { Dispatcher, LunationStore } from '@lunation/contract';
+
+/** What {@link submitStrandedRuns} takes. */
+export interface StrandedRunsScan {
+  store: LunationStore;
+  dispatcher: Dispatcher;
+  /** How many threads one scan reads at most. */
+  scanLimit: number;
+}
+
+/** Threads read per page of a scan. */
+const PAGE_SIZE = 100;
+
+/**
+ * The fleet's `resumeCutOffRuns`: finds threads whose latest run is `running` while no process holds their lease
+ * (its worker died, and the thread's job is gone too — a dispatcher that lost it, or a thread resubmitted from its
+ * dead letters) and files a `continue` submission for each, so a worker claims the thread and its recovery
+ * continues the run. A thread that still has its job is only woken twice, which changes nothing: the submission's
+ * id names the run and its last commit, so repeated scans file it once. Resolves the threads filed.
+ */
+export async function submitStrandedRuns(scan: StrandedRunsScan): Promise<string[]> {
+  const { store, dispatcher, scanLimit } = scan;
+  const filed: string[] = [];
+  let cursor: string | undefined;
+  let scanned = 0;
+  while (scanned < scanLimit) {
+    const page = await store.listThreads({
+      limit: Math.min(PAGE_SIZE, scanLimit - scanned),
+      ...(cursor ? { cursor } : {}),
+    });
+    scanned += page.items.length;
+    for (const thread of page.items) {
+      const latest = await store.getLatestRun(thread.id);
+      if (latest?.status !== 'running' || (await store.getLease(thread.id)) !== undefined) continue;
+      const { runId } = latest.identity;
+      const submitted = await dispatcher.submit({
+        id: `continue:${runId}:${latest.updatedAt}`,
+        threadId: thread.id,
+        ...(thread.resourceId === undefined ? {} : { resourceId: thread.resourceId }),
+        request: { type: 'continue', runId },
+      });
+      if (!submitted.duplicate) filed.push(thread.id);
+    }
+    cursor = page.nextCursor;
+    if (cursor === undefined || page.items.length === 0) break;
+  }
+  return filed;
+}

@@ -1,0 +1,396 @@
+import type {
+  AgentEvent,
+  AppendEventsOptions,
+  LunationStore,
+  RunEventRecord,
+  RunRecord,
+} from '@lunation/contract';
+import { LunationError } from '@lunation/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { MemoryStore } from '../../store-memory/src/index.js';
+import {
+  AgentWorker,
+  createRuntime,
+  defineTool,
+  FleetClient,
+  LocalDispatchBackend,
+  LocalDispatcher,
+  permissionPlugin,
+} from '../src/index.js';
+import { ScriptedModel, type ScriptedResponse } from '../src/testing/index.js';
+
+/**
+ * The fleet when a process is slow, not dead: cancels that name their run, claims redelivered to a thread whose
+ * run finished meanwhile, a worker stalled past its lease, event appends that fail for a while, dead letters.
+ */
+
+const started: string[] = [];
+
+function busyWait(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // a stalled process: no timer, no I/O callback runs meanwhile
+  }
+}
+
+const note = defineTool({
+  name: 'note',
+  description: 'Writes a note (gated)',
+  input: z.object({ text: z.string() }),
+  execute: ({ text }) => {
+    started.push(`note ${text}`);
+    return `noted ${text}`;
+  },
+});
+
+const count = defineTool({
+  name: 'count',
+  description: 'Counts',
+  input: z.object({ n: z.number() }),
+  execute: ({ n }, context) => {
+    started.push(`count ${n} rerun=${context.rerun}`);
+    return n;
+  },
+});
+
+const slow = defineTool({
+  name: 'slow',
+  description: 'Waits until cancelled',
+  input: z.object({}),
+  execute: async (_, context) => {
+    started.push('slow');
+    await new Promise((_resolve, reject) => {
+      context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true });
+    });
+  },
+});
+
+/** Answers from the conversation alone, so any worker (or process) continues the same script. */
+const model = new ScriptedModel((request) => {
+  const firstUser = request.messages.find((message) => message.role === 'user');
+  const text = firstUser?.content[0]?.type === 'text' ? firstUser.content[0].text : '';
+  const answered = request.messages.filter((message) => message.role === 'tool').length;
+  const script: ScriptedResponse[] = text.startsWith('note ')
+    ? [{ toolCalls: [{ toolName: 'note', arguments: { text: text.slice(5) } }] }]
+    : text === 'slow'
+      ? [{ toolCalls: [{ toolName: 'slow', arguments: {} }] }]
+      : text === 'count'
+        ? [1, 2, 3].map((n) => ({ text: `step ${n}`, toolCalls: [{ toolName: 'count', arguments: { n } }] }))
+        : [];
+  return script[answered] ?? { text: `done: ${text}` };
+});
+
+function workerRuntime(store: LunationStore, leaseTtlMs = 2_000) {
+  return createRuntime()
+    .model('m', model)
+    .agent({
+      id: 'a',
+      model: 'm',
+      tools: [note, slow, count],
+      plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'note', decision: 'ask' }] } }],
+    })
+    .store(store)
+    .options({ leaseTtlMs })
+    .build();
+}
+
+const workers: AgentWorker[] = [];
+const dispatchers: LocalDispatcher[] = [];
+
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((worker) => worker.stop({ deadlineMs: 2_000 })));
+  await Promise.all(dispatchers.splice(0).map((dispatcher) => dispatcher.close()));
+  started.length = 0;
+});
+
+/** One worker and a client on a shared store and dispatcher backend; `wrap` changes the worker's dispatcher. */
+function fleet(
+  options: {
+    store?: LunationStore;
+    workerStore?: LunationStore;
+    wrap?: (d: LocalDispatcher) => LocalDispatcher;
+  } = {},
+) {
+  const store = options.store ?? new MemoryStore();
+  const backend = new LocalDispatchBackend();
+  const dispatcher = () => {
+    const created = new LocalDispatcher({ backend });
+    dispatchers.push(created);
+    return created;
+  };
+  const own = dispatcher();
+  const worker = new AgentWorker({
+    runtime: workerRuntime(options.workerStore ?? store),
+    dispatcher: options.wrap ? options.wrap(own) : own,
+    workerId: 'worker-0',
+    idleWaitMs: 50,
+    claimLockMs: 3_000,
+  });
+  workers.push(worker);
+  const admin = dispatcher();
+  return { store, admin, worker, client: new FleetClient({ dispatcher: admin, store }) };
+}
+
+/** The run's events after `after` until its `run-end`, or until `until` says stop. */
+async function follow(
+  client: FleetClient,
+  runId: string,
+  after?: string,
+  until?: (event: AgentEvent) => boolean,
+): Promise<RunEventRecord[]> {
+  const records: RunEventRecord[] = [];
+  const signal = AbortSignal.timeout(10_000);
+  for await (const record of client.events(runId, { signal, ...(after ? { after } : {}) })) {
+    records.push(record);
+    if (until?.(record.event)) break;
+  }
+  return records;
+}
+
+const runEnd = (records: RunEventRecord[]) =>
+  records.at(-1)?.event as Extract<AgentEvent, { type: 'run-end' }> | undefined;
+
+describe('cancels name their run', () => {
+  it('answers that an ended run had ended, and a request left behind never cancels the next run', async () => {
+    const { client, admin, worker } = fleet();
+    worker.start();
+    const first = await client.send({ threadId: 'c1', input: 'hello' });
+    await follow(client, first.runId);
+    expect(await client.cancel('c1')).toEqual({
+      cancelled: false,
+      runId: first.runId,
+      termination: { type: 'natural-end' },
+    });
+    // A worker that died between the run's end and clearing its request leaves the request behind.
+    await admin.requestCancel({ threadId: 'c1', runId: first.runId, reason: 'left behind' });
+    const next = await client.send({ threadId: 'c1', input: 'again' });
+    expect(runEnd(await follow(client, next.runId))).toMatchObject({
+      status: 'done',
+      termination: { type: 'natural-end' },
+    });
+  });
+
+  it('cancels a submitted run before it starts: it ends cancelled and runs nothing', async () => {
+    const { client, worker } = fleet();
+    const { runId } = await client.send({ threadId: 'c4', input: 'slow' });
+    expect(await client.cancel('c4')).toMatchObject({ cancelled: true, runId });
+    worker.start();
+    expect(runEnd(await follow(client, runId))).toMatchObject({ termination: { type: 'cancelled' } });
+    expect(started).toEqual([]);
+  });
+
+  it('ends a run that waits for an approval durably: approving afterwards runs nothing', async () => {
+    const { client, store, worker } = fleet();
+    worker.start();
+    const { runId } = await client.send({ threadId: 'c2', input: 'note milk' });
+    const first = await follow(client, runId);
+    const ticket = runEnd(first)?.openTickets[0];
+    expect(ticket?.toolName).toBe('note');
+    expect(await client.cancel('c2')).toMatchObject({ cancelled: true, runId });
+    const rest = await follow(client, runId, first.at(-1)?.id);
+    expect(runEnd(rest)).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+    expect((await store.getRun(runId))?.status).toBe('done');
+    await expect(
+      client.decide('c2', [{ decisionId: 'late', ticketId: ticket?.id ?? '', action: 'resume' }]),
+    ).rejects.toMatchObject({ code: 'not-found' });
+    expect(started).toEqual([]);
+  });
+});
+
+describe('claims delivered again', () => {
+  it('applies nothing for a run its previous holder finished meanwhile, and does not dead-letter the thread', async () => {
+    const store = new MemoryStore();
+    const elsewhere = workerRuntime(store);
+    const holder = await elsewhere.run({ threadId: 'c3', input: 'slow' });
+    // The worker reads the thread's run as running; its holder finishes it before the worker goes on.
+    let finished = false;
+    const workerStore = new Proxy(store, {
+      get(target, key) {
+        if (key === 'getLatestRun') {
+          return async (threadId: string): Promise<RunRecord | undefined> => {
+            const run = await target.getLatestRun(threadId);
+            if (threadId === 'c3' && run?.status === 'running' && !finished) {
+              finished = true;
+              holder.cancel('finished elsewhere');
+              await holder.result;
+            }
+            return run;
+          };
+        }
+        const value = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { client, admin, worker } = fleet({ store, workerStore });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'c3', input: 'hello' });
+    expect(runEnd(await follow(client, runId))).toMatchObject({ termination: { type: 'natural-end' } });
+    expect(finished).toBe(true);
+    expect((await admin.depth()).deadLettered).toBe(0);
+    expect(await admin.deadLetters()).toEqual([]);
+  });
+});
+
+describe('a worker stalled past its lease', () => {
+  it('starts nothing more once it cannot show a fresh lease; the next holder runs the rest, each call once', async () => {
+    const store = new MemoryStore();
+    const stall = defineTool({
+      name: 'stall',
+      description: 'Blocks the process past its lease',
+      input: z.object({}),
+      execute: () => {
+        started.push('stall');
+        busyWait(450);
+        return 'stalled';
+      },
+    });
+    const after = defineTool({
+      name: 'after',
+      description: 'Runs after the stall',
+      input: z.object({}),
+      execute: (_, context) => {
+        started.push(`after rerun=${context.rerun}`);
+        return 'after';
+      },
+    });
+    const twoCalls = new ScriptedModel((request) =>
+      request.messages.some((message) => message.role === 'tool')
+        ? { text: 'finished' }
+        : {
+            toolCalls: [
+              { toolName: 'stall', arguments: {} },
+              { toolName: 'after', arguments: {} },
+            ],
+          },
+    );
+    const build = (owner: string) =>
+      createRuntime()
+        .model('m', twoCalls)
+        .agent({ id: 'a', model: 'm', tools: [stall, after] })
+        .store(store)
+        .options({ leaseTtlMs: 300, owner })
+        .build();
+    const stalled = await build('stalled').generate({ threadId: 's1', input: 'go' });
+    expect(started).toEqual(['stall']);
+    expect(stalled.status).toBe('running');
+    expect(stalled.termination).toMatchObject({ type: 'error', error: { code: 'lease-lost' } });
+    // Nothing was written after the stall: the store still says running, the second call in flight.
+    expect((await store.getLatestRun('s1'))?.status).toBe('running');
+
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    const next = await build('next').generate({ threadId: 's1' });
+    expect(next).toMatchObject({ status: 'done', finalText: 'finished' });
+    expect(started).toEqual(['stall', 'after rerun=true']);
+  });
+});
+
+describe('event appends that fail for a while', () => {
+  it("lose nothing: every committed step and result reaches the run's log once, in order", async () => {
+    let calls = 0;
+    const failures: string[] = [];
+    const wrap = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'appendEvents') {
+            return async (runId: string, events: readonly AgentEvent[], options?: AppendEventsOptions) => {
+              calls++;
+              if (calls === 2 || calls === 3) {
+                failures.push('before');
+                throw new LunationError('store-unavailable', 'the log timed out');
+              }
+              const ids = await target.appendEvents(runId, events, options);
+              if (calls === 4) {
+                // Applied, but the answer was lost: the retry must not append the events twice.
+                failures.push(`after ${events.length}`);
+                throw new LunationError('store-unavailable', 'the answer was lost');
+              }
+              return ids;
+            };
+          }
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, store, worker, admin } = fleet({ wrap });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'e1', input: 'count' });
+    await follow(client, runId);
+    await worker.stop();
+    // The whole log, also past its first run-end.
+    const records = (await admin.readEvents(runId, { limit: 10_000 })).events;
+    expect(failures.map((failure) => failure.split(' ')[0])).toEqual(['before', 'before', 'after']);
+    expect(runEnd(records)).toMatchObject({ status: 'done', termination: { type: 'natural-end' } });
+    const events = records.map((record) => record.event);
+    const results = events.filter((event) => event.type === 'tool-result');
+    expect(results.map((event) => (event.type === 'tool-result' ? event.result.data : undefined))).toEqual([
+      1, 2, 3,
+    ]);
+    const stepEnds = events.filter((event) => event.type === 'step-end');
+    expect(stepEnds.map((event) => (event.type === 'step-end' ? event.step : 0))).toEqual([1, 2, 3, 4]);
+    expect(events.filter((event) => event.type === 'run-start')).toHaveLength(1);
+    // Each event once: the log numbers the run's events 0, 1, 2, … with none repeated.
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+    const ids = records.map((record) => Number(record.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(started).toEqual(['count 1 rerun=false', 'count 2 rerun=false', 'count 3 rerun=false']);
+    expect((await store.getRun(runId))?.status).toBe('done');
+  });
+});
+
+describe('dead letters', () => {
+  it('answers a message to a dead-lettered thread with a clear error, keeping it for a resubmit', async () => {
+    const { client, admin, worker } = fleet();
+    await client.send({ threadId: 'd1', input: 'hello' });
+    const claim = await admin.claim({ workerId: 'broken', waitMs: 1_000 });
+    expect(claim?.threadId).toBe('d1');
+    await admin.fail(claim!, new LunationError('internal', 'a bug'), { retryable: false });
+    await expect(client.send({ threadId: 'd1', input: 'anyone?' })).rejects.toMatchObject({
+      code: 'dead-lettered',
+    });
+    const kept = await admin.pending('d1');
+    expect(kept).toHaveLength(2);
+    const last = kept[1];
+    const runId = last?.request.type === 'input' ? last.request.runId : undefined;
+    expect(await admin.resubmit('d1')).toBe(true);
+    worker.start();
+    expect(runEnd(await follow(client, runId ?? ''))).toMatchObject({ termination: { type: 'natural-end' } });
+  });
+});
+
+describe('stranded runs', () => {
+  it('finds a run left running with nothing to continue it, and continues it', async () => {
+    const store = new MemoryStore();
+    const renewLease = store.renewLease.bind(store);
+    // A process whose renewals fail stops its run where it is: `running`, its lease released, no job anywhere.
+    store.renewLease = async (input) => {
+      if (input.threadId === 'x1') throw new LunationError('store-unavailable', 'renewal timed out');
+      return renewLease(input);
+    };
+    const died = await workerRuntime(store, 150).generate({ threadId: 'x1', input: 'slow' });
+    expect(died.status).toBe('running');
+    store.renewLease = renewLease;
+    expect((await store.getLatestRun('x1'))?.status).toBe('running');
+
+    const { client, worker } = fleet({ store });
+    worker.start();
+    const { runId } = died.identity;
+    const records = await follow(client, runId, undefined, (event) => event.type === 'tool-execution-start');
+    // The log first gets what the store committed (the step that called `slow`), then the continued run.
+    expect(records.map((record) => record.event.type).slice(0, 5)).toEqual([
+      'step-start',
+      'tool-call-start',
+      'tool-call-end',
+      'step-end',
+      'run-start',
+    ]);
+    expect(records.at(-1)?.event).toMatchObject({ type: 'tool-execution-start', rerun: true });
+    expect(started).toEqual(['slow', 'slow']);
+    expect(await worker.resumeStrandedRuns()).toEqual([]);
+    expect(await client.cancel('x1')).toMatchObject({ cancelled: true, runId });
+    expect(runEnd(await follow(client, runId, records.at(-1)?.id))).toMatchObject({
+      termination: { type: 'cancelled' },
+    });
+  });
+});
