@@ -38,9 +38,13 @@ export interface SubscribeEventsOptions {
   signal: AbortSignal;
 }
 
-/** What {@link RunEventLog.appendEvents} takes. */
+/** What {@link RunEventLog.appendEvents} takes beside the events. */
 export interface AppendEventsOptions {
-  /** The fencing token of the thread lease the events were produced under. */
+  /**
+   * The fencing token of the thread lease the events were produced under. The log refuses an append whose fence
+   * is lower than the highest it has seen (`stale-lease`), and within one fence takes each event `seq` once.
+   * @default no fence: nothing is checked but the end mark (for callers that hold no lease, such as tests)
+   */
   fence?: number;
 }
 
@@ -48,7 +52,7 @@ export interface AppendEventsOptions {
 export interface EndEventsOptions {
   /** How long the ended log stays readable. */
   ttlMs: number;
-  /** The fencing token of the thread lease the run ended under. */
+  /** The fencing token of the lease the run ended under; refused (`stale-lease`) when lower than the log's. */
   fence?: number;
 }
 
@@ -56,9 +60,26 @@ export interface EndEventsOptions {
  * Each run's events, readable from any process: appended by the worker running the run, read or followed by
  * anyone, bounded in length, expiring after the run's end is marked. The store stays the truth; the log is a
  * view of it for clients.
+ *
+ * @remarks Fencing (each append is atomic: it is checked and applied in one step, or refused whole):
+ * - The log remembers the highest `fence` it was given and the position `(fence, seq)` of the last event it took
+ *   under it. An append or `endEvents` whose fence is lower is refused with `stale-lease` (details `{ runId,
+ *   fence, logFence }`) and changes nothing: a newer lease of the thread has written to the log.
+ * - Within one fence, events at or before the last position (the retry of an append whose answer was lost) are
+ *   dropped silently and the others appended in order; a higher fence starts over (`seq` starts at 0 again in
+ *   each invocation of a run).
+ * - Nothing is appended after the end mark: an append to an ended log is refused with `stale-lease` (details
+ *   `{ runId, ended: true }`), fenced or not, for as long as the ended log is kept (`ttlMs`). Once it expired,
+ *   the run's log is forgotten with its fence, and an append starts a new log (ids from 1 again).
+ * - An append without `fence` neither checks nor moves the position; only the end mark applies to it.
  */
 export interface RunEventLog {
-  /** Appends events in order; resolves their ids, in the same order. Appending after `endEvents` reopens the log. */
+  /**
+   * Appends events in order, under the rules above; resolves the ids of the events it appended, in order (an
+   * event dropped as already appended has none, so the result may be shorter than `events`). `stale-lease`
+   * when the fence is lower than the log's or the log is ended; `invalid-argument` for a fence that is not a
+   * non-negative integer, or, with a fence, an event without an integer `seq`.
+   */
   appendEvents(
     runId: string,
     events: readonly AgentEvent[],
@@ -73,7 +94,8 @@ export interface RunEventLog {
   subscribeEvents(runId: string, options: SubscribeEventsOptions): AsyncIterable<RunEventRecord>;
   /**
    * Marks the log's end (subscribers finish once they reach it); the log expires `ttlMs` later, and an append
-   * after that starts a new log (ids from 1 again).
+   * after that starts a new log (ids from 1 again). Ending an ended log again sets a new expiry. `stale-lease`
+   * when `fence` is lower than the log's.
    */
   endEvents(runId: string, options: EndEventsOptions): Promise<void>;
 }

@@ -94,7 +94,10 @@ describe('dispatch helpers', () => {
       [{ ...valid, request: { type: 'input', input: [null] } }, /request.input\[0\]/],
       [{ ...valid, request: { type: 'input', input: [message], runId: '' } }, /request.runId/],
       [{ ...valid, request: { type: 'decisions' } }, /request.decisions/],
-      [{ ...valid, request: { type: 'shout' } }, /request.type must be "input" or "decisions", got "shout"/],
+      [
+        { ...valid, request: { type: 'shout' } },
+        /request.type must be "input", "decisions" or "continue", got "shout"/,
+      ],
     ];
     for (const [submission, text] of cases) {
       let caught: unknown;

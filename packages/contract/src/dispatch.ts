@@ -223,10 +223,10 @@ export interface SubmitResult {
   /** True when the thread already had this submission id; nothing changed. */
   duplicate: boolean;
   /**
-   * True when the thread is dead-lettered: the submission is kept in its inbox, but nothing runs it until the
-   * thread is resubmitted.
+   * True when the thread is dead-lettered: the submission is kept in its inbox, but nothing runs it until
+   * `resubmit` (see `deadLetters()`).
    */
-  deadLettered?: boolean;
+  deadLettered: boolean;
 }
 
 /** Paging of {@link DispatchAdmin.deadLetters}. */
@@ -287,7 +287,8 @@ export interface DispatchAdmin {
 
 /**
  * Moves work between processes: per-thread inboxes of submissions, one job per thread that workers claim, cancel
- * requests and run event logs. Version `v1` of the interface. Every dispatcher passes
+ * requests and run event logs. Version `v2` of the interface (v2: fenced run event logs, nothing after the end
+ * mark, `SubmitResult.deadLettered`, lost claims never dead-letter). Every dispatcher passes
  * `@lunation/dispatch-testkit`.
  *
  * @remarks Rules the conformance kit checks, beyond each method's own description:
@@ -298,7 +299,10 @@ export interface DispatchAdmin {
  *   is skipped, not waited for.
  * - A submission that arrives while its thread is claimed waits for that claim to end: `complete` re-wakes the
  *   thread, `fail` and `handBack` keep it.
- * - A dead-lettered thread keeps new submissions in its inbox until `resubmit`.
+ * - A dead-lettered thread keeps new submissions in its inbox until `resubmit`, and `submit` says so
+ *   (`deadLettered`).
+ * - Losing a claim is never a failure: only `fail` counts toward dead-lettering, however often a thread's claims
+ *   are lost (a worker died or stalled past its lock).
  * - Nothing completes the claim on the worker's behalf: a lock expiry is the only way a claim ends by itself.
  */
 export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, CancelSignals, RunEventLog {
@@ -306,7 +310,7 @@ export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, C
    * The version of this interface the dispatcher implements; the runtime refuses a dispatcher declaring
    * another one (`specification-mismatch`). See `specificationVersions`.
    */
-  readonly specificationVersion: 'v1';
+  readonly specificationVersion: 'v2';
   /** A short name for diagnostics, e.g. `local` or `bullmq`. */
   readonly kind: string;
   /**

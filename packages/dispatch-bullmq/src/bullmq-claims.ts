@@ -2,7 +2,6 @@ import {
   type ClaimOptions,
   type CompleteResult,
   type DispatchClaim,
-  type ErrorInfo,
   type FailOptions,
   type FailResult,
   LunationError,
@@ -30,8 +29,8 @@ interface HeldClaim {
 
 /**
  * The worker side on BullMQ: claims are BullMQ jobs fetched by hand (a Worker without a processor), their token
- * the job's lock token. The dispatcher adds the rest: tenant slots, dead letters for threads whose claims were lost
- * too often, and re-waking a completed thread whose inbox is not empty.
+ * the job's lock token. The dispatcher adds the rest: tenant slots and re-waking a completed thread whose inbox is
+ * not empty. A lost claim (its lock ran out) is never a failure: the stalled check puts the job back in line.
  */
 export class BullMQClaims {
   private readonly held = new Map<string, HeldClaim>();
@@ -148,7 +147,7 @@ export class BullMQClaims {
     await this.release(claim, '', false);
   }
 
-  /** Turns a fetched job into a claim, or gives it back (tenant at its cap) or dead-letters it (lost too often). */
+  /** Turns a fetched job into a claim, or gives it back (tenant at its cap). */
   private async accept(job: Job, workerId: string, lockMs: number): Promise<DispatchClaim | undefined> {
     const token = job.token as string;
     const data = job.data as ThreadJobData;
@@ -161,16 +160,9 @@ export class BullMQClaims {
       token,
       claimedAt: now,
     };
-    if (job.deferredFailure) {
-      const info: ErrorInfo = {
-        code: 'claim-lost',
-        message: `Thread "${data.threadId}" lost its claim too often (${job.deferredFailure}): its workers died or stalled each time; look into it, then resubmit it`,
-        retryable: false,
-      };
-      await job.moveToFailed(new UnrecoverableError(JSON.stringify(info)), token, false);
-      await this.release(claim, 'failed', true);
-      return undefined;
-    }
+    // Marked by BullMQ's stalled check under an older limit (a dispatcher of an earlier version on this queue):
+    // a lost claim is not a failure, so the mark is dropped and the thread claimed.
+    if (job.deferredFailure) await this.context.client.hdel(this.worker.toKey(job.id as string), 'defa');
     if (lockMs !== this.context.settings.lockMs) await job.extendLock(token, lockMs);
     if (data.resourceId !== undefined) {
       const cap = this.context.policy.maxActivePerResource;

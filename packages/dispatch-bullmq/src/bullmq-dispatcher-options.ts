@@ -1,4 +1,4 @@
-import type { DispatchPolicy } from '@lunation/contract';
+import { type DispatchPolicy, LunationError } from '@lunation/contract';
 import { assertInteger } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { BullMQSettings } from './dispatch-context.js';
@@ -13,8 +13,6 @@ export interface BullMQDispatcherCommonOptions extends DispatchPolicy {
   lockMs?: number;
   /** How often claiming dispatchers look for lost claims (BullMQ's `stalledInterval`). @default 500 */
   stalledIntervalMs?: number;
-  /** Lost claims (a worker died or stalled holding the thread) before the thread is dead-lettered. @default 10 */
-  maxLostClaims?: number;
   /** How long one blocking wait for a job or an event lasts before it is renewed. @default 1000 */
   blockMs?: number;
   /** How long a thread of a tenant at its cap is put aside before it is offered again. @default 250 */
@@ -44,10 +42,15 @@ export type BullMQDispatcherOptions = BullMQDispatcherUrlOptions | BullMQDispatc
 
 /** The settings beyond the policy, with their defaults; `invalid-argument` for a bad one. */
 export function resolveSettings(options: BullMQDispatcherCommonOptions): BullMQSettings {
+  if ('maxLostClaims' in options && options.maxLostClaims !== undefined) {
+    throw new LunationError(
+      'invalid-argument',
+      'maxLostClaims was removed: a lost claim (a worker that died or stalled past its lock) never dead-letters a thread any more, only fail() does (maxAttempts); remove the option',
+    );
+  }
   const settings: BullMQSettings = {
     lockMs: options.lockMs ?? 2_000,
     stalledIntervalMs: options.stalledIntervalMs ?? 500,
-    maxLostClaims: options.maxLostClaims ?? 10,
     blockMs: options.blockMs ?? 1_000,
     resourceRetryMs: options.resourceRetryMs ?? 250,
     sweepIntervalMs: options.sweepIntervalMs ?? 10_000,

@@ -118,38 +118,40 @@ describe('BullMQDispatcher', () => {
     expect(() => new BullMQDispatcher({ client: prefixed })).toThrow(/keyPrefix/);
   });
 
-  it('dead-letters a thread whose claims were lost maxLostClaims times, with claim-lost; resubmit revives it', async () => {
-    const { dispatcher } = open({ maxLostClaims: 2, stalledIntervalMs: 100, blockMs: 200 });
+  it('puts a stalled job back to wait however often it stalls, and claims a job an older version marked to fail', async () => {
+    const { dispatcher, keyPrefix } = open({ stalledIntervalMs: 100, blockMs: 200 });
     const threadId = uniqueId('thread');
     await dispatcher.submit(makeSubmission(threadId, { resourceId: 'tenant-a' }));
-    for (let loss = 0; loss < 2; loss++) {
-      const claim = await dispatcher.claim({ workerId: `dies-${loss}`, lockMs: 150, waitMs: 3_000 });
-      expect(claim?.threadId).toBe(threadId);
-      await sleep(500);
+    const queue = new Queue('threads', { connection: redis.connected(), prefix: `${keyPrefix}bull` });
+    cleanups.push(() => queue.close());
+    const jobId = `t.${threadId}`;
+    for (let loss = 0; loss < 12; loss++) {
+      const claim = await dispatcher.claim({ workerId: `stalls-${loss}`, lockMs: 100, waitMs: 3_000 });
+      expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
+      await sleep(350);
+      expect(['waiting', 'active']).toContain(await queue.getJobState(jobId));
     }
-    expect(await dispatcher.claim({ workerId: 'w1', waitMs: 1_000 })).toBeUndefined();
-    const [letter] = await dispatcher.deadLetters();
-    expect(letter).toEqual(
-      expect.objectContaining({
-        threadId,
-        resourceId: 'tenant-a',
-        pending: 1,
-        error: expect.objectContaining({ code: 'claim-lost', retryable: false }),
-      }),
-    );
-    expect((await dispatcher.depth()).byResource['tenant-a']).toEqual({
-      pending: 1,
-      active: 0,
-      deadLettered: 1,
-    });
-    expect(await dispatcher.resubmit(threadId)).toBe(true);
-    const revived = await dispatcher.claim({ workerId: 'w1', waitMs: 2_000 });
-    expect(revived).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
+    expect(
+      Number(await redis.connected().hget(`${keyPrefix}bull:threads:${jobId}`, 'stc')),
+    ).toBeGreaterThanOrEqual(11);
+    // BullMQ's stalled check of a dispatcher with the old limit marked the job to fail at its next fetch.
+    await redis
+      .connected()
+      .hset(`${keyPrefix}bull:threads:${jobId}`, 'defa', 'job stalled more than allowable limit');
+    const claim = await dispatcher.claim({ workerId: 'healthy', waitMs: 3_000 });
+    expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
+    expect(await redis.connected().hexists(`${keyPrefix}bull:threads:${jobId}`, 'defa')).toBe(0);
+    expect(await dispatcher.deadLetters()).toEqual([]);
     expect((await dispatcher.depth()).byResource['tenant-a']).toEqual({
       pending: 1,
       active: 1,
       deadLettered: 0,
     });
+  });
+
+  it('refuses the removed maxLostClaims option, saying why', () => {
+    const options = { url: redisUrl, maxLostClaims: 10 } as BullMQDispatcherCommonOptions;
+    expect(() => new BullMQDispatcher(options)).toThrow(/maxLostClaims was removed/);
   });
 
   it('wakes a thread whose job vanished in a crash (the orphan sweep)', async () => {

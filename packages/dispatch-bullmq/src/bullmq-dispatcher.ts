@@ -1,5 +1,6 @@
 import {
   type AgentEvent,
+  type AppendEventsOptions,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -24,6 +25,8 @@ import {
   type SubscribeEventsOptions,
 } from '@lunation/contract';
 import {
+  assertAppendEvents,
+  assertFence,
   assertId,
   assertInteger,
   assertSubmission,
@@ -56,7 +59,7 @@ const defaultReadLimit = 1_000;
  * @remarks Standalone Redis (or one primary) only: scripts touch keys of several threads.
  */
 export class BullMQDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'bullmq';
   private readonly client: Redis;
   private readonly ownedClient: Redis | undefined;
@@ -244,11 +247,15 @@ export class BullMQDispatcher implements Dispatcher {
     });
   }
 
-  appendEvents(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
+  appendEvents(
+    runId: string,
+    events: readonly AgentEvent[],
+    options?: AppendEventsOptions,
+  ): Promise<string[]> {
     return this.call('appendEvents', () => {
       assertId(runId, 'runId');
-      if (!Array.isArray(events)) throw invalid('events must be an array');
-      return this.events.append(runId, events);
+      const fence = assertAppendEvents(events, options);
+      return this.events.append(runId, events, fence);
     });
   }
 
@@ -310,7 +317,7 @@ export class BullMQDispatcher implements Dispatcher {
     return this.call('endEvents', () => {
       assertId(runId, 'runId');
       assertInteger(options?.ttlMs, 'ttlMs', 0);
-      return this.events.end(runId, options.ttlMs);
+      return this.events.end(runId, options.ttlMs, assertFence(options.fence));
     });
   }
 
@@ -343,7 +350,8 @@ export class BullMQDispatcher implements Dispatcher {
       autorun: false,
       lockDuration: settings.lockMs,
       stalledInterval: settings.stalledIntervalMs,
-      maxStalledCount: settings.maxLostClaims - 1,
+      // A lost claim is never a failure: however often a job stalls, BullMQ's check puts it back in line.
+      maxStalledCount: Number.MAX_SAFE_INTEGER,
       drainDelay: settings.blockMs / 1_000,
       settings: {
         backoffStrategy: (attemptsMade: number) => dispatchRetryDelay(policy.backoff, attemptsMade),

@@ -3,6 +3,7 @@ import { overloadedError } from '@lunation/contract/dispatch-utils';
 import type { Queue } from 'bullmq';
 import type { DispatchContext } from './dispatch-context.js';
 import { dispatchScripts } from './dispatch-scripts.js';
+import { jobIdOf } from './redis-keys.js';
 
 /**
  * The producer side and the inboxes: each submission is one Lua script (dedupe, order, counters) and then one
@@ -24,7 +25,7 @@ export class BullMQInbox {
     const now = Date.now();
     const { threadId } = submission;
     const entry: InboxEntry = { ...submission, submittedAt: now };
-    const outcome = await this.context.run(
+    const [outcome, dead] = (await this.context.run(
       dispatchScripts.submit,
       [
         keys.inbox(threadId),
@@ -34,6 +35,7 @@ export class BullMQInbox {
         keys.sequence,
         keys.pendingThreads,
         keys.stats,
+        this.queue.toKey('failed'),
       ],
       [
         submission.id,
@@ -42,11 +44,13 @@ export class BullMQInbox {
         submission.resourceId ?? '',
         threadId,
         policy.dedupeWindowMs,
+        jobIdOf(threadId),
       ],
-    );
-    // A pending duplicate may be the retry of a submit that died before its `add`: wake the thread again.
+    )) as [number, number];
+    // A pending duplicate may be the retry of a submit that died before its `add`: wake the thread again (a
+    // dead-lettered thread's job is in the failed set: the `add` is a no-op).
     if (outcome !== 0) await this.context.wake(threadId, submission.resourceId);
-    return { duplicate: outcome !== 1 };
+    return { duplicate: outcome !== 1, deadLettered: dead === 1 };
   }
 
   async pending(threadId: string): Promise<InboxEntry[]> {

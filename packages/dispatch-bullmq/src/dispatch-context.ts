@@ -7,7 +7,6 @@ import type { DispatchKeys } from './redis-keys.js';
 export interface BullMQSettings {
   lockMs: number;
   stalledIntervalMs: number;
-  maxLostClaims: number;
   blockMs: number;
   resourceRetryMs: number;
   sweepIntervalMs: number;

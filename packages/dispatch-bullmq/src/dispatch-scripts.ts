@@ -13,15 +13,17 @@ function script(name: string, source: string): LuaScript {
 
 /**
  * Adds a submission unless its id is pending (2) or was acknowledged within the dedupe window (0); 1 when added.
- * KEYS: inbox, entries, tenants, seen, sequence, pending-threads, stats.
- * ARGV: id, entry JSON, now, resourceId or '', threadId, dedupe window ms.
+ * Resolves { outcome, 1 when the thread's job is in BullMQ's failed set (dead-lettered) else 0 }.
+ * KEYS: inbox, entries, tenants, seen, sequence, pending-threads, stats, BullMQ's failed set.
+ * ARGV: id, entry JSON, now, resourceId or '', threadId, dedupe window ms, the thread's job id.
  */
 const submit = script(
   'submit',
   `
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 2 end
+local dead = redis.call('ZSCORE', KEYS[8], ARGV[7]) and 1 or 0
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return { 2, dead } end
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', tonumber(ARGV[3]) - tonumber(ARGV[6]))
-if redis.call('ZSCORE', KEYS[4], ARGV[1]) then return 0 end
+if redis.call('ZSCORE', KEYS[4], ARGV[1]) then return { 0, dead } end
 local sequence = redis.call('INCR', KEYS[5])
 redis.call('ZADD', KEYS[1], sequence, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -31,7 +33,7 @@ if ARGV[4] ~= '' then
 end
 redis.call('HINCRBY', KEYS[7], 'pending', 1)
 redis.call('ZADD', KEYS[6], ARGV[3], ARGV[5])
-return 1
+return { 1, dead }
 `,
 );
 
@@ -164,25 +166,39 @@ return 1
 );
 
 /**
- * Appends events as stream entries `0-<seq>` (field `e`), trimmed to the length bound; reopens an ended log.
- * KEYS: stream, meta. ARGV: max length, event JSON...
+ * Appends events as stream entries `0-<id>` (field `e`), trimmed to the length bound, under the fencing rules
+ * of the contract's RunEventLog. The meta hash keeps `fence` (the highest given) and `fseq` (the seq of the last
+ * event taken under it). Resolves { 0, id... } (the ids appended), { 1 } when the log is ended, or { 2, the log's
+ * fence } when the fence is lower than the log's.
+ * KEYS: stream, meta. ARGV: max length, fence or '', count n, seq 1..n, event JSON 1..n.
  */
 const appendEvents = script(
   'appendEvents',
   `
-if redis.call('HDEL', KEYS[2], 'end') == 1 then
-  redis.call('PERSIST', KEYS[1])
-  redis.call('PERSIST', KEYS[2])
+if redis.call('HEXISTS', KEYS[2], 'end') == 1 then return { 1 } end
+local fence = tonumber(ARGV[2])
+local position = nil
+if fence then
+  local logFence = tonumber(redis.call('HGET', KEYS[2], 'fence') or '')
+  if logFence and fence < logFence then return { 2, logFence } end
+  position = -1
+  if logFence == fence then position = tonumber(redis.call('HGET', KEYS[2], 'fseq') or '-1') end
 end
-local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
-local ids = {}
-for index = 2, #ARGV do
-  seq = seq + 1
-  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. seq, 'e', ARGV[index])
-  ids[#ids + 1] = seq
+local count = tonumber(ARGV[3])
+local last = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
+local out = { 0 }
+for index = 1, count do
+  local seq = tonumber(ARGV[3 + index])
+  if position == nil or seq > position then
+    if position ~= nil then position = seq end
+    last = last + 1
+    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. last, 'e', ARGV[3 + count + index])
+    out[#out + 1] = last
+  end
 end
-redis.call('HSET', KEYS[2], 'seq', seq)
-return ids
+if #out > 1 then redis.call('HSET', KEYS[2], 'seq', last) end
+if fence then redis.call('HSET', KEYS[2], 'fence', ARGV[2], 'fseq', position) end
+return out
 `,
 );
 
@@ -222,18 +238,24 @@ return { out, (ended and not more) and 1 or 0 }
 );
 
 /**
- * Marks a log's end with an end entry (which wakes blocked readers) and sets its expiry.
- * KEYS: stream, meta. ARGV: ttl ms, max length.
+ * Marks a log's end with an end entry (which wakes blocked readers) and sets its expiry; { 0 }, or { 2, the log's
+ * fence } when the fence is lower than the log's. KEYS: stream, meta. ARGV: ttl ms, max length, fence or ''.
  */
 const endEvents = script(
   'endEvents',
   `
+local fence = tonumber(ARGV[3])
+if fence then
+  local logFence = tonumber(redis.call('HGET', KEYS[2], 'fence') or '')
+  if logFence and fence < logFence then return { 2, logFence } end
+  if logFence ~= fence then redis.call('HSET', KEYS[2], 'fence', ARGV[3], 'fseq', -1) end
+end
 local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
 redis.call('XADD', KEYS[1], 'MAXLEN', tonumber(ARGV[2]) + 1, '0-' .. seq, 'end', '1')
 redis.call('HSET', KEYS[2], 'end', seq)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return seq
+return { 0 }
 `,
 );
 

@@ -1,4 +1,5 @@
 import type { AgentEvent, RunEventPage, RunEventRecord } from '@lunation/contract';
+import { eventLogEndedError, staleEventFenceError } from '@lunation/contract/dispatch-utils';
 import type { DispatchContext } from './dispatch-context.js';
 import { dispatchScripts } from './dispatch-scripts.js';
 import type { StreamWaiter } from './stream-waiter.js';
@@ -8,7 +9,8 @@ const batchSize = 256;
 
 /**
  * Run event logs as Redis Streams: one stream per run, entry ids `0-<n>` (the event id is `n`), trimmed with
- * `MAXLEN`, an `end` entry as the end mark (it also wakes blocked readers), `PEXPIRE` once ended.
+ * `MAXLEN`, an `end` entry as the end mark (it also wakes blocked readers), `PEXPIRE` once ended. The meta hash
+ * keeps the log's fence and position, checked by the append script.
  */
 export class RedisRunEvents {
   constructor(
@@ -16,15 +18,23 @@ export class RedisRunEvents {
     private readonly waiter: () => StreamWaiter,
   ) {}
 
-  async append(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
-    if (events.length === 0) return [];
+  /** Appends under the contract's fencing rules (one script); resolves the ids of the events it appended. */
+  async append(runId: string, events: readonly AgentEvent[], fence: number | undefined): Promise<string[]> {
     const { keys, policy } = this.context;
-    const ids = (await this.context.run(
+    const [status, ...rest] = (await this.context.run(
       dispatchScripts.appendEvents,
       [keys.events(runId), keys.eventsMeta(runId)],
-      [policy.maxEventsPerRun, ...events.map((event) => JSON.stringify(event))],
+      [
+        policy.maxEventsPerRun,
+        fence ?? '',
+        events.length,
+        ...events.map((event) => event.seq ?? 0),
+        ...events.map((event) => JSON.stringify(event)),
+      ],
     )) as number[];
-    return ids.map(String);
+    if (status === 1) throw eventLogEndedError(runId);
+    if (status === 2) throw staleEventFenceError(runId, fence as number, Number(rest[0]));
+    return rest.map(String);
   }
 
   async read(runId: string, after: number, limit: number): Promise<RunEventPage> {
@@ -41,13 +51,14 @@ export class RedisRunEvents {
     return { events, ended: ended === 1 };
   }
 
-  async end(runId: string, ttlMs: number): Promise<void> {
+  async end(runId: string, ttlMs: number, fence: number | undefined): Promise<void> {
     const { keys, policy } = this.context;
-    await this.context.run(
+    const [status, logFence] = (await this.context.run(
       dispatchScripts.endEvents,
       [keys.events(runId), keys.eventsMeta(runId)],
-      [ttlMs, policy.maxEventsPerRun],
-    );
+      [ttlMs, policy.maxEventsPerRun, fence ?? ''],
+    )) as number[];
+    if (status === 2) throw staleEventFenceError(runId, fence as number, Number(logFence));
   }
 
   /** Every event after `after`, then each new one, until the end mark or the signal. */

@@ -8,7 +8,6 @@ import type { ThreadJobs } from './thread-jobs.js';
 export interface PostgresSettings {
   lockMs: number;
   pollIntervalMs: number;
-  maxLostClaims: number;
   maintenanceIntervalMs: number;
 }
 

@@ -100,6 +100,103 @@ CREATE TABLE ${s}.dispatch_run_events (
 }
 
 /**
+ * Fenced run event logs: each log keeps the highest lease fence it was given and the `seq` of the last event it
+ * took under it; appending and ending are functions, so each is one statement that checks and applies the rules
+ * of the contract's RunEventLog under the log's row lock. Status 0: done (with the ids appended), 1: the log is
+ * ended, 2: the fence is lower than the log's (with the log's fence).
+ */
+function runEventFences(s: string): string {
+  return `
+ALTER TABLE ${s}.dispatch_run_logs ADD COLUMN fence bigint, ADD COLUMN fence_seq bigint;
+
+CREATE FUNCTION ${s}.dispatch_append_events(
+  p_run_id text, p_events json, p_fence bigint, p_max_events bigint, p_channel text
+) RETURNS TABLE (status smallint, log_fence bigint, ids bigint[])
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now bigint := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  v_log ${s}.dispatch_run_logs%ROWTYPE;
+  v_position bigint;
+  v_seq bigint;
+  v_last bigint;
+  v_ids bigint[] := '{}';
+  v_event json;
+BEGIN
+  INSERT INTO ${s}.dispatch_run_logs (run_id, last_seq) VALUES (p_run_id, 0) ON CONFLICT (run_id) DO NOTHING;
+  SELECT * INTO v_log FROM ${s}.dispatch_run_logs WHERE run_id = p_run_id FOR UPDATE;
+  IF v_log.expires_at IS NOT NULL AND v_log.expires_at <= v_now THEN
+    -- The ended log expired: it is forgotten, fence and all, and this append starts a new one.
+    DELETE FROM ${s}.dispatch_run_events WHERE run_id = p_run_id;
+    v_log.last_seq := 0;
+    v_log.fence := NULL;
+    v_log.fence_seq := NULL;
+  ELSIF v_log.ended_seq IS NOT NULL THEN
+    RETURN QUERY SELECT 1::smallint, v_log.fence, NULL::bigint[];
+    RETURN;
+  END IF;
+  IF p_fence IS NOT NULL THEN
+    IF v_log.fence IS NOT NULL AND p_fence < v_log.fence THEN
+      RETURN QUERY SELECT 2::smallint, v_log.fence, NULL::bigint[];
+      RETURN;
+    END IF;
+    v_position := CASE WHEN v_log.fence = p_fence THEN coalesce(v_log.fence_seq, -1) ELSE -1 END;
+  END IF;
+  v_last := v_log.last_seq;
+  FOR v_event IN SELECT value FROM json_array_elements(p_events) LOOP
+    IF p_fence IS NOT NULL THEN
+      v_seq := (v_event->>'seq')::bigint;
+      CONTINUE WHEN v_seq <= v_position;
+      v_position := v_seq;
+    END IF;
+    v_last := v_last + 1;
+    INSERT INTO ${s}.dispatch_run_events (run_id, seq, event) VALUES (p_run_id, v_last, v_event);
+    v_ids := v_ids || v_last;
+  END LOOP;
+  UPDATE ${s}.dispatch_run_logs SET last_seq = v_last, ended_seq = NULL, expires_at = NULL,
+    fence = coalesce(p_fence, v_log.fence),
+    fence_seq = CASE WHEN p_fence IS NULL THEN v_log.fence_seq ELSE nullif(v_position, -1) END
+  WHERE run_id = p_run_id;
+  IF cardinality(v_ids) > 0 THEN
+    DELETE FROM ${s}.dispatch_run_events WHERE run_id = p_run_id AND seq <= v_last - p_max_events;
+    PERFORM pg_notify(p_channel, v_last::text);
+  END IF;
+  RETURN QUERY SELECT 0::smallint, NULL::bigint, v_ids;
+END
+$fn$;
+
+CREATE FUNCTION ${s}.dispatch_end_events(
+  p_run_id text, p_ttl_ms bigint, p_fence bigint, p_channel text
+) RETURNS TABLE (status smallint, log_fence bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now bigint := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  v_log ${s}.dispatch_run_logs%ROWTYPE;
+BEGIN
+  INSERT INTO ${s}.dispatch_run_logs (run_id, last_seq) VALUES (p_run_id, 0) ON CONFLICT (run_id) DO NOTHING;
+  SELECT * INTO v_log FROM ${s}.dispatch_run_logs WHERE run_id = p_run_id FOR UPDATE;
+  IF v_log.expires_at IS NOT NULL AND v_log.expires_at <= v_now THEN
+    -- Ending a log whose expiry has passed ends a new, empty one.
+    DELETE FROM ${s}.dispatch_run_events WHERE run_id = p_run_id;
+    v_log.last_seq := 0;
+    v_log.fence := NULL;
+    v_log.fence_seq := NULL;
+  END IF;
+  IF p_fence IS NOT NULL AND v_log.fence IS NOT NULL AND p_fence < v_log.fence THEN
+    RETURN QUERY SELECT 2::smallint, v_log.fence;
+    RETURN;
+  END IF;
+  UPDATE ${s}.dispatch_run_logs SET last_seq = v_log.last_seq, ended_seq = v_log.last_seq,
+    expires_at = v_now + p_ttl_ms, fence = coalesce(p_fence, v_log.fence),
+    fence_seq = CASE WHEN p_fence IS NULL OR p_fence = v_log.fence THEN v_log.fence_seq END
+  WHERE run_id = p_run_id;
+  PERFORM pg_notify(p_channel, v_log.last_seq::text);
+  RETURN QUERY SELECT 0::smallint, NULL::bigint;
+END
+$fn$;
+`;
+}
+
+/**
  * Every version of the dispatcher's own tables, oldest first. Forward-only: a released migration never changes;
  * a change is a new entry. pg-boss migrates its own tables (in the same schema) when it starts.
  */
@@ -109,6 +206,11 @@ export function dispatchMigrations(schema: string): Record<string, Migration> {
     '001_initial': {
       async up(db) {
         await sql.raw(initialTables(s)).execute(db);
+      },
+    },
+    '002_run_event_fences': {
+      async up(db) {
+        await sql.raw(runEventFences(s)).execute(db);
       },
     },
   };

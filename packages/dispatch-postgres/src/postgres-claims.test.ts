@@ -97,34 +97,38 @@ describe('PostgresDispatcher claims under contention', () => {
 });
 
 describe('PostgresDispatcher lost claims', () => {
-  it('dead-letters a thread after maxLostClaims lost claims in a row, with claim-lost', async () => {
-    const dispatcher = await dispatchers.open({ maxLostClaims: 2 });
+  it('never dead-letters a thread for lost claims; lost_claims counts them for operators until it completes', async () => {
+    const dispatcher = await dispatchers.open();
     const threadId = uniqueId('thread');
     await dispatcher.submit(makeSubmission(threadId, { resourceId: 'tenant-a' }));
-    for (let round = 0; round < 2; round++) {
+    const lostClaims = async () =>
+      (
+        await dispatchers
+          .admin()
+          .query(`SELECT lost_claims FROM "${dispatcher.schema}".dispatch_threads WHERE thread_id = $1`, [
+            threadId,
+          ])
+      ).rows[0].lost_claims as number;
+    for (let round = 0; round < 12; round++) {
       const claim = await dispatcher.claim({ workerId: `dies-${round}`, lockMs: 100, waitMs: 2_000 });
       expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
       await sleep(200);
     }
-    expect(await dispatcher.claim({ workerId: 'next', waitMs: 300 })).toBeUndefined();
-    expect(await dispatcher.deadLetters()).toEqual([
-      {
-        threadId,
-        resourceId: 'tenant-a',
-        attempts: 1,
-        error: {
-          code: 'claim-lost',
-          message: expect.stringContaining('lost its claim 2 times'),
-          retryable: false,
-        },
-        deadLetteredAt: expect.any(Number),
-        pending: 1,
-      },
-    ]);
-    expect(await dispatcher.resubmit(threadId)).toBe(true);
-    expect(await dispatcher.claim({ workerId: 'next', waitMs: 2_000 })).toEqual(
-      expect.objectContaining({ threadId, attempt: 1 }),
+    const claim = await dispatcher.claim({ workerId: 'next', waitMs: 2_000 });
+    expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
+    expect(await lostClaims()).toBe(12);
+    expect(await dispatcher.deadLetters()).toEqual([]);
+    expect((await dispatcher.depth()).byResource['tenant-a']).toEqual({
+      pending: 1,
+      active: 1,
+      deadLettered: 0,
+    });
+    await dispatcher.acknowledge(
+      threadId,
+      (await dispatcher.pending(threadId)).map((entry) => entry.id),
     );
+    await dispatcher.complete(claim!);
+    expect(await lostClaims()).toBe(0);
   });
 
   it('a claim whose pg-boss job was failed by pg-boss (its 24 h expiry) is lost, and the thread comes back', async () => {

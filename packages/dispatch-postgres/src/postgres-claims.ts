@@ -1,4 +1,4 @@
-import type { DispatchClaim, ErrorInfo } from '@lunation/contract';
+import type { DispatchClaim } from '@lunation/contract';
 import { claimToken, clearClaim, jobAttemptOf } from './claim-token.js';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';
@@ -148,43 +148,25 @@ export class PostgresClaims {
   }
 
   /**
-   * Takes back claims whose lock ran out: the attempt is cancelled and the job resumed (first in line, no
-   * failure counted). A thread that lost `maxLostClaims` claims in a row without completing is dead-lettered.
+   * Takes back claims whose lock ran out: the attempt is cancelled and the job resumed (first in line). A lost
+   * claim is never a failure, however often it happens: `lost_claims` only counts them for operators.
    */
   async #sweep(transaction: Transaction): Promise<void> {
-    const { s, jobs, settings, channels } = this.#context;
+    const { s, jobs, channels } = this.#context;
     const { rows } = await transaction.query(
-      `SELECT thread_id, resource_id, claim_token, failures, lost_claims, ${serverNowMs}::float8 AS now
-       FROM ${s}.dispatch_threads WHERE lock_expires_at <= ${serverNowMs}
+      `SELECT thread_id, resource_id, claim_token FROM ${s}.dispatch_threads WHERE lock_expires_at <= ${serverNowMs}
        ORDER BY lock_expires_at LIMIT ${sweepBatch} FOR UPDATE SKIP LOCKED`,
     );
     for (const row of rows) {
       const threadId = row.thread_id as string;
-      const attempt = jobAttemptOf(row.claim_token as string);
-      const lost = (row.lost_claims as number) + 1;
-      if (lost >= settings.maxLostClaims) {
-        const error: ErrorInfo = {
-          code: 'claim-lost',
-          message: `Thread "${threadId}" lost its claim ${lost} times in a row (its workers died or stalled holding it); look into it, then resubmit it`,
-          retryable: false,
-        };
-        await jobs.fail(transaction, attempt, error);
-        await transaction.query(
-          `UPDATE ${s}.dispatch_threads SET ${clearClaim}, lost_claims = $2, dead_at = $3, dead_attempts = $4,
-             dead_error = $5::json, dead_job_id = $6
-           WHERE thread_id = $1`,
-          [threadId, lost, row.now, (row.failures as number) + 1, JSON.stringify(error), attempt.id],
-        );
-      } else {
-        const back = await jobs.putBack(transaction, attempt);
-        await transaction.query(
-          `UPDATE ${s}.dispatch_threads SET ${clearClaim}, lost_claims = $2 WHERE thread_id = $1`,
-          [threadId, lost],
-        );
-        // pg-boss itself failed the job (its 24 h expiry): the thread needs a new one.
-        if (!back && (await hasPending(transaction, s, threadId))) {
-          await jobs.wake(transaction, threadId, (row.resource_id as string | null) ?? undefined);
-        }
+      const back = await jobs.putBack(transaction, jobAttemptOf(row.claim_token as string));
+      await transaction.query(
+        `UPDATE ${s}.dispatch_threads SET ${clearClaim}, lost_claims = lost_claims + 1 WHERE thread_id = $1`,
+        [threadId],
+      );
+      // pg-boss itself failed the job (its 24 h expiry): the thread needs a new one.
+      if (!back && (await hasPending(transaction, s, threadId))) {
+        await jobs.wake(transaction, threadId, (row.resource_id as string | null) ?? undefined);
       }
       transaction.notify(channels.wake);
     }

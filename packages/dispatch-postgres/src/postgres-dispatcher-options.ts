@@ -30,8 +30,13 @@ export interface PostgresDispatcherCommonOptions extends DispatchPolicy {
    * net for a lost NOTIFY). @default 1000
    */
   pollIntervalMs?: number;
-  /** Lost claims in a row (workers died or stalled holding the thread) before it is dead-lettered. @default 10 */
-  maxLostClaims?: number;
+  /**
+   * The most claims this instance holds and works at once (a fleet worker's `concurrency`). The pool must hold
+   * a connection for each claim's `extend` beside the listening connection, pg-boss's and maintenance's: a pool
+   * smaller than `concurrency + 3` is refused. @default what the pool holds: `maxConnections - 3`, or 4 when
+   * the dispatcher opens its pool without `maxConnections`
+   */
+  concurrency?: number;
   /** How often this instance runs maintenance (expired event logs, old acknowledged ids, repairs). @default 60000 */
   maintenanceIntervalMs?: number;
   /** Receives errors of background work (pg-boss, maintenance, the listening connection). @default ignore them */
@@ -42,28 +47,58 @@ export interface PostgresDispatcherCommonOptions extends DispatchPolicy {
 export interface PostgresDispatcherConnectionOptions extends PostgresDispatcherCommonOptions {
   /** e.g. `postgres://user:password@host:5432/app`. */
   connectionString: string;
-  /** The most connections the dispatcher's pool opens (one of them listens while anything waits). @default 10 */
+  /**
+   * The most connections the dispatcher's pool opens: at least `concurrency + 3` (a connection per held claim,
+   * plus one listening, one for pg-boss's supervision, one for maintenance and other calls), refused below.
+   * @default 2 * concurrency + 3 (each claim's extend beside its run's appends and acknowledgements); 11
+   */
   maxConnections?: number;
 }
 
 /** A dispatcher on a pool you own (left open by `close()`). */
 export interface PostgresDispatcherPoolOptions extends PostgresDispatcherCommonOptions {
-  /** A pg `Pool` with at least 3 connections: one listens, one holds a transaction, pg-boss reads with another. */
+  /**
+   * A pg `Pool` with at least `concurrency + 3` connections (its `options.max` is checked when it has one): one
+   * per held claim, one listens, one for pg-boss's supervision and one for maintenance and other calls.
+   */
   pool: PostgresDispatcherPool;
 }
 
 /** Options of {@link PostgresDispatcher}: a connection string or a pool, plus the common settings. */
 export type PostgresDispatcherOptions = PostgresDispatcherConnectionOptions | PostgresDispatcherPoolOptions;
 
+/** Claims an instance holds at once, by default (a fleet worker's default concurrency). */
+export const defaultConcurrency = 4;
+
+/**
+ * Connections the pool needs beside one per held claim: the listening connection, pg-boss's supervision, and
+ * one for maintenance and the calls of other roles (submits, reads, subscriptions, cancels).
+ */
+export const reservedConnections = 3;
+
+/** The least pool size for `concurrency` held claims; smaller is refused. */
+export function minimumConnections(concurrency: number): number {
+  return concurrency + reservedConnections;
+}
+
+/** The pool size a dispatcher opens for `concurrency` held claims when not told: room for an extend and an append per claim. */
+export function defaultConnections(concurrency: number): number {
+  return 2 * concurrency + reservedConnections;
+}
+
 /** Acknowledged submission ids count as duplicates this long, by default (24 h). */
 export const defaultDedupeWindowMs = 86_400_000;
 
 /** The dispatcher's own settings with their defaults, checked. */
 export function resolveSettings(options: PostgresDispatcherCommonOptions): PostgresSettings {
+  if ('maxLostClaims' in options && options.maxLostClaims !== undefined) {
+    throw invalid(
+      'maxLostClaims was removed: a lost claim (a worker that died or stalled past its lock) never dead-letters a thread any more, only fail() does (maxAttempts); remove the option',
+    );
+  }
   const settings: PostgresSettings = {
     lockMs: options.lockMs ?? 2_000,
     pollIntervalMs: options.pollIntervalMs ?? 1_000,
-    maxLostClaims: options.maxLostClaims ?? 10,
     maintenanceIntervalMs: options.maintenanceIntervalMs ?? 60_000,
   };
   for (const [name, value] of Object.entries(settings)) assertInteger(value, name, 1);
@@ -86,6 +121,8 @@ export function openContext(
   }
   const policy = resolveDispatchPolicy(options, { dedupeWindowMs: defaultDedupeWindowMs });
   const settings = resolveSettings(options);
+  const concurrency = options.concurrency;
+  if (concurrency !== undefined) assertInteger(concurrency, 'concurrency', 1);
   const schema = options.schema ?? defaultSchema;
   assertSchemaName(schema);
   const queueName = options.queueName ?? defaultQueueName;
@@ -98,10 +135,13 @@ export function openContext(
       throw invalid('pool must be a pg Pool, e.g. new pg.Pool({ connectionString })');
     }
     pool = options.pool;
+    const max = (options.pool as { options?: { max?: unknown } }).options?.max;
+    if (typeof max === 'number') assertPoolSize(max, concurrency ?? 1, 'The injected pool has max');
   } else {
     assertId(options.connectionString, 'connectionString');
-    const maxConnections = options.maxConnections ?? 10;
-    assertInteger(maxConnections, 'maxConnections', 3);
+    const maxConnections = options.maxConnections ?? defaultConnections(concurrency ?? defaultConcurrency);
+    assertInteger(maxConnections, 'maxConnections', 1);
+    assertPoolSize(maxConnections, concurrency ?? 1, 'maxConnections is');
     ownedPool = new pg.Pool({
       connectionString: options.connectionString,
       max: maxConnections,
@@ -129,6 +169,17 @@ export function openContext(
       reportError,
     },
   };
+}
+
+/** Refuses a pool too small for `concurrency` held claims beside the connections the dispatcher reserves. */
+function assertPoolSize(size: number, concurrency: number, what: string): void {
+  const needed = minimumConnections(concurrency);
+  if (size >= needed) return;
+  throw new LunationError(
+    'invalid-argument',
+    `${what} ${size} connections, but a dispatcher holding up to ${concurrency} claims (concurrency) needs at least ${needed}: one per claim, plus ${reservedConnections} for the listening connection, pg-boss's supervision and maintenance; raise the pool to ${defaultConnections(concurrency)} (the default for this concurrency) or lower concurrency`,
+    { details: { connections: size, concurrency, needed } },
+  );
 }
 
 function invalid(message: string): LunationError {

@@ -5,6 +5,7 @@ import { postgresUrl, uniqueSchema } from './__fixtures__/postgres-test-server.j
 import { testDispatchers } from './__fixtures__/test-dispatchers.js';
 import type { PostgresDispatcherPool } from './postgres-connection.js';
 import { PostgresDispatcher } from './postgres-dispatcher.js';
+import { openContext } from './postgres-dispatcher-options.js';
 
 const dispatchers = testDispatchers();
 
@@ -123,6 +124,7 @@ describe('PostgresDispatcher connections', () => {
     const dispatcher = await PostgresDispatcher.open({
       pool: pool as unknown as PostgresDispatcherPool,
       schema,
+      concurrency: 1,
     });
     const sibling = await dispatchers.open({ schema });
     const threadId = uniqueId('thread');
@@ -161,6 +163,8 @@ describe('PostgresDispatcher connections', () => {
       { connectionString: postgresUrl, schema: '1abc' },
       { connectionString: postgresUrl, queueName: 'has space' },
       { connectionString: postgresUrl, maxConnections: 2 },
+      { connectionString: postgresUrl, concurrency: 0 },
+      { connectionString: postgresUrl, concurrency: 8, maxConnections: 10 },
       { connectionString: postgresUrl, lockMs: 0 },
       { connectionString: postgresUrl, pollIntervalMs: 1.5 },
       { connectionString: postgresUrl, maxLostClaims: 0 },
@@ -181,8 +185,55 @@ describe('PostgresDispatcher connections', () => {
   });
 });
 
+describe('PostgresDispatcher pool sizing', () => {
+  it('opens a pool sized for its concurrency: two connections per claim plus three', async () => {
+    for (const [options, max] of [
+      [{}, 11],
+      [{ concurrency: 8 }, 19],
+      [{ concurrency: 8, maxConnections: 11 }, 11],
+    ] as const) {
+      const { ownedPool } = openContext({ connectionString: postgresUrl, ...options }, () => {});
+      expect(ownedPool?.options.max, JSON.stringify(options)).toBe(max);
+      await ownedPool?.end();
+    }
+  });
+
+  it('refuses a pool that cannot hold its claims beside the listening, pg-boss and maintenance connections', async () => {
+    const error = await expectLunationError(
+      (async () =>
+        new PostgresDispatcher({ connectionString: postgresUrl, concurrency: 8, maxConnections: 8 }))(),
+      'invalid-argument',
+    );
+    expect(error.message).toMatch(
+      /maxConnections is 8 connections, but .* up to 8 claims .* needs at least 11/,
+    );
+    expect(error.details).toEqual({ connections: 8, concurrency: 8, needed: 11 });
+    // Without concurrency, a pool must hold one claim beside the three connections the dispatcher reserves.
+    await expectLunationError(
+      (async () => new PostgresDispatcher({ connectionString: postgresUrl, maxConnections: 3 }))(),
+      'invalid-argument',
+    );
+    const pool = new pg.Pool({ connectionString: postgresUrl, max: 6 });
+    try {
+      const injected = await expectLunationError(
+        (async () =>
+          new PostgresDispatcher({ pool: pool as unknown as PostgresDispatcherPool, concurrency: 4 }))(),
+        'invalid-argument',
+      );
+      expect(injected.message).toMatch(/The injected pool has max 6 connections/);
+      const fits = new PostgresDispatcher({
+        pool: pool as unknown as PostgresDispatcherPool,
+        concurrency: 3,
+      });
+      await fits.close();
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 describe('PostgresDispatcher run event logs', () => {
-  it('an append after a log expired starts a new log from id 1; an end after it ends an empty one', async () => {
+  it('an append after a log expired starts a new log from id 1; an end after it ends an empty one, closed to appends', async () => {
     const dispatcher = await dispatchers.open();
     const [runId, ended] = [uniqueId('run'), uniqueId('run')];
     await dispatcher.appendEvents(runId, makeEvents(runId, 3));
@@ -201,6 +252,6 @@ describe('PostgresDispatcher run event logs', () => {
     });
     await dispatcher.endEvents(ended, { ttlMs: 60_000 });
     expect(await dispatcher.readEvents(ended)).toEqual({ events: [], ended: true });
-    expect(await dispatcher.appendEvents(ended, makeEvents(ended, 1))).toEqual(['1']);
+    await expectLunationError(dispatcher.appendEvents(ended, makeEvents(ended, 1)), 'stale-lease');
   });
 });

@@ -1,5 +1,6 @@
 import {
   type AgentEvent,
+  type AppendEventsOptions,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -24,6 +25,8 @@ import {
   type SubscribeEventsOptions,
 } from '@lunation/contract';
 import {
+  assertAppendEvents,
+  assertFence,
   assertId,
   assertInteger,
   assertSubmission,
@@ -56,7 +59,7 @@ const closeGraceMs = 5_000;
  * @remarks The schema is migrated on first use; call `init()` (or use `PostgresDispatcher.open`) to do it up front.
  */
 export class PostgresDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the dispatcher's (and pg-boss's) tables. */
   readonly schema: string;
@@ -248,11 +251,15 @@ export class PostgresDispatcher implements Dispatcher {
     });
   }
 
-  appendEvents(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
+  appendEvents(
+    runId: string,
+    events: readonly AgentEvent[],
+    options?: AppendEventsOptions,
+  ): Promise<string[]> {
     return this.#call('appendEvents', () => {
       assertId(runId, 'runId');
-      if (!Array.isArray(events)) throw invalid('events must be an array');
-      return this.#events.append(runId, events);
+      const fence = assertAppendEvents(events, options);
+      return this.#events.append(runId, events, fence);
     });
   }
 
@@ -294,7 +301,7 @@ export class PostgresDispatcher implements Dispatcher {
     return this.#call('endEvents', () => {
       assertId(runId, 'runId');
       assertInteger(options?.ttlMs, 'ttlMs', 0);
-      return this.#events.end(runId, options.ttlMs);
+      return this.#events.end(runId, options.ttlMs, assertFence(options.fence));
     });
   }
 

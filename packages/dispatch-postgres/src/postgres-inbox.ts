@@ -44,7 +44,8 @@ export class PostgresInbox {
          RETURNING submitted_at`,
         [submission.threadId, submission.id, submission.resourceId ?? null, entry, policy.dedupeWindowMs],
       );
-      if (added.length === 0) return { duplicate: true };
+      const deadLettered = threads[0].dead === true;
+      if (added.length === 0) return { duplicate: true, deadLettered };
       if (Number.isFinite(policy.maxDepth)) {
         const { rows } = await transaction.query(
           `SELECT count(*)::int AS depth FROM (
@@ -55,10 +56,7 @@ export class PostgresInbox {
         const depth = rows[0].depth as number;
         if (depth >= policy.maxDepth) throw overloadedError(depth, policy.maxDepth);
       }
-      if (
-        threads[0].dead !== true &&
-        (await jobs.wake(transaction, submission.threadId, submission.resourceId))
-      ) {
+      if (!deadLettered && (await jobs.wake(transaction, submission.threadId, submission.resourceId))) {
         // The tenant of the submission that woke the thread is its tenant until the job ends.
         await transaction.query(`UPDATE ${s}.dispatch_threads SET resource_id = $2 WHERE thread_id = $1`, [
           submission.threadId,
@@ -66,7 +64,7 @@ export class PostgresInbox {
         ]);
         transaction.notify(channels.wake);
       }
-      return { duplicate: false };
+      return { duplicate: false, deadLettered };
     });
   }
 

@@ -45,7 +45,7 @@ describe('PostgresDispatcher maintenance', () => {
     const submission = makeSubmission(threadId);
     await dispatcher.submit(submission);
     await dispatcher.acknowledge(threadId, [submission.id]);
-    expect(await dispatcher.submit(submission)).toEqual({ duplicate: true });
+    expect(await dispatcher.submit(submission)).toEqual({ duplicate: true, deadLettered: false });
     const remembered = async () =>
       (
         await dispatchers
@@ -53,7 +53,7 @@ describe('PostgresDispatcher maintenance', () => {
           .query(`SELECT count(*)::int AS ids FROM "${dispatcher.schema}".dispatch_acknowledged`)
       ).rows[0].ids as number;
     await until(remembered, 0);
-    expect(await dispatcher.submit(submission)).toEqual({ duplicate: false });
+    expect(await dispatcher.submit(submission)).toEqual({ duplicate: false, deadLettered: false });
     expect((await dispatcher.pending(threadId)).map((entry) => entry.id)).toEqual([submission.id]);
   });
 

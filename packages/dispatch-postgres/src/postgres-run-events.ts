@@ -1,4 +1,5 @@
 import type { AgentEvent, RunEventPage, RunEventRecord } from '@lunation/contract';
+import { eventLogEndedError, staleEventFenceError } from '@lunation/contract/dispatch-utils';
 import type { DispatchContext } from './dispatch-context.js';
 import { serverNowMs } from './dispatch-schema.js';
 import { Waker } from './waker.js';
@@ -7,10 +8,11 @@ import { Waker } from './waker.js';
 const subscriptionBatch = 1_000;
 
 /**
- * Run event logs: a row per run (last id given, end mark, expiry) and a row per event, ids `1, 2, …` per run.
- * An append is one statement: it takes the run's row lock, numbers the events, trims the log to
- * `maxEventsPerRun` and NOTIFYs the run's channel. A log whose expiry has passed reads as gone (an append then
- * starts it again from id 1); maintenance deletes it.
+ * Run event logs: a row per run (last id given, end mark, expiry, fence and position) and a row per event, ids
+ * `1, 2, …` per run. An append is one statement (the function `dispatch_append_events`): it takes the run's row
+ * lock, checks the end mark and the fence, drops events already taken under the fence, numbers the rest, trims
+ * the log to `maxEventsPerRun` and NOTIFYs the run's channel. A log whose expiry has passed reads as gone (an
+ * append then starts it again from id 1); maintenance deletes it.
  */
 export class PostgresRunEvents {
   readonly #context: DispatchContext;
@@ -19,33 +21,26 @@ export class PostgresRunEvents {
     this.#context = context;
   }
 
-  async append(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
-    if (events.length === 0) return [];
+  /** Appends under the contract's fencing rules, in one statement; resolves the ids of the events it appended. */
+  async append(runId: string, events: readonly AgentEvent[], fence: number | undefined): Promise<string[]> {
     const { s, policy, channels } = this.#context;
-    // A log whose expiry has passed starts again from id 1: its old events are dropped before the new ones are
-    // added (the insert reads the delete's count, so it runs after it).
     const { rows } = await this.#context.pool.query(
-      `WITH log AS (
-         INSERT INTO ${s}.dispatch_run_logs AS l (run_id, last_seq) VALUES ($1, $3)
-         ON CONFLICT (run_id) DO UPDATE SET
-           last_seq = CASE WHEN l.expires_at <= ${serverNowMs} THEN $3 ELSE l.last_seq + $3 END,
-           ended_seq = NULL, expires_at = NULL
-         RETURNING last_seq
-       ), dropped AS (
-         DELETE FROM ${s}.dispatch_run_events
-         WHERE run_id = $1 AND (seq <= (SELECT last_seq FROM log) - $4 OR (SELECT last_seq FROM log) = $3)
-         RETURNING seq
-       ), added AS (
-         INSERT INTO ${s}.dispatch_run_events (run_id, seq, event)
-         SELECT $1, log.last_seq - $3 + e.ordinality, e.value
-         FROM log, json_array_elements($2::json) WITH ORDINALITY AS e(value, ordinality)
-         WHERE log.last_seq - $3 + e.ordinality > log.last_seq - $4 AND (SELECT count(*) FROM dropped) >= 0
-       )
-       SELECT last_seq::float8 AS last_seq, pg_notify($5, last_seq::text) FROM log`,
-      [runId, JSON.stringify(events), events.length, policy.maxEventsPerRun, channels.events(runId)],
+      `SELECT status, log_fence::float8 AS log_fence, ids::text[] AS ids
+       FROM ${s}.dispatch_append_events($1, $2::json, $3, $4, $5)`,
+      [runId, JSON.stringify(events), fence ?? null, policy.maxEventsPerRun, channels.events(runId)],
     );
-    const last = rows[0].last_seq as number;
-    return events.map((_, index) => String(last - events.length + 1 + index));
+    const {
+      status,
+      log_fence: logFence,
+      ids,
+    } = rows[0] as {
+      status: number;
+      log_fence: number | null;
+      ids: string[] | null;
+    };
+    if (status === 1) throw eventLogEndedError(runId);
+    if (status === 2) throw staleEventFenceError(runId, fence as number, logFence as number);
+    return ids ?? [];
   }
 
   async read(runId: string, after: number, limit: number): Promise<RunEventPage> {
@@ -71,24 +66,13 @@ export class PostgresRunEvents {
     return { events, ended: head.ended === true && reached >= ((head.last_kept as number | null) ?? 0) };
   }
 
-  async end(runId: string, ttlMs: number): Promise<void> {
+  async end(runId: string, ttlMs: number, fence: number | undefined): Promise<void> {
     const { s, channels } = this.#context;
-    // Ending a log whose expiry has passed ends a new, empty one.
-    await this.#context.pool.query(
-      `WITH log AS (
-         INSERT INTO ${s}.dispatch_run_logs AS l (run_id, last_seq, ended_seq, expires_at)
-         VALUES ($1, 0, 0, ${serverNowMs} + $2)
-         ON CONFLICT (run_id) DO UPDATE SET
-           last_seq = CASE WHEN l.expires_at <= ${serverNowMs} THEN 0 ELSE l.last_seq END,
-           ended_seq = CASE WHEN l.expires_at <= ${serverNowMs} THEN 0 ELSE l.last_seq END,
-           expires_at = ${serverNowMs} + $2
-         RETURNING last_seq
-       ), dropped AS (
-         DELETE FROM ${s}.dispatch_run_events WHERE run_id = $1 AND (SELECT last_seq FROM log) = 0
-       )
-       SELECT pg_notify($3, last_seq::text) FROM log`,
-      [runId, ttlMs, channels.events(runId)],
+    const { rows } = await this.#context.pool.query(
+      `SELECT status, log_fence::float8 AS log_fence FROM ${s}.dispatch_end_events($1, $2, $3, $4)`,
+      [runId, ttlMs, fence ?? null, channels.events(runId)],
     );
+    if (rows[0].status === 2) throw staleEventFenceError(runId, fence as number, rows[0].log_fence as number);
   }
 
   /**

@@ -8,8 +8,10 @@ import { closeSpec } from './specs/close-spec.js';
 import { completionSpec } from './specs/completion-spec.js';
 import { depthSpec } from './specs/depth-spec.js';
 import { eventsSpec } from './specs/events-spec.js';
+import { fenceSpec } from './specs/fence-spec.js';
 import { handBackSpec } from './specs/hand-back-spec.js';
 import { inboxSpec } from './specs/inbox-spec.js';
+import { lostClaimSpec } from './specs/lost-claim-spec.js';
 import { retrySpec } from './specs/retry-spec.js';
 import { submitSpec } from './specs/submit-spec.js';
 import { subscribeSpec } from './specs/subscribe-spec.js';
@@ -77,6 +79,7 @@ export function runDispatcherConformance(options: DispatcherConformanceOptions):
     submitSpec(context);
     claimSpec(context);
     inboxSpec(context);
+    lostClaimSpec(context);
     completionSpec(context);
     retrySpec(context);
     handBackSpec(context);
@@ -84,6 +87,7 @@ export function runDispatcherConformance(options: DispatcherConformanceOptions):
     backpressureSpec(context);
     cancelSpec(context);
     eventsSpec(context);
+    fenceSpec(context);
     subscribeSpec(context);
     closeSpec(context);
     typecheckSpec(context, options.tsconfig);

@@ -13,3 +13,9 @@ export {
   type ResolvedDispatchPolicy,
   resolveDispatchPolicy,
 } from './dispatch-input.js';
+export {
+  assertAppendEvents,
+  assertFence,
+  eventLogEndedError,
+  staleEventFenceError,
+} from './run-event-fence.js';

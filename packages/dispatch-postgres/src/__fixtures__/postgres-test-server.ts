@@ -10,4 +10,4 @@ export const { postgresUrl, uniqueSchema, sharedTestPostgres, dropSchema } = pos
 });
 
 /** Settings that keep the kit's waits short: a missed NOTIFY is noticed within 200 ms. */
-export const testSettings = { pollIntervalMs: 200, maxConnections: 6 } as const;
+export const testSettings = { pollIntervalMs: 200, concurrency: 3, maxConnections: 6 } as const;

@@ -18,7 +18,7 @@ export function backpressureSpec(context: DispatchSpecContext): void {
       expect(await dispatcher.pending(t3)).toEqual([]);
       expect((await dispatcher.depth()).waiting).toBe(2);
       expect((await dispatcher.claim({ workerId: 'w1' }))?.threadId).toBe(t1);
-      expect(await sibling.submit(rejected)).toEqual({ duplicate: false });
+      expect(await sibling.submit(rejected)).toEqual({ duplicate: false, deadLettered: false });
       expect((await dispatcher.pending(t3)).map((entry) => entry.id)).toEqual([rejected.id]);
     });
 

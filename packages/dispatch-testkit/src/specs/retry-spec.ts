@@ -105,7 +105,8 @@ export function retrySpec(context: DispatchSpecContext): void {
         retryable: false,
       });
       const later = makeSubmission(threadId);
-      expect(await dispatcher.submit(later)).toEqual({ duplicate: false });
+      expect(await dispatcher.submit(later)).toEqual({ duplicate: false, deadLettered: true });
+      expect(await sibling.submit(later)).toEqual({ duplicate: true, deadLettered: true });
       expect(await dispatcher.claim({ workerId: 'w1', waitMs: 300 })).toBeUndefined();
       expect((await dispatcher.deadLetters())[0]?.pending).toBe(2);
       expect(await sibling.resubmit(threadId)).toBe(true);
@@ -116,6 +117,10 @@ export function retrySpec(context: DispatchSpecContext): void {
       expect(claim).toEqual(expect.objectContaining({ threadId, attempt: 1 }));
       expect((await dispatcher.pending(threadId)).map((entry) => entry.id)).toEqual([first.id, later.id]);
       expect((await dispatcher.depth()).deadLettered).toBe(0);
+      expect(await sibling.submit(makeSubmission(threadId))).toEqual({
+        duplicate: false,
+        deadLettered: false,
+      });
     });
 
     it('a completed thread starts its next job at attempt 1', async () => {

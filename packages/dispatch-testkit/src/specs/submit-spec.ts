@@ -14,7 +14,7 @@ export function submitSpec(context: DispatchSpecContext): void {
       );
       const before = Date.now();
       for (const submission of submissions)
-        expect(await dispatcher.submit(submission)).toEqual({ duplicate: false });
+        expect(await dispatcher.submit(submission)).toEqual({ duplicate: false, deadLettered: false });
       const after = Date.now();
       const entries = await dispatcher.pending(threadId);
       expect(entries.map((entry) => entry.id)).toEqual(submissions.map((submission) => submission.id));
@@ -32,7 +32,7 @@ export function submitSpec(context: DispatchSpecContext): void {
       const first = makeSubmission(threadId, { text: 'first' });
       await dispatcher.submit(first);
       const again = { ...makeSubmission(threadId, { text: 'second' }), id: first.id };
-      expect(await dispatcher.submit(again)).toEqual({ duplicate: true });
+      expect(await dispatcher.submit(again)).toEqual({ duplicate: true, deadLettered: false });
       expect(await dispatcher.pending(threadId)).toEqual([{ ...first, submittedAt: expect.any(Number) }]);
       expect((await dispatcher.depth()).pending).toBe(1);
     });
@@ -46,7 +46,7 @@ export function submitSpec(context: DispatchSpecContext): void {
       expect(claim?.threadId).toBe(threadId);
       expect(await dispatcher.acknowledge(threadId, [submission.id])).toBe(1);
       expect(await dispatcher.complete(claim!)).toEqual({ rewoken: false });
-      expect(await dispatcher.submit(submission)).toEqual({ duplicate: true });
+      expect(await dispatcher.submit(submission)).toEqual({ duplicate: true, deadLettered: false });
       expect(await dispatcher.pending(threadId)).toEqual([]);
       expect(await dispatcher.claim({ workerId: 'w1', waitMs: 200 })).toBeUndefined();
     });
@@ -57,8 +57,8 @@ export function submitSpec(context: DispatchSpecContext): void {
       const a = makeSubmission(first, { id: 'same-id', text: 'to first' });
       const b = makeSubmission(second, { id: 'same-id', text: 'to second' });
       const c = makeSubmission(first, { text: 'first again' });
-      expect(await dispatcher.submit(a)).toEqual({ duplicate: false });
-      expect(await dispatcher.submit(b)).toEqual({ duplicate: false });
+      expect(await dispatcher.submit(a)).toEqual({ duplicate: false, deadLettered: false });
+      expect(await dispatcher.submit(b)).toEqual({ duplicate: false, deadLettered: false });
       await dispatcher.submit(c);
       expect((await dispatcher.pending(first)).map((entry) => entry.request)).toEqual([a.request, c.request]);
       expect((await dispatcher.pending(second)).map((entry) => entry.request)).toEqual([b.request]);

@@ -1,5 +1,6 @@
 import {
   type AgentEvent,
+  type AppendEventsOptions,
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
@@ -26,6 +27,8 @@ import {
   toErrorInfo,
 } from '@lunation/contract';
 import {
+  assertAppendEvents,
+  assertFence,
   assertId,
   assertInteger,
   assertSubmission,
@@ -58,7 +61,7 @@ const defaultReadLimit = 1_000;
  * not copied: do not change them after handing them over.
  */
 export class LocalDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'local';
   /** The shared state; pass it as `backend` to build a sibling dispatcher. */
   readonly backend: LocalDispatchBackend;
@@ -78,7 +81,7 @@ export class LocalDispatcher implements Dispatcher {
   async submit(submission: Submission): Promise<SubmitResult> {
     this.assertOpen();
     assertSubmission(submission);
-    return { duplicate: !this.backend.work.submit(submission, this.policy, Date.now()) };
+    return this.backend.work.submit(submission, this.policy, Date.now());
   }
 
   async claim(options: ClaimOptions): Promise<DispatchClaim | undefined> {
@@ -195,10 +198,14 @@ export class LocalDispatcher implements Dispatcher {
     return this.backend.cancels.clear(threadId, requestId);
   }
 
-  async appendEvents(runId: string, events: readonly AgentEvent[]): Promise<string[]> {
+  async appendEvents(
+    runId: string,
+    events: readonly AgentEvent[],
+    options?: AppendEventsOptions,
+  ): Promise<string[]> {
     assertId(runId, 'runId');
-    if (!Array.isArray(events)) throw new LunationError('invalid-argument', 'events must be an array');
-    return this.backend.events.append(runId, events, this.policy.maxEventsPerRun);
+    const fence = assertAppendEvents(events, options);
+    return this.backend.events.append(runId, events, fence, this.policy.maxEventsPerRun);
   }
 
   async readEvents(runId: string, options: ReadEventsOptions = {}): Promise<RunEventPage> {
@@ -234,7 +241,7 @@ export class LocalDispatcher implements Dispatcher {
   async endEvents(runId: string, options: EndEventsOptions): Promise<void> {
     assertId(runId, 'runId');
     assertInteger(options?.ttlMs, 'ttlMs', 0);
-    this.backend.events.end(runId, options.ttlMs);
+    this.backend.events.end(runId, options.ttlMs, assertFence(options.fence));
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { AgentEvent, RunEventPage, RunEventRecord } from '@lunation/contract';
+import { eventLogEndedError, staleEventFenceError } from '@lunation/contract/dispatch-utils';
 
 /** One run's log: its latest records (ids consecutive from `firstId`), whether it is ended, and its expiry. */
 interface RunLog {
@@ -8,7 +9,20 @@ interface RunLog {
   lastId: number;
   ended: boolean;
   expiry: ReturnType<typeof setTimeout> | undefined;
+  /** The highest fence the log was given, and the seq of the last event taken under it. */
+  fence: number | undefined;
+  fenceSeq: number | undefined;
 }
+
+const newLog = (): RunLog => ({
+  records: [],
+  head: 0,
+  lastId: 0,
+  ended: false,
+  expiry: undefined,
+  fence: undefined,
+  fenceSeq: undefined,
+});
 
 /**
  * The run event logs of a local dispatch backend. Events are kept by reference; a subscriber waiting for more
@@ -18,22 +32,36 @@ export class LocalRunEvents {
   private readonly logs = new Map<string, RunLog>();
   private readonly wakers = new Map<string, Set<() => void>>();
 
-  append(runId: string, events: readonly AgentEvent[], maxEvents: number): string[] {
+  /** Appends under the fencing rules of the contract's `RunEventLog`; resolves the ids of what it appended. */
+  append(
+    runId: string,
+    events: readonly AgentEvent[],
+    fence: number | undefined,
+    maxEvents: number,
+  ): string[] {
     let log = this.logs.get(runId);
+    if (log?.ended) throw eventLogEndedError(runId);
+    if (log !== undefined && fence !== undefined) this.checkFence(runId, log, fence);
     if (log === undefined) {
-      log = { records: [], head: 0, lastId: 0, ended: false, expiry: undefined };
+      log = newLog();
       this.logs.set(runId, log);
-    } else if (log.ended) {
-      log.ended = false;
-      if (log.expiry !== undefined) clearTimeout(log.expiry);
-      log.expiry = undefined;
     }
+    let position = fence === undefined ? undefined : log.fence === fence ? (log.fenceSeq ?? -1) : -1;
     const ids: string[] = [];
     for (const event of events) {
+      if (position !== undefined) {
+        if (event.seq <= position) continue;
+        position = event.seq;
+      }
       const id = String(++log.lastId);
       log.records.push({ id, event });
       ids.push(id);
     }
+    if (fence !== undefined) {
+      log.fence = fence;
+      log.fenceSeq = position === -1 ? undefined : position;
+    }
+    if (ids.length === 0) return ids;
     const overflow = log.records.length - log.head - maxEvents;
     if (overflow > 0) {
       log.head += overflow;
@@ -57,11 +85,16 @@ export class LocalRunEvents {
     return { events: log.records.slice(start, end), ended: log.ended && end === log.records.length };
   }
 
-  end(runId: string, ttlMs: number): void {
+  end(runId: string, ttlMs: number, fence: number | undefined): void {
     let log = this.logs.get(runId);
+    if (log !== undefined && fence !== undefined) this.checkFence(runId, log, fence);
     if (log === undefined) {
-      log = { records: [], head: 0, lastId: 0, ended: false, expiry: undefined };
+      log = newLog();
       this.logs.set(runId, log);
+    }
+    if (fence !== undefined && fence !== log.fence) {
+      log.fence = fence;
+      log.fenceSeq = undefined;
     }
     log.ended = true;
     if (log.expiry !== undefined) clearTimeout(log.expiry);
@@ -71,6 +104,10 @@ export class LocalRunEvents {
     }, ttlMs);
     log.expiry.unref?.();
     this.wake(runId);
+  }
+
+  private checkFence(runId: string, log: RunLog, fence: number): void {
+    if (log.fence !== undefined && fence < log.fence) throw staleEventFenceError(runId, fence, log.fence);
   }
 
   /** Calls `waker` once, at the run's next append or end. */

@@ -7,6 +7,7 @@ import type {
   InboxEntry,
   ResourceDepth,
   Submission,
+  SubmitResult,
 } from '@lunation/contract';
 import {
   claimLostError,
@@ -78,11 +79,13 @@ export class LocalWorkQueue {
   private completedTotal = 0;
   private failedTotal = 0;
 
-  /** Adds a submission to its thread's inbox and wakes the thread; false for a duplicate id. */
-  submit(submission: Submission, policy: ResolvedDispatchPolicy, now: number): boolean {
+  /** Adds a submission to its thread's inbox and wakes the thread (unless it is dead-lettered). */
+  submit(submission: Submission, policy: ResolvedDispatchPolicy, now: number): SubmitResult {
     this.forgetAcknowledged(now, policy.dedupeWindowMs);
     let slot = this.threads.get(submission.threadId);
-    if (slot?.pendingIds.has(submission.id) || slot?.acknowledged.has(submission.id)) return false;
+    if (slot?.pendingIds.has(submission.id) || slot?.acknowledged.has(submission.id)) {
+      return { duplicate: true, deadLettered: slot.state === 'dead' };
+    }
     if (policy.maxDepth !== Number.POSITIVE_INFINITY) {
       this.line.promoteDue(now);
       const depth = this.line.readyCount + this.line.delayedCount;
@@ -112,7 +115,7 @@ export class LocalWorkQueue {
       this.line.push(slot);
       if (this.waiters.length > 0) this.serve(now);
     }
-    return true;
+    return { duplicate: false, deadLettered: slot.state === 'dead' };
   }
 
   /** Claims the first claimable thread, or undefined. */

@@ -113,4 +113,50 @@ export const breakages: Record<string, Breakage> = {
         })();
     }),
   'keeps every event (no length bound)': (options) => without(options, { maxEventsPerRun: 1_000_000 }),
+  'ignores the fence of run event appends and ends': (options) =>
+    broken(options, (dispatcher) => {
+      const appendEvents = dispatcher.appendEvents.bind(dispatcher);
+      dispatcher.appendEvents = (runId, events) => appendEvents(runId, events);
+      const endEvents = dispatcher.endEvents.bind(dispatcher);
+      dispatcher.endEvents = (runId, endOptions) => endEvents(runId, { ttlMs: endOptions.ttlMs });
+    }),
+  'reopens an ended log when appended to': (options) =>
+    broken(options, (dispatcher) => {
+      const appendEvents = dispatcher.appendEvents.bind(dispatcher);
+      const logs = (dispatcher.backend.events as unknown as { logs: Map<string, { ended: boolean }> }).logs;
+      dispatcher.appendEvents = (runId, events, appendOptions) => {
+        const log = logs.get(runId);
+        if (log !== undefined) log.ended = false;
+        return appendEvents(runId, events, appendOptions);
+      };
+    }),
+  'dead-letters a thread whose claims were lost three times': (options) =>
+    broken(options, (dispatcher) => {
+      const lost = new Map<string, number>();
+      const claim = dispatcher.claim.bind(dispatcher);
+      dispatcher.claim = async (claimOptions) => {
+        const claimed = await claim(claimOptions);
+        if (claimed === undefined) return undefined;
+        const count = (lost.get(claimed.threadId) ?? 0) + 1;
+        lost.set(claimed.threadId, count);
+        if (count <= 3) return claimed;
+        await dispatcher.fail(claimed, new Error('lost its claim too often'), { retryable: false });
+        return undefined;
+      };
+      for (const method of ['complete', 'fail', 'handBack'] as const) {
+        const release = dispatcher[method].bind(dispatcher) as (
+          held: DispatchClaim,
+          ...rest: unknown[]
+        ) => Promise<never>;
+        dispatcher[method] = ((held: DispatchClaim, ...rest: unknown[]) => {
+          lost.delete(held.threadId);
+          return release(held, ...rest);
+        }) as never;
+      }
+    }),
+  'does not say that a submission went to a dead-lettered thread': (options) =>
+    broken(options, (dispatcher) => {
+      const submit = dispatcher.submit.bind(dispatcher);
+      dispatcher.submit = async (submission) => ({ ...(await submit(submission)), deadLettered: false });
+    }),
 };
