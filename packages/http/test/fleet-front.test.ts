@@ -1,0 +1,113 @@
+import { LunationError } from '@lunation/contract';
+import { AgentWorker, LocalDispatchBackend, LocalDispatcher } from '@lunation/runtime';
+import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../store-memory/src/index.js';
+import { createHttpApi, FleetFront, type HttpApi, tokenAuth } from '../src/index.js';
+import { ALICE, BOB, parseSse, testRuntime } from './support.js';
+
+const closing: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+/** A fleet server's API (no worker until `startWorker`), a dispatcher for an operator, on one store. */
+function fleetApi() {
+  const store = new MemoryStore();
+  const backend = new LocalDispatchBackend();
+  const dispatcher = () => {
+    const created = new LocalDispatcher({ backend });
+    closing.push(() => created.close());
+    return created;
+  };
+  const api: HttpApi = createHttpApi({
+    store,
+    front: new FleetFront({ dispatcher: dispatcher(), store }),
+    authenticate: tokenAuth(
+      new Map([
+        [ALICE, 'alice'],
+        [BOB, 'bob'],
+      ]),
+    ),
+    logError: (error) => {
+      throw error;
+    },
+  });
+  closing.push(() => api.close());
+  const call = (path: string, { token = ALICE, json }: { token?: string; json?: unknown } = {}) =>
+    api.handle(
+      new Request(`http://fleet.test${path}`, {
+        method: json === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+      }),
+    );
+  const startWorker = () => {
+    const worker = new AgentWorker({
+      runtime: testRuntime(store, new ScriptedModel(() => reply('hi'))),
+      dispatcher: dispatcher(),
+      idleWaitMs: 50,
+    }).start();
+    closing.push(() => worker.stop({ deadlineMs: 2_000 }));
+  };
+  const thread = async () => {
+    const created = await call('/threads', { json: {} });
+    return ((await created.json()) as { thread: { id: string } }).thread.id;
+  };
+  return { store, admin: dispatcher(), call, startWorker, thread };
+}
+
+describe('a fleet server', () => {
+  it('answers a cancel of a run that had ended with how it ended, not cancelled: true', async () => {
+    const { call, startWorker, thread } = fleetApi();
+    startWorker();
+    const threadId = await thread();
+    const events = parseSse(
+      await (await call(`/threads/${threadId}/messages`, { json: { text: 'hello' } })).text(),
+    );
+    const runId = (JSON.parse(events[0]?.data ?? '{}') as { runId: string }).runId;
+    expect(events.at(-1)?.event).toBe('run-end');
+    const cancel = await call(`/threads/${threadId}/cancel`, { json: {} });
+    expect(cancel.status).toBe(200);
+    expect(await cancel.json()).toEqual({ cancelled: false, runId, termination: { type: 'natural-end' } });
+  });
+
+  it('answers a message to a dead-lettered thread with 409, lists its dead letters to its owner only, and resubmits it', async () => {
+    const { admin, call, startWorker, thread } = fleetApi();
+    const threadId = await thread();
+    const first = await call(`/threads/${threadId}/messages`, { json: { text: 'hello' } });
+    await first.body?.cancel(); // the client detaches; the submission stays
+    const claim = await admin.claim({ workerId: 'broken', waitMs: 1_000 });
+    expect(claim?.threadId).toBe(threadId);
+    await admin.fail(claim!, new LunationError('internal', 'a bug in a tool'), { retryable: false });
+
+    const refused = await call(`/threads/${threadId}/messages`, { json: { text: 'anyone?' } });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'dead-lettered',
+      message: expect.stringMatching(/dead-lettered.*kept.*resubmits/),
+    });
+    const listed = (await (await call('/dead-letters')).json()) as {
+      deadLetters: Array<{ threadId: string }>;
+    };
+    expect(listed.deadLetters.map((letter) => letter.threadId)).toEqual([threadId]);
+    expect(await (await call('/dead-letters', { token: BOB })).json()).toEqual({ deadLetters: [] });
+    expect((await call(`/threads/${threadId}/resubmit`, { token: BOB, json: {} })).status).toBe(404);
+
+    const resubmit = await call(`/threads/${threadId}/resubmit`, { json: {} });
+    expect(resubmit.status).toBe(202);
+    expect(await resubmit.json()).toEqual({ resubmitted: true, threadId });
+    startWorker();
+    const runs = async () =>
+      ((await (await call(`/threads/${threadId}/runs`)).json()) as { runs: Array<{ status: string }> }).runs;
+    for (
+      let tries = 0;
+      tries < 100 && (await runs()).filter((run) => run.status === 'done').length < 2;
+      tries++
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect((await runs()).map((run) => run.status)).toEqual(['done', 'done']);
+  });
+});
