@@ -283,6 +283,49 @@ describe('a worker stalled past its lease', () => {
     expect(next).toMatchObject({ status: 'done', finalText: 'finished' });
     expect(started).toEqual(['stall', 'after rerun=true']);
   });
+  it('keeps the result of a call that finished after the lease was lost: the next holder does not run it again', async () => {
+    const store = new MemoryStore();
+    const renewLease = store.renewLease.bind(store);
+    store.renewLease = async (input) => {
+      if (input.threadId === 's2') throw new LunationError('store-unavailable', 'renewal timed out');
+      return renewLease(input);
+    };
+    const stubborn = defineTool({
+      name: 'stubborn',
+      description: 'Finishes whatever its signal says',
+      input: z.object({}),
+      execute: async () => {
+        started.push('stubborn');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return 'finished anyway';
+      },
+    });
+    const once = new ScriptedModel((request) =>
+      request.messages.some((message) => message.role === 'tool')
+        ? { text: 'all done' }
+        : { toolCalls: [{ toolName: 'stubborn', arguments: {} }] },
+    );
+    const build = (owner: string) =>
+      createRuntime()
+        .model('m', once)
+        .agent({ id: 'a', model: 'm', tools: [stubborn], toolExecution: { cancelGraceMs: 1_000 } })
+        .store(store)
+        .options({ leaseTtlMs: 150, owner })
+        .build();
+    const lost = await build('lost').generate({ threadId: 's2', input: 'go' });
+    expect(lost.status).toBe('running');
+    const ledger = await store.listToolExecutions(lost.identity.runId);
+    expect(ledger.map((entry) => [entry.status, entry.result?.data])).toEqual([
+      ['completed', 'finished anyway'],
+    ]);
+    store.renewLease = renewLease;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await build('next').generate({ threadId: 's2' })).toMatchObject({
+      status: 'done',
+      finalText: 'all done',
+    });
+    expect(started).toEqual(['stubborn']);
+  });
 });
 
 describe('event appends that fail for a while', () => {

@@ -58,7 +58,11 @@ export class EventPipe {
 
   /** Resolves once every queued event is appended (or the log refused them); rejects when appends kept failing. */
   async flush(): Promise<PipeOutcome> {
-    while (this.flushing !== undefined) await this.flushing;
+    for (let current = this.flushing; current !== undefined; current = this.flushing) {
+      await current;
+      // A drain that ended before `push` stored its promise leaves it behind: it is done all the same.
+      if (this.flushing === current) this.flushing = undefined;
+    }
     if (this.failure !== undefined) throw this.failure;
     return this.refused ? 'refused' : 'appended';
   }
