@@ -15,7 +15,7 @@ export interface DisturbanceOptions {
 /**
  * Disturbs the pool's workers until the returned `stop()`: every `minMs`..`maxMs` a seeded choice SIGKILLs a
  * running worker (a replacement starts) or stalls one, past its lease TTL or shorter, then lets it go on. At
- * least one worker always runs: one worker fewer than the pool may be stalled at once.
+ * least one worker always runs: the last running one is left alone.
  */
 export function disturb(
   pool: WorkerPool,
@@ -29,17 +29,17 @@ export function disturb(
       await new Promise((resolve) => setTimeout(resolve, random.integer(options.minMs, options.maxMs)));
       if (stopping) break;
       const running = pool.running();
-      if (running.length === 0) continue;
+      // Replacements of killed workers may still be starting: leave the last running worker alone.
+      if (running.length < 2) continue;
       const victim = random.pick(running);
       if (random.chance(options.stalls)) {
-        if (running.length < 2) continue;
         const long = random.chance(options.longStalls);
         const ms = Math.round(
           options.leaseTtlMs * (long ? 1.3 + random.next() * 1.2 : 0.2 + random.next() * 0.6),
         );
         stalls.push(pool.stall(victim, ms, long));
       } else {
-        await pool.kill(victim);
+        pool.kill(victim);
       }
     }
   })();

@@ -8,14 +8,19 @@ export interface WorkerKill {
   at: number;
 }
 
-/** A worker stopped (SIGSTOP) from `start` to `end` (SIGCONT); `long` when it outlasted the lease TTL. */
+/**
+ * A worker stopped (SIGSTOP) by the test from `start` to `end` (SIGCONT), `long` when it outlasted the lease
+ * TTL; or (`frozen`) a worker whose own heartbeats stopped for longer than the pool's freeze limit although the
+ * test did not stop it: its event loop was blocked.
+ */
 export interface WorkerStall {
   worker: string;
   pid: number;
   start: number;
-  /** Undefined while the worker is still stopped. */
+  /** Undefined while the worker is still stopped (or, frozen, never beat again). */
   end: number | undefined;
   long: boolean;
+  frozen?: boolean;
 }
 
 /** A fixed number of worker processes that the test can kill (a replacement starts) or stall. */
@@ -26,11 +31,18 @@ export class WorkerPool {
   readonly failures: string[] = [];
   /** Errors the workers reported through `onError` (bookkeeping: extending a claim, a failed claim call). */
   readonly workerErrors: string[] = [];
+  /** Workers whose event loop stopped (no heartbeat for `freezeMs`) while the test let them run. */
+  readonly freezes: WorkerStall[] = [];
   private readonly live = new Map<string, FixtureProcess>();
   private readonly resumes = new Map<string, () => void>();
+  private readonly lastBeat = new Map<string, number>();
+  private readonly spawning = new Set<Promise<void>>();
   private started = 0;
 
-  constructor(private readonly base: Omit<FleetWorkerConfig, 'name'>) {}
+  constructor(
+    private readonly base: Omit<FleetWorkerConfig, 'name'>,
+    private readonly freezeMs = 10_000,
+  ) {}
 
   /** Starts `count` workers and waits until each is ready. */
   async start(count: number): Promise<void> {
@@ -46,15 +58,16 @@ export class WorkerPool {
     return this.resumes.size;
   }
 
-  /** SIGKILLs the worker and starts its replacement (resolves once the replacement is ready). */
-  async kill(name: string): Promise<void> {
+  /** SIGKILLs the worker and starts its replacement (without waiting for it to be ready). */
+  kill(name: string): void {
     const victim = this.live.get(name);
     if (!victim) return;
     this.live.delete(name);
     victim.child.kill('SIGKILL');
     this.kills.push({ worker: name, pid: victim.child.pid ?? 0, at: Date.now() });
-    await victim.exited;
-    await this.spawn();
+    const replacement = victim.exited.then(() => this.spawn());
+    this.spawning.add(replacement);
+    replacement.finally(() => this.spawning.delete(replacement));
   }
 
   /** SIGSTOPs the worker for `ms`, then SIGCONTs it; resolves when it runs again (early on `stop()`). */
@@ -83,13 +96,48 @@ export class WorkerPool {
     });
   }
 
-  /** Resumes stalled workers, then stops every worker with SIGTERM (they finish what they hold) and waits. */
-  async stop(): Promise<void> {
+  /**
+   * Resumes stalled workers, then stops every worker with SIGTERM (they finish what they hold) and waits; a
+   * worker still there `stopTimeoutMs` later is a failure (its last stage is reported) and is SIGKILLed.
+   */
+  async stop(stopTimeoutMs = 20_000): Promise<void> {
+    await Promise.allSettled([...this.spawning]);
     for (const resume of [...this.resumes.values()]) resume();
+    const now = Date.now();
+    for (const [name, worker] of this.live) {
+      const last = this.lastBeat.get(name);
+      if (last !== undefined && now - last > this.freezeMs) {
+        this.freezes.push({
+          worker: name,
+          pid: worker.child.pid ?? 0,
+          start: last,
+          end: undefined,
+          long: true,
+          frozen: true,
+        });
+      }
+    }
     await Promise.all(
       [...this.live.entries()].map(async ([name, worker]) => {
+        const stages: string[] = [];
+        worker.onLine((line) => {
+          if (typeof line.event === 'string' && line.event !== 'worker-error')
+            stages.push(JSON.stringify(line));
+        });
         worker.child.kill('SIGTERM');
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), stopTimeoutMs);
+        });
+        if ((await Promise.race([worker.exited, late])) === 'late') {
+          this.failures.push(
+            `worker ${name} (pid ${worker.child.pid}) did not exit within ${stopTimeoutMs} ms of SIGTERM; its last stage: ${stages.at(-1)}; stderr: ${worker.stderr().slice(-1_000)}`,
+          );
+          worker.child.kill('SIGKILL');
+        }
+        clearTimeout(timer);
         const code = await worker.exited;
+        if (code === null && worker.child.signalCode === 'SIGKILL') return;
         if (code !== 0) {
           const how = code === null ? `signal ${worker.child.signalCode}` : `code ${code}`;
           this.failures.push(`worker ${name} stopped with ${how}: ${worker.stderr().slice(-2_000)}`);
@@ -99,12 +147,34 @@ export class WorkerPool {
     this.live.clear();
   }
 
+  /** A heartbeat long after the one before, with no stall of the test between them: the worker froze. */
+  private beat(name: string, worker: FixtureProcess, at: number): void {
+    const last = this.lastBeat.get(name);
+    this.lastBeat.set(name, at);
+    if (last === undefined || at - last <= this.freezeMs) return;
+    const stopped = this.stalls.some(
+      (stall) =>
+        stall.worker === name && stall.start <= at && (stall.end ?? Number.POSITIVE_INFINITY) >= last,
+    );
+    if (!stopped) {
+      this.freezes.push({
+        worker: name,
+        pid: worker.child.pid ?? 0,
+        start: last,
+        end: at,
+        long: true,
+        frozen: true,
+      });
+    }
+  }
+
   private async spawn(): Promise<void> {
     const name = `worker-${++this.started}`;
     const worker = startFixtureProcess('fleet-worker.ts', { ...this.base, name } satisfies FleetWorkerConfig);
     worker.onLine((line) => {
       if (line.event === 'worker-error') this.workerErrors.push(`${name}: ${String(line.message)}`);
       if (line.event === 'error') this.failures.push(`worker ${name}: ${String(line.message)}`);
+      if (line.event === 'heartbeat') this.beat(name, worker, Number(line.at));
     });
     this.live.set(name, worker);
     await worker.waitFor('ready');
