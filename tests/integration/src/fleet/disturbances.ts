@@ -14,7 +14,7 @@ export interface DisturbanceOptions {
 
 /**
  * Disturbs the pool's workers until the returned `stop()`: every `minMs`..`maxMs` a seeded choice SIGKILLs a
- * running worker (a replacement starts) or stalls one, past its lease TTL or shorter, then lets it go on. At
+ * running worker (and waits for its replacement) or stalls one, past its lease TTL or shorter, then lets it go on. At
  * least one worker always runs: the last running one is left alone.
  */
 export function disturb(
@@ -29,7 +29,6 @@ export function disturb(
       await new Promise((resolve) => setTimeout(resolve, random.integer(options.minMs, options.maxMs)));
       if (stopping) break;
       const running = pool.running();
-      // Replacements of killed workers may still be starting: leave the last running worker alone.
       if (running.length < 2) continue;
       const victim = random.pick(running);
       if (random.chance(options.stalls)) {
@@ -39,7 +38,7 @@ export function disturb(
         );
         stalls.push(pool.stall(victim, ms, long));
       } else {
-        pool.kill(victim);
+        await pool.kill(victim);
       }
     }
   })();

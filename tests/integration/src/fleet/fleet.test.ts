@@ -78,10 +78,8 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
 
     const journal = readJournal(journalPath);
     const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
-    const threads = await Promise.all(
-      driven.map((runs) =>
-        gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, journal, deadLetters),
-      ),
+    const threads = await inPool(driven, 16, (runs) =>
+      gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, journal, deadLetters),
     );
     // A worker whose event loop froze is, to the fleet, a stalled worker; the freeze itself fails the test.
     const disturbances = { kills: pool.kills, stalls: [...pool.stalls, ...pool.freezes] };

@@ -28,7 +28,9 @@ function checkClientView({ driven, log }: RunEvidence, report: Report): void {
     }
   }
   if (driven.error) return; // a user that gave up saw a prefix
-  const logIds = log.map((record) => record.id);
+  // Up to the end mark: what a log takes after it is `afterEnd`'s, and no user can follow it.
+  const end = log.findIndex((record) => record.event.type === 'run-end' && record.event.status === 'done');
+  const logIds = (end < 0 ? log : log.slice(0, end + 1)).map((record) => record.id);
   if (seen.join(',') !== logIds.join(',')) {
     const missing = logIds.filter((id) => !ids.has(id));
     report(

@@ -36,7 +36,8 @@ export class WorkerPool {
   private readonly live = new Map<string, FixtureProcess>();
   private readonly resumes = new Map<string, () => void>();
   private readonly lastBeat = new Map<string, number>();
-  private readonly spawning = new Set<Promise<void>>();
+  /** Workers that said `ready`. */
+  private readonly ready = new Set<string>();
   private started = 0;
 
   constructor(
@@ -49,25 +50,25 @@ export class WorkerPool {
     await Promise.all(Array.from({ length: count }, () => this.spawn()));
   }
 
-  /** Live workers not stopped now. */
+  /** Live workers, ready and not stopped now. */
   running(): string[] {
-    return [...this.live.keys()].filter((name) => !this.resumes.has(name));
+    return [...this.live.keys()].filter((name) => this.ready.has(name) && !this.resumes.has(name));
   }
 
   stalledNow(): number {
     return this.resumes.size;
   }
 
-  /** SIGKILLs the worker and starts its replacement (without waiting for it to be ready). */
-  kill(name: string): void {
+  /** SIGKILLs the worker and starts its replacement; resolves once the replacement is ready. */
+  async kill(name: string): Promise<void> {
     const victim = this.live.get(name);
     if (!victim) return;
     this.live.delete(name);
+    this.ready.delete(name);
     victim.child.kill('SIGKILL');
     this.kills.push({ worker: name, pid: victim.child.pid ?? 0, at: Date.now() });
-    const replacement = victim.exited.then(() => this.spawn());
-    this.spawning.add(replacement);
-    replacement.finally(() => this.spawning.delete(replacement));
+    await victim.exited;
+    await this.spawn();
   }
 
   /** SIGSTOPs the worker for `ms`, then SIGCONTs it; resolves when it runs again (early on `stop()`). */
@@ -101,7 +102,6 @@ export class WorkerPool {
    * worker still there `stopTimeoutMs` later is a failure (its last stage is reported) and is SIGKILLed.
    */
   async stop(stopTimeoutMs = 20_000): Promise<void> {
-    await Promise.allSettled([...this.spawning]);
     for (const resume of [...this.resumes.values()]) resume();
     const now = Date.now();
     for (const [name, worker] of this.live) {
@@ -131,7 +131,7 @@ export class WorkerPool {
         });
         if ((await Promise.race([worker.exited, late])) === 'late') {
           this.failures.push(
-            `worker ${name} (pid ${worker.child.pid}) did not exit within ${stopTimeoutMs} ms of SIGTERM; its last stage: ${stages.at(-1)}; stderr: ${worker.stderr().slice(-1_000)}`,
+            `worker ${name} (pid ${worker.child.pid}) did not exit within ${stopTimeoutMs} ms of SIGTERM; its last stage: ${stages.at(-1)}, its last heartbeat ${Date.now() - (this.lastBeat.get(name) ?? 0)} ms ago; stderr: ${worker.stderr().slice(-1_000)}`,
           );
           worker.child.kill('SIGKILL');
         }
@@ -178,5 +178,6 @@ export class WorkerPool {
     });
     this.live.set(name, worker);
     await worker.waitFor('ready');
+    this.ready.add(name);
   }
 }
