@@ -130,7 +130,7 @@ function describeFreeze(freeze: WorkerStall, journal: FleetJournalLine[]): strin
     )
     .join(', ');
   const length =
-    freeze.end === undefined ? 'until the end of the test' : `for ${freeze.end - freeze.start} ms`;
+    freeze.end === undefined ? 'until it was killed or the test ended' : `for ${freeze.end - freeze.start} ms`;
   return `${freeze.worker} (pid ${freeze.pid}) sent no heartbeat ${length} though the test did not stop it; last journaled: ${last || 'nothing'}`;
 }
 

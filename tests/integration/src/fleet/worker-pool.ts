@@ -36,6 +36,7 @@ export class WorkerPool {
   private readonly live = new Map<string, FixtureProcess>();
   private readonly resumes = new Map<string, () => void>();
   private readonly lastBeat = new Map<string, number>();
+  private watching: NodeJS.Timeout | undefined;
   /** Workers that said `ready`. */
   private readonly ready = new Set<string>();
   private started = 0;
@@ -89,6 +90,7 @@ export class WorkerPool {
         clearTimeout(timer);
         this.resumes.delete(name);
         victim.child.kill('SIGCONT');
+        this.lastBeat.set(name, Date.now());
         stall.end = Date.now();
         resolve();
       };
@@ -102,21 +104,8 @@ export class WorkerPool {
    * worker still there `stopTimeoutMs` later is a failure (its last stage is reported) and is SIGKILLed.
    */
   async stop(stopTimeoutMs = 20_000): Promise<void> {
+    clearInterval(this.watching);
     for (const resume of [...this.resumes.values()]) resume();
-    const now = Date.now();
-    for (const [name, worker] of this.live) {
-      const last = this.lastBeat.get(name);
-      if (last !== undefined && now - last > this.freezeMs) {
-        this.freezes.push({
-          worker: name,
-          pid: worker.child.pid ?? 0,
-          start: last,
-          end: undefined,
-          long: true,
-          frozen: true,
-        });
-      }
-    }
     await Promise.all(
       [...this.live.entries()].map(async ([name, worker]) => {
         const stages: string[] = [];
@@ -147,25 +136,25 @@ export class WorkerPool {
     this.live.clear();
   }
 
-  /** A heartbeat long after the one before, with no stall of the test between them: the worker froze. */
-  private beat(name: string, worker: FixtureProcess, at: number): void {
-    const last = this.lastBeat.get(name);
+  /** A heartbeat: the worker's event loop runs (a freeze it was in ends). */
+  private beat(name: string, at: number): void {
     this.lastBeat.set(name, at);
-    if (last === undefined || at - last <= this.freezeMs) return;
-    const stopped = this.stalls.some(
-      (stall) =>
-        stall.worker === name && stall.start <= at && (stall.end ?? Number.POSITIVE_INFINITY) >= last,
-    );
-    if (!stopped) {
-      this.freezes.push({
-        worker: name,
-        pid: worker.child.pid ?? 0,
-        start: last,
-        end: at,
-        long: true,
-        frozen: true,
-      });
-    }
+    const freeze = this.freezes.find((stall) => stall.worker === name && stall.end === undefined);
+    if (freeze) freeze.end = at;
+  }
+
+  /** Every second: a ready worker that the test lets run and that sent no heartbeat for `freezeMs` froze. */
+  private watchHeartbeats(): void {
+    this.watching ??= setInterval(() => {
+      const now = Date.now();
+      for (const name of this.running()) {
+        const last = this.lastBeat.get(name);
+        if (last === undefined || now - last <= this.freezeMs) continue;
+        if (this.freezes.some((stall) => stall.worker === name && stall.end === undefined)) continue;
+        const pid = this.live.get(name)?.child.pid ?? 0;
+        this.freezes.push({ worker: name, pid, start: last, end: undefined, long: true, frozen: true });
+      }
+    }, 1_000);
   }
 
   private async spawn(): Promise<void> {
@@ -174,10 +163,12 @@ export class WorkerPool {
     worker.onLine((line) => {
       if (line.event === 'worker-error') this.workerErrors.push(`${name}: ${String(line.message)}`);
       if (line.event === 'error') this.failures.push(`worker ${name}: ${String(line.message)}`);
-      if (line.event === 'heartbeat') this.beat(name, worker, Number(line.at));
+      if (line.event === 'heartbeat') this.beat(name, Number(line.at));
     });
     this.live.set(name, worker);
     await worker.waitFor('ready');
+    this.lastBeat.set(name, Date.now());
     this.ready.add(name);
+    this.watchHeartbeats();
   }
 }
