@@ -14,7 +14,7 @@ export interface DisturbanceOptions {
 
 /**
  * Disturbs the pool's workers until the returned `stop()`: every `minMs`..`maxMs` a seeded choice SIGKILLs a
- * running worker (and waits for its replacement) or stalls one, past its lease TTL or shorter, then lets it go on. At
+ * running worker (unless a replacement is still starting) or stalls one, past its lease TTL or shorter, then lets it go on. At
  * least one worker always runs: the last running one is left alone.
  */
 export function disturb(
@@ -37,8 +37,8 @@ export function disturb(
           options.leaseTtlMs * (long ? 1.3 + random.next() * 1.2 : 0.2 + random.next() * 0.6),
         );
         stalls.push(pool.stall(victim, ms, long));
-      } else {
-        await pool.kill(victim);
+      } else if (pool.starting() === 0) {
+        pool.kill(victim);
       }
     }
   })();

@@ -138,7 +138,9 @@ function checkTakeOvers(
   for (const worker of workers) {
     for (const stall of stallsOf(worker)) {
       if (stall.end === undefined) continue;
-      const resumed = starts.find((start) => start.worker === worker && start.at > (stall.end as number));
+      // A stopped worker writes nothing: its lines after the stall began are from after it resumed (the test
+      // may note the SIGCONT later than the worker's first line, on a starved machine).
+      const resumed = starts.find((start) => start.worker === worker && start.at > stall.start);
       if (!resumed) continue;
       const takeOver = starts.find(
         (start) => start.worker !== worker && start.at >= stall.start && start.at < resumed.at,
@@ -150,7 +152,7 @@ function checkTakeOvers(
       if (claimedAgain) continue;
       report(
         'overlap',
-        `${worker} stalled ${stall.end - stall.start} ms (${stall.long ? 'past' : 'within'} the lease), resumed and started "${resumed.toolCallId}" ${resumed.at - stall.end} ms later although ${takeOver.worker} had taken the thread over ("${takeOver.toolCallId}" ${takeOver.at - stall.start} ms into the stall) and it was not given the thread again`,
+        `${worker} ${stall.frozen ? 'froze' : 'stalled'} ${stall.end - stall.start} ms (${stall.long ? 'past' : 'within'} the lease), resumed and started "${resumed.toolCallId}" ${resumed.at - stall.start} ms after the stall began although ${takeOver.worker} had taken the thread over ("${takeOver.toolCallId}" ${takeOver.at - stall.start} ms into the stall) and it was not given the thread again`,
       );
     }
   }

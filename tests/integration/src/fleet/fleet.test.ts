@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Dispatcher } from '@lunation/contract';
@@ -77,6 +77,10 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
     const seconds = (Date.now() - started) / 1000;
 
     const journal = readJournal(journalPath);
+    writeFileSync(
+      join(directory, 'disturbances.json'),
+      JSON.stringify({ kills: pool.kills, stalls: pool.stalls, freezes: pool.freezes }, null, 1),
+    );
     const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
     const threads = await inPool(driven, 16, (runs) =>
       gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, journal, deadLetters),
@@ -109,7 +113,7 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
             .slice(0, 60)
             .map((violation) => `  ${violation.invariant} (${violation.threadId}): ${violation.detail}`),
           replay(backend.name),
-          `Journal: ${journalPath}`,
+          `Journal: ${journalPath} (kills, stalls and freezes: ${join(directory, 'disturbances.json')})`,
         ].join('\n'),
       );
     }
@@ -130,7 +134,9 @@ function describeFreeze(freeze: WorkerStall, journal: FleetJournalLine[]): strin
     )
     .join(', ');
   const length =
-    freeze.end === undefined ? 'until it was killed or the test ended' : `for ${freeze.end - freeze.start} ms`;
+    freeze.end === undefined
+      ? 'until it was killed or the test ended'
+      : `for ${freeze.end - freeze.start} ms`;
   return `${freeze.worker} (pid ${freeze.pid}) sent no heartbeat ${length} though the test did not stop it; last journaled: ${last || 'nothing'}`;
 }
 

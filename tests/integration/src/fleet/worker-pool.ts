@@ -60,16 +60,24 @@ export class WorkerPool {
     return this.resumes.size;
   }
 
-  /** SIGKILLs the worker and starts its replacement; resolves once the replacement is ready. */
-  async kill(name: string): Promise<void> {
+  /** SIGKILLs the worker and starts its replacement (see `starting()`). */
+  kill(name: string): void {
     const victim = this.live.get(name);
     if (!victim) return;
     this.live.delete(name);
     this.ready.delete(name);
     victim.child.kill('SIGKILL');
     this.kills.push({ worker: name, pid: victim.child.pid ?? 0, at: Date.now() });
-    await victim.exited;
-    await this.spawn();
+    victim.exited
+      .then(() => this.spawn())
+      .catch((error: unknown) =>
+        this.failures.push(`a replacement for ${name} did not start: ${String(error)}`),
+      );
+  }
+
+  /** Workers started and not ready yet (a replacement can take seconds on a starved machine). */
+  starting(): number {
+    return this.live.size - this.ready.size;
   }
 
   /** SIGSTOPs the worker for `ms`, then SIGCONTs it; resolves when it runs again (early on `stop()`). */
