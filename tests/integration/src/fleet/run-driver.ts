@@ -24,8 +24,10 @@ export interface DrivenRun {
   seen: RunEventRecord[];
   /** How often the stream was dropped and resumed (after the last id seen) on the other front. */
   reconnects: number;
-  /** When each approval was submitted, by tool call id (before the submission, so executions must follow it). */
+  /** When each call's first approval was submitted, by tool call id (before the submission). */
   approvedAt: Map<string, number>;
+  /** Calls the run asked to approve again after their approval was submitted (a decision that did not hold). */
+  askedAgain: string[];
   cancels: UserCancel[];
   /** How the run ended, as its last `run-end` said. */
   ended: Extract<AgentEvent, { type: 'run-end' }> | undefined;
@@ -55,6 +57,7 @@ export async function driveRun(
     seen: [],
     reconnects: 0,
     approvedAt: new Map(),
+    askedAgain: [],
     cancels: [],
     ended: undefined,
   };
@@ -92,7 +95,8 @@ export async function driveRun(
       if (ended.status !== 'waiting') break;
       if (runPlan.cancel === 'waiting' && driven.cancels.length === 0) await cancel('waiting');
       const decisions = ended.openTickets.map((ticket) => {
-        driven.approvedAt.set(ticket.toolCallId, Date.now());
+        if (driven.approvedAt.has(ticket.toolCallId)) driven.askedAgain.push(ticket.toolCallId);
+        else driven.approvedAt.set(ticket.toolCallId, Date.now());
         return { decisionId: `approve-${ticket.id}`, ticketId: ticket.id, action: 'resume' as const };
       });
       try {
