@@ -66,19 +66,19 @@ function rerunLatencies(
   journal: FleetJournalLine[],
   cuts: ReadonlyArray<{ worker: string; at: number }>,
 ): number[] {
+  const key = (line: FleetExecution) => `${line.worker}|${line.threadId}|${line.toolCallId}`;
+  const ended = new Map<string, number>();
+  for (const line of journal) {
+    if (line.type !== 'execution-finish' && line.type !== 'execution-abort') continue;
+    ended.set(key(line), Math.min(ended.get(key(line)) ?? Number.POSITIVE_INFINITY, line.at));
+  }
   const latencies: number[] = [];
   for (const cut of cuts) {
     const open = starts.filter(
       (start) =>
         start.worker === cut.worker &&
         start.at <= cut.at &&
-        !journal.some(
-          (line) =>
-            (line.type === 'execution-finish' || line.type === 'execution-abort') &&
-            line.worker === cut.worker &&
-            line.toolCallId === start.toolCallId &&
-            line.at <= cut.at,
-        ),
+        (ended.get(key(start)) ?? Number.POSITIVE_INFINITY) > cut.at,
     );
     for (const start of open) {
       const again = starts.find(
