@@ -124,9 +124,10 @@ function checkOverlaps(
 }
 
 /**
- * A stalled worker that resumes must not go on with a thread another worker took over while it was stopped:
- * after another worker started one of the thread's tools, the stalled one starts none until the dispatcher
- * hands it the thread again (a claim journaled after the take-over).
+ * A stalled worker that resumes must not go on with a run another worker took over while it was stopped: if it
+ * had started one of the run's tools before the stall and another worker started one of them during the stall,
+ * the stalled one starts none of the run's tools afterwards until the dispatcher hands it the thread again (a
+ * claim journaled after the take-over).
  */
 function checkTakeOvers(
   starts: FleetExecution[],
@@ -137,22 +138,30 @@ function checkTakeOvers(
   const workers = new Set(starts.map((start) => start.worker));
   for (const worker of workers) {
     for (const stall of stallsOf(worker)) {
-      if (stall.end === undefined) continue;
+      const end = stall.end;
+      if (end === undefined) continue;
+      const before = starts.filter((start) => start.worker === worker && start.at <= stall.start).at(-1);
+      if (!before) continue;
+      const takeOver = starts.find(
+        (start) =>
+          start.worker !== worker &&
+          start.runId === before.runId &&
+          start.at >= stall.start &&
+          start.at <= end,
+      );
       // A stopped worker writes nothing: its lines after the stall began are from after it resumed (the test
       // may note the SIGCONT later than the worker's first line, on a starved machine).
-      const resumed = starts.find((start) => start.worker === worker && start.at > stall.start);
-      if (!resumed) continue;
-      const takeOver = starts.find(
-        (start) => start.worker !== worker && start.at >= stall.start && start.at < resumed.at,
+      const resumed = starts.find(
+        (start) => start.worker === worker && start.runId === before.runId && start.at > stall.start,
       );
-      if (!takeOver) continue;
+      if (!takeOver || !resumed) continue;
       const claimedAgain = claims.some(
         (claim) => claim.worker === worker && claim.at > takeOver.at && claim.at <= resumed.at,
       );
       if (claimedAgain) continue;
       report(
         'overlap',
-        `${worker} ${stall.frozen ? 'froze' : 'stalled'} ${stall.end - stall.start} ms (${stall.long ? 'past' : 'within'} the lease), resumed and started "${resumed.toolCallId}" ${resumed.at - stall.start} ms after the stall began although ${takeOver.worker} had taken the thread over ("${takeOver.toolCallId}" ${takeOver.at - stall.start} ms into the stall) and it was not given the thread again`,
+        `${worker} ${stall.frozen ? 'froze' : 'stalled'} ${end - stall.start} ms (${stall.long ? 'past' : 'within'} the lease) in run ${before.runId}, resumed and started "${resumed.toolCallId}" ${resumed.at - stall.start} ms after the stall began although ${takeOver.worker} had taken the run over ("${takeOver.toolCallId}" ${takeOver.at - stall.start} ms into the stall) and it was not given the thread again`,
       );
     }
   }
