@@ -37,6 +37,7 @@ export class WorkerPool {
   private readonly resumes = new Map<string, () => void>();
   private readonly lastBeat = new Map<string, number>();
   private watching: NodeJS.Timeout | undefined;
+  private stopping = false;
   /** Workers that said `ready`. */
   private readonly ready = new Set<string>();
   private started = 0;
@@ -70,9 +71,9 @@ export class WorkerPool {
     this.kills.push({ worker: name, pid: victim.child.pid ?? 0, at: Date.now() });
     victim.exited
       .then(() => this.spawn())
-      .catch((error: unknown) =>
-        this.failures.push(`a replacement for ${name} did not start: ${String(error)}`),
-      );
+      .catch((error: unknown) => {
+        if (!this.stopping) this.failures.push(`a replacement for ${name} did not start: ${String(error)}`);
+      });
   }
 
   /** Workers started and not ready yet (a replacement can take seconds on a starved machine). */
@@ -112,8 +113,15 @@ export class WorkerPool {
    * worker still there `stopTimeoutMs` later is a failure (its last stage is reported) and is SIGKILLed.
    */
   async stop(stopTimeoutMs = 20_000): Promise<void> {
+    this.stopping = true;
     clearInterval(this.watching);
     for (const resume of [...this.resumes.values()]) resume();
+    // A replacement still starting has nothing to finish (and may not listen for SIGTERM yet).
+    for (const [name, worker] of this.live) {
+      if (this.ready.has(name)) continue;
+      worker.child.kill('SIGKILL');
+      this.live.delete(name);
+    }
     await Promise.all(
       [...this.live.entries()].map(async ([name, worker]) => {
         const stages: string[] = [];
