@@ -174,6 +174,7 @@ export class WorkerPool {
   }
 
   private async spawn(): Promise<void> {
+    if (this.stopping) return;
     const name = `worker-${++this.started}`;
     const worker = startFixtureProcess('fleet-worker.ts', { ...this.base, name } satisfies FleetWorkerConfig);
     worker.onLine((line) => {
