@@ -121,23 +121,28 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
   }, 3_600_000);
 });
 
-/** A frozen worker: how long its heartbeats stopped, and the last thing it journaled before. */
+/** A frozen worker: how long its heartbeats stopped, its last injected append failure and last journal lines. */
 function describeFreeze(freeze: WorkerStall, journal: FleetJournalLine[]): string {
   const before = journal.filter(
     (line) => 'worker' in line && line.worker === freeze.worker && line.at <= freeze.start + 1_000,
   );
+  const failure = before.filter((line) => line.type === 'append-failure').at(-1);
   const last = before
     .slice(-2)
     .map(
       (line) =>
-        `${line.type}${'toolCallId' in line ? ` ${line.toolCallId}` : ''}${'runId' in line && line.type === 'append-failure' ? ` (run ${line.runId}, ${line.when} appending)` : ''} at +${line.at - freeze.start} ms`,
+        `${line.type}${'toolCallId' in line ? ` ${line.toolCallId}` : ''} at ${line.at - freeze.start} ms`,
     )
     .join(', ');
   const length =
     freeze.end === undefined
       ? 'until it was killed or the test ended'
       : `for ${freeze.end - freeze.start} ms`;
-  return `${freeze.worker} (pid ${freeze.pid}) sent no heartbeat ${length} though the test did not stop it; last journaled: ${last || 'nothing'}`;
+  const cause =
+    failure?.type === 'append-failure'
+      ? `its last injected append failure (run ${failure.runId}, ${failure.when} appending) was ${freeze.start - failure.at} ms before its last heartbeat`
+      : 'no append failure was injected in it before';
+  return `${freeze.worker} (pid ${freeze.pid}) sent no heartbeat ${length} though the test let it run; ${cause}; last journaled: ${last || 'nothing'}`;
 }
 
 /** The command that replays this seed (with the size and disturbances set in the environment). */
