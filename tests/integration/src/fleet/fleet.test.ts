@@ -102,7 +102,6 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
     await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
     await Promise.all(stores.map((store) => store.close()));
     await backend.cleanup(connections);
-    expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
     if (violations.length > 0 || pool.failures.length > 0 || freezes.length > 0) {
       expect.fail(
         [
@@ -117,6 +116,7 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
         ].join('\n'),
       );
     }
+    expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
     rmSync(directory, { recursive: true, force: true });
   }, 3_600_000);
 });
