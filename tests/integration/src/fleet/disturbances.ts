@@ -23,10 +23,17 @@ export function disturb(
   options: DisturbanceOptions,
 ): { stop(): Promise<void> } {
   let stopping = false;
+  let wake: () => void = () => {};
   const stalls: Promise<void>[] = [];
   const loop = (async () => {
     while (!stopping) {
-      await new Promise((resolve) => setTimeout(resolve, random.integer(options.minMs, options.maxMs)));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, random.integer(options.minMs, options.maxMs));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
       if (stopping) break;
       const running = pool.running();
       if (running.length < 2) continue;
@@ -45,6 +52,7 @@ export function disturb(
   return {
     async stop() {
       stopping = true;
+      wake();
       await loop;
     },
   };
