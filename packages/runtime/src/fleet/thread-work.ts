@@ -213,6 +213,8 @@ export class ThreadWork {
     if (!run.termination || (run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs)) return;
     const runId = run.identity.runId;
     const logged = await readLoggedRun(dispatcher, runId);
+    // The common case: the log ends as the store does. Its pipe appends in order, so nothing before is missing.
+    if (missingRunEnd(run, logged.last) === undefined) return;
     const events = missingEvents(run, await store.listMessages(run.identity.threadId), logged);
     const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
     if (end) events.push(end);
