@@ -62,13 +62,23 @@ function checkLogAgainstStore(
       `${label}: the store committed ${committed.length} tool result(s); the log has no tool-result for ${missing.join(', ')}`,
     );
   }
+  // Each invocation of the run (from its `run-start`) ends a step at most once. A step that suspended ends in the
+  // invocation that suspended it and again in the one that resumed it (its tools' results come then).
   const stepEnds = new Map<number, number>();
+  const twice = new Set<number>();
+  let invocation = new Set<number>();
   for (const event of events) {
-    if (event.type === 'step-end') stepEnds.set(event.step, (stepEnds.get(event.step) ?? 0) + 1);
+    if (event.type === 'run-start') invocation = new Set();
+    if (event.type !== 'step-end') continue;
+    if (invocation.has(event.step)) twice.add(event.step);
+    invocation.add(event.step);
+    stepEnds.set(event.step, (stepEnds.get(event.step) ?? 0) + 1);
   }
-  const twice = [...stepEnds].filter(([, count]) => count > 1).map(([step]) => step);
-  if (twice.length > 0)
-    report('logMatchesStore', `${label}: the log ends step(s) ${twice.join(', ')} more than once`);
+  if (twice.size > 0)
+    report(
+      'logMatchesStore',
+      `${label}: one invocation of the run ends step(s) ${[...twice].join(', ')} more than once`,
+    );
   if (record && stepEnds.size < record.steps) {
     report(
       'logMatchesStore',
