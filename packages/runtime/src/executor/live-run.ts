@@ -19,6 +19,8 @@ export class LiveRun implements RunHandle {
   leaseToken: number | undefined;
   /** @internal the token the run released its lease under: its events' fence after it ended. */
   releasedToken: number | undefined;
+  /** @internal how many of the thread's messages were committed when the run loaded it (with a store). */
+  loadedMessages: number | undefined;
   private stream: EventStream | undefined;
   private signal: AbortSignal | undefined;
   private ended = false;

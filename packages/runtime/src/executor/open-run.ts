@@ -176,6 +176,7 @@ async function startRun(
         : await core.persistence.open(threadId, options.resourceId, owner.create),
       owner,
     );
+    run.loadedMessages = thread.messages.length;
     if (options.runId !== undefined && input.length > 0 && core.persistence.durable) {
       // Under the lease now, so no late commit of another holder can land after this read: a run with this id
       // in the store was started by this very input (its first commit holds it); applying it again repeats it.

@@ -10,8 +10,6 @@ export interface EventPipeOptions {
   fence?: number | undefined;
   /** How long appends may keep failing (retried with back-off) before the pipe gives up. @default 30000 */
   retryForMs?: number;
-  /** The `seq` of the pipe's first event (a repair continues after the log's last one). @default 0 */
-  firstSeq?: number;
 }
 
 /** How a pipe ended. */
@@ -25,7 +23,7 @@ export type PipeOutcome =
  * Copies one run's events into its cross-process log, in order, one append in flight at a time: events that
  * arrive while an append is out go together in the next one, so a fast run costs few round trips.
  *
- * Each event goes to the log numbered by its place in the pipe (`seq` from `firstSeq`), under the pipe's fence, so a
+ * Each event goes to the log numbered by its place in the pipe (`seq` from 0), under the pipe's fence, so a
  * retried append is idempotent: the log keeps what it has and takes the rest. An append that fails is retried
  * with back-off (the run goes on meanwhile; its events wait in order) until it succeeds, the log refuses the
  * fence, or `retryForMs` passes.
@@ -46,7 +44,6 @@ export class EventPipe {
   ) {
     this.fence = options.fence;
     this.retryForMs = options.retryForMs ?? 30_000;
-    this.next = options.firstSeq ?? 0;
   }
 
   /** Queues an event; it is appended after every event queued before it. */
