@@ -196,3 +196,65 @@ describe('the useChat endpoint, driven by the AI SDK client (ai 7: AbstractChat 
     expect(bad.status).toBe(400);
   });
 });
+
+describe('resuming a run that continues after an approval (GET /chat/:id/stream replays the whole message)', () => {
+  /** Approves the call in `first` and waits until the continuation has streamed some text. */
+  async function approvedAndStreaming(threadId: string): Promise<TestChat> {
+    const first = new TestChat(api!, threadId);
+    await first.sendMessage({ text: 'read a.txt' });
+    const part = toolParts(first.messages.at(-1))[0]!;
+    await first.addToolApprovalResponse({ id: part.approval!.id, approved: true });
+    await until(() => textOf(first.messages.at(-1)).length > 0, 'the continuation streaming');
+    return first;
+  }
+
+  it('a reloaded page with only the user message gets the tool call, its result and the text, each once', async () => {
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello, and more words here.')], {
+        textChunkSize: 3,
+        partDelayMs: 30,
+      }),
+    );
+    const threadId = randomUUID();
+    const first = await approvedAndStreaming(threadId);
+
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: [first.messages[0]!] });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.status).toBe('ready');
+    expect(reloaded.messages).toHaveLength(2);
+    const message = reloaded.messages[1]!;
+    expect(message.id).toBe(first.messages[1]!.id);
+    const tools = toolParts(message);
+    expect(tools).toHaveLength(1);
+    expect(tools[0]).toMatchObject({
+      state: 'output-available',
+      input: { path: 'a.txt' },
+      output: 'contents of a.txt',
+      approval: { approved: true },
+    });
+    expect(message.parts.filter((part) => part.type === 'text')).toHaveLength(1);
+    expect(textOf(message)).toBe('It says hello, and more words here.');
+    expect(reads).toEqual(['a.txt']);
+  });
+
+  it('a page that still holds the approved message replaces it in place: each part once', async () => {
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('Done reading the file now.')], {
+        textChunkSize: 3,
+        partDelayMs: 30,
+      }),
+    );
+    const threadId = randomUUID();
+    const first = await approvedAndStreaming(threadId);
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: structuredClone(first.messages) });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages).toHaveLength(2);
+    const message = reloaded.messages[1]!;
+    expect(toolParts(message)).toHaveLength(1);
+    expect(toolParts(message)[0]?.state).toBe('output-available');
+    expect(message.parts.filter((part) => part.type === 'text')).toHaveLength(1);
+    expect(textOf(message)).toBe('Done reading the file now.');
+  });
+});
