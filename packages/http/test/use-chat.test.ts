@@ -16,7 +16,7 @@ import { ALICE, BOB, reads, startApi, type TestApi } from './support.js';
 class ArrayChatState implements ChatState<UIMessage> {
   status: ChatStatus = 'ready';
   error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
+  constructor(public messages: UIMessage[] = []) {}
   pushMessage = (message: UIMessage) => {
     this.messages = [...this.messages, message];
   };
@@ -34,7 +34,7 @@ class TestChat extends AbstractChat<UIMessage> {
   constructor(api: TestApi, id: string, token = ALICE, init: Partial<ChatInit<UIMessage>> = {}) {
     super({
       id,
-      state: new ArrayChatState(),
+      state: new ArrayChatState(init.messages),
       transport: new DefaultChatTransport({
         api: `${api.url}/chat`,
         headers: { authorization: `Bearer ${token}` },
@@ -62,7 +62,9 @@ type ToolPart = {
   approval?: { id: string };
 };
 const toolParts = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).filter((part) => part.type === 'dynamic-tool') as unknown as ToolPart[];
+  (message?.parts ?? []).filter(
+    (part) => part.type === 'dynamic-tool' || part.type.startsWith('tool-'),
+  ) as unknown as ToolPart[];
 const textOf = (message: UIMessage | undefined) =>
   (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 
@@ -210,10 +212,13 @@ describe('resuming a run that continues after an approval (GET /chat/:id/stream 
 
   it('a reloaded page with only the user message gets the tool call, its result and the text, each once', async () => {
     api = await startApi(
-      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello, and more words here.')], {
-        textChunkSize: 3,
-        partDelayMs: 30,
-      }),
+      new ScriptedModel(
+        [callTool('read_file', { path: 'a.txt' }), reply('It says hello, and more words here.')],
+        {
+          textChunkSize: 3,
+          partDelayMs: 30,
+        },
+      ),
     );
     const threadId = randomUUID();
     const first = await approvedAndStreaming(threadId);
