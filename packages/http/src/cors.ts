@@ -40,7 +40,8 @@ export class Cors {
         `Origin "${origin ?? '(none)'}" may not call this API; add it to the \`cors.origins\` option of createHttpApi`,
       );
     }
-    const response = new Response(null, {
+    // `mark` adds the origin when the API answers.
+    return new Response(null, {
       status: 204,
       headers: {
         'access-control-allow-methods': methods.join(', '),
@@ -48,7 +49,6 @@ export class Cors {
         'access-control-max-age': String(this.options.maxAgeSeconds ?? 600),
       },
     });
-    return this.mark(request, response);
   }
 
   /** Adds the CORS headers to an answer when the request comes from an allowed origin. */
