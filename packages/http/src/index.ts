@@ -1,4 +1,4 @@
-export { type CorsOptions } from './cors.js';
+export type { CorsOptions } from './cors.js';
 export { type EventStreamOptions, eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 export { FleetFront, type FleetFrontOptions } from './fleet-front.js';
 export { type FrontAnswer, type FrontRequest, isRunStream, type RunFront, type RunStream } from './front.js';

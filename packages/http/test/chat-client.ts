@@ -64,4 +64,3 @@ export const toolParts = (message: UIMessage | undefined) =>
   ) as unknown as ToolPart[];
 export const textOf = (message: UIMessage | undefined) =>
   (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
-

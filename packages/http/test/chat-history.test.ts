@@ -29,7 +29,9 @@ function summary(message: UIMessage | undefined) {
 
 describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat starts from after a reload', () => {
   it('holds the open approval; a page started from it approves and gets the rest', async () => {
-    api = await startApi(new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]));
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]),
+    );
     const threadId = randomUUID();
     const first = new TestChat(api, threadId);
     await first.sendMessage({ text: 'read a.txt' });
@@ -106,7 +108,9 @@ describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat s
       await approved;
       await until(() => first.status === 'ready', 'the first page to finish');
       // A reload before the run continued shows the approval still asked (the page that approved streams on).
-      if (reloaded.messages[1]?.parts.some((part) => 'state' in part && part.state === 'approval-requested')) {
+      if (
+        reloaded.messages[1]?.parts.some((part) => 'state' in part && part.state === 'approval-requested')
+      ) {
         expect(instant).toBeLessThan(40);
         continue;
       }
@@ -135,7 +139,10 @@ describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat s
     const first = new TestChat(api, threadId);
     await first.sendMessage({ text: 'read a.txt' });
     await new Promise((resolve) => setTimeout(resolve, 20));
-    await first.addToolApprovalResponse({ id: toolParts(first.messages[1])[0]!.approval!.id, approved: true });
+    await first.addToolApprovalResponse({
+      id: toolParts(first.messages[1])[0]!.approval!.id,
+      approved: true,
+    });
     await until(() => textOf(first.messages.at(-1)).length > 0, 'the continuation streaming');
 
     const reloaded = new TestChat(api, threadId, ALICE, { messages: [first.messages[0]!] });

@@ -1,4 +1,4 @@
-import { ScriptedModel, reply } from '@lunation/runtime/testing';
+import { reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ALICE, startApi, type TestApi } from './support.js';
 
@@ -29,7 +29,9 @@ describe('cors: pages on other origins', () => {
     expect(answer.status).toBe(204);
     expect(answer.headers.get('access-control-allow-origin')).toBe(APP);
     expect(answer.headers.get('access-control-allow-methods')).toBe('POST');
-    expect(answer.headers.get('access-control-allow-headers')).toBe('authorization, content-type, last-event-id');
+    expect(answer.headers.get('access-control-allow-headers')).toBe(
+      'authorization, content-type, last-event-id',
+    );
     expect(answer.headers.get('access-control-max-age')).toBe('600');
     expect(answer.headers.get('vary')).toBe('Origin');
     expect(answer.headers.get('access-control-allow-credentials')).toBeNull();
@@ -62,10 +64,14 @@ describe('cors: pages on other origins', () => {
 
   it('allows any origin with "*" (and echoes the origin when credentials are allowed)', async () => {
     api = await startApi(new ScriptedModel([reply('Hi.')]), { api: { cors: { origins: '*' } } });
-    expect((await preflight('/chat', 'http://any.example')).headers.get('access-control-allow-origin')).toBe('*');
+    expect((await preflight('/chat', 'http://any.example')).headers.get('access-control-allow-origin')).toBe(
+      '*',
+    );
     await api.close();
     api = await startApi(new ScriptedModel([reply('Hi.')]), {
-      api: { cors: { origins: (origin) => origin.endsWith('.example'), credentials: true, maxAgeSeconds: 60 } },
+      api: {
+        cors: { origins: (origin) => origin.endsWith('.example'), credentials: true, maxAgeSeconds: 60 },
+      },
     });
     const answer = await preflight('/chat', 'http://any.example');
     expect(answer.headers.get('access-control-allow-origin')).toBe('http://any.example');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
-import { TestChat, textOf, toolParts, until } from './chat-client.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TestChat, textOf, toolParts, until } from './chat-client.js';
 import { ALICE, BOB, reads, startApi, type TestApi } from './support.js';
 
 let api: TestApi | undefined;
