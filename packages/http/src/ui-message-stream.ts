@@ -34,8 +34,7 @@ export function isDynamicToolName(toolName: string): boolean {
 /**
  * Turns a run's events into UI message stream chunks: `start` (the message id is the run id, so a resumed run
  * continues the same assistant message), steps, text and reasoning parts, tool input and output, approval
- * requests for `approve` tickets (the approval id is the ticket id) and their responses, and `finish` after
- * `run-end`. With `earlier`, those events come first in the same message, without their `finish`.
+ * requests for `approve` tickets (the approval id is the ticket id), and `finish` after `run-end`. With `earlier`, those events come first in the same message, without their `finish`.
  */
 export async function* toUIMessageChunks(
   records: AsyncIterable<RunEventRecord>,
@@ -55,8 +54,6 @@ class MessageChunker {
   private started = false;
   private text: string | undefined;
   private reasoning: string | undefined;
-  /** Approval requests sent in this stream: their tickets' decisions are sent as approval responses. */
-  private readonly approvals = new Set<string>();
   /** Tool names by call, for the parts' `dynamic` flag. */
   private readonly dynamicCalls = new Map<string, boolean>();
 
@@ -83,10 +80,7 @@ class MessageChunker {
         this.dynamicCalls.set(toolCallId, part.type === 'dynamic-tool');
         yield { type: 'tool-input-available', toolCallId, toolName, input: part.input, ...dynamic };
         const approval = part.approval as { id: string } | undefined;
-        if (approval) {
-          this.approvals.add(approval.id);
-          yield { type: 'tool-approval-request', approvalId: approval.id, toolCallId };
-        }
+        if (approval) yield { type: 'tool-approval-request', approvalId: approval.id, toolCallId };
         if (part.state === 'output-available')
           yield { type: 'tool-output-available', toolCallId, output: part.output, ...dynamic };
         else if (part.state === 'output-error')
@@ -182,7 +176,6 @@ class MessageChunker {
         return;
       case 'tool-call-suspended':
         if (event.ticket.action === 'approve') {
-          this.approvals.add(event.ticket.id);
           yield {
             type: 'tool-approval-request',
             approvalId: event.ticket.id,
@@ -190,18 +183,6 @@ class MessageChunker {
           };
         }
         return;
-      case 'tool-call-resumed': {
-        // Only for a request this stream sent: a page that answered it has the response already.
-        const { ticketId, action, reason } = event.decision;
-        if (!this.approvals.delete(ticketId)) return;
-        yield {
-          type: 'tool-approval-response',
-          approvalId: ticketId,
-          approved: action === 'resume',
-          ...(reason ? { reason } : {}),
-        };
-        return;
-      }
       case 'step-end':
         yield* this.close();
         yield { type: 'finish-step' };

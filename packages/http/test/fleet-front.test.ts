@@ -160,7 +160,6 @@ describe('a fleet server', () => {
       'tool-input-available',
       'tool-approval-request',
       'finish-step',
-      'tool-approval-response',
       'tool-output-available',
       'start-step',
       'text-start',

@@ -172,7 +172,7 @@ describe('resuming a run that continues after an approval (GET /chat/:id/stream 
       state: 'output-available',
       input: { path: 'a.txt' },
       output: 'contents of a.txt',
-      approval: { approved: true },
+      approval: { id: toolParts(first.messages[1])[0]!.approval!.id },
     });
     expect(message.parts.filter((part) => part.type === 'text')).toHaveLength(1);
     expect(textOf(message)).toBe('It says hello, and more words here.');
