@@ -127,6 +127,34 @@ describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat s
     expect(checked).toBeGreaterThanOrEqual(instants.length - 2);
   });
 
+  it('a page reloaded right after a denial shows the denied call and the answer once', async () => {
+    api = await startApi(
+      new ScriptedModel(
+        [callTool('read_file', { path: 'secret.txt' }), reply('All right, I will not read it.')],
+        {
+          textChunkSize: 3,
+          partDelayMs: 30,
+        },
+      ),
+    );
+    const threadId = randomUUID();
+    const first = new TestChat(api, threadId);
+    await first.sendMessage({ text: 'read secret.txt' });
+    const approval = toolParts(first.messages[1])[0]!.approval!.id;
+    await first.addToolApprovalResponse({ id: approval, approved: false, reason: 'private' });
+    await until(() => textOf(first.messages.at(-1)).length > 0, 'the continuation streaming');
+
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: await history(threadId) });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages).toHaveLength(2);
+    expect(summary(reloaded.messages[1])).toEqual({
+      tools: ['tool-read_file:call_1_1:output-denied'],
+      texts: ['All right, I will not read it.'],
+    });
+    expect(reads).toEqual([]);
+  });
+
   it('replays the stored message when the run log of the first invocation is gone (kept only a few minutes)', async () => {
     api = await startApi(
       new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello, slowly.')], {
