@@ -174,10 +174,15 @@ async function ownsThread(parts: ApiParts, threadId: string, resource: string): 
   }
 }
 
+/** `first` and the rest of `others`, ending `others` when the reader stops early. */
 async function* rest<T>(first: IteratorResult<T>, others: AsyncIterator<T>): AsyncIterable<T> {
   if (first.done) return;
-  yield first.value;
-  for (let next = await others.next(); !next.done; next = await others.next()) yield next.value;
+  try {
+    yield first.value;
+    for (let next = await others.next(); !next.done; next = await others.next()) yield next.value;
+  } finally {
+    await others.return?.();
+  }
 }
 
 /** The chat's thread: the caller's, created when it does not exist yet. */
