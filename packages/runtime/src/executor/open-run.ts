@@ -188,6 +188,7 @@ async function startRun(
     }
     const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
     const records = stored ?? NO_RECORDS;
+    run.loadedCalls = stored;
     const tickets = stored ? openTickets(stored) : NO_TICKETS;
     const latest = thread.latestRun;
     let previous: RunRecord | undefined;

@@ -11,6 +11,7 @@ import {
 import { type LiveRun, leaseTokenOf } from '../executor/live-run.js';
 import type { RunHandle } from '../executor/run-options.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
+import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
 import type { RunResult } from '../loop/run-scope.js';
 import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
@@ -110,11 +111,12 @@ export class ThreadWork {
     }
     // Read under the run's new lease: nothing the previous holder commits or appends later can land. Only what was
     // committed before this run loaded the thread is the previous holder's; the run reports the rest itself.
-    const loaded = (handle as LiveRun).loadedMessages;
+    const { loadedMessages, loadedCalls } = handle as LiveRun;
     const prefix = missingEvents(
       latest,
-      await store.listMessages(threadId, loaded === undefined ? {} : { toSeq: loaded }),
+      await store.listMessages(threadId, loadedMessages === undefined ? {} : { toSeq: loadedMessages }),
       await readLoggedRun(this.context.dispatcher, runId),
+      loadedCalls,
     );
     await this.follow(handle, prefix);
   }
@@ -225,7 +227,9 @@ export class ThreadWork {
       const run = await store.getRun(runId);
       if (run === undefined || run.status === 'running' || expired(run)) return;
       const logged = await readLoggedRun(dispatcher, runId);
-      const events = missingEvents(run, await store.listMessages(threadId), logged);
+      const state = await store.getThreadState(threadId);
+      const settled = state[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
+      const events = missingEvents(run, await store.listMessages(threadId), logged, settled);
       const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
       if (end) events.push(end);
       if (events.length === 0) return;
