@@ -228,6 +228,37 @@ describe('cancels name their run', () => {
     ).rejects.toMatchObject({ code: 'not-found' });
     expect(started).toEqual([]);
   });
+  it('holds a cancel that reaches the worker as its run suspends: the run ends cancelled, its tickets declined', async () => {
+    let runId = '';
+    let filed = false;
+    const wrap = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'appendEvents') {
+            return async (id: string, events: readonly AgentEvent[], options?: AppendEventsOptions) => {
+              const ids = await target.appendEvents(id, events, options);
+              // The run's waiting end is committed and logged: now the user's Stop arrives.
+              if (!filed && events.some((event) => event.type === 'run-end' && event.status === 'waiting')) {
+                filed = true;
+                await target.requestCancel({ threadId: 'c5', runId, reason: 'stop pressed' });
+              }
+              return ids;
+            };
+          }
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, store, worker } = fleet({ wrap });
+    worker.start();
+    ({ runId } = await client.send({ threadId: 'c5', input: 'note tea', runId: 'r-c5' }));
+    const first = await follow(client, runId);
+    expect(runEnd(first)).toMatchObject({ status: 'waiting' });
+    const rest = await follow(client, runId, first.at(-1)?.id);
+    expect(runEnd(rest)).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+    expect((await store.getRun(runId))?.openTickets).toEqual([]);
+    expect(started).toEqual([]);
+  });
 });
 
 describe('claims delivered again', () => {
@@ -357,6 +388,22 @@ describe('a worker stalled past its lease', () => {
       finalText: 'all done',
     });
     expect(started).toEqual(['stubborn']);
+  });
+});
+
+describe('a run fenced out at its last commit', () => {
+  it('ends `running` (another process holds the thread), not `done` with an error its log would show as the end', async () => {
+    const store = new MemoryStore();
+    const commit = store.commit.bind(store);
+    store.commit = async (input) => {
+      if (input.run?.status === 'done')
+        throw new LunationError('stale-lease', 'a newer lease holds the thread');
+      return commit(input);
+    };
+    const result = await workerRuntime(store).generate({ threadId: 'f1', input: 'count' });
+    expect(result.status).toBe('running');
+    expect(result.termination).toMatchObject({ type: 'error', error: { code: 'lease-lost' } });
+    expect((await store.getLatestRun('f1'))?.status).toBe('running');
   });
 });
 

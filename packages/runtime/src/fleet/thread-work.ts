@@ -6,6 +6,7 @@ import {
   type InboxEntry,
   LunationError,
   type LunationStore,
+  type ResumeDecision,
   type RunRecord,
 } from '@lunation/contract';
 import { type LiveRun, leaseTokenOf } from '../executor/live-run.js';
@@ -201,10 +202,27 @@ export class ThreadWork {
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     }
     const handled = this.cancel;
-    if (handled?.runId === runId || (handled && handled.runId === undefined)) {
-      this.cancel = undefined;
-      await dispatcher.clearCancel(this.claim.threadId, handled.id);
+    if (!handled || (handled.runId !== undefined && handled.runId !== runId)) return;
+    if (result.status === 'waiting' && result.openTickets.length > 0 && handled.runId === runId) {
+      // The cancel came as the run suspended: it still holds. The run's open tickets are declined and it ends.
+      const decisions = result.openTickets.map(
+        (ticket): ResumeDecision => ({
+          decisionId: `cancel-${handled.id}-${ticket.id}`,
+          ticketId: ticket.id,
+          action: 'cancel',
+          reason: handled.reason,
+        }),
+      );
+      const signal = AbortSignal.abort(handled.reason);
+      const outcome = await this.context.executor.decide({ threadId: this.claim.threadId }, decisions, {
+        signal,
+      });
+      if (outcome.run) await this.follow(outcome.run);
+      return;
     }
+    if (result.status !== 'done' && handled.runId === runId) return; // held until the run it names ends
+    this.cancel = undefined;
+    await dispatcher.clearCancel(this.claim.threadId, handled.id);
   }
 
   /**

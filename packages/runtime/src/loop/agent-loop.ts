@@ -362,6 +362,17 @@ export class AgentLoop {
     try {
       await this.checkpointer.commitRunEnd(status, termination);
     } catch (error) {
+      // Fenced out: another process holds the thread now and continues the run from the store.
+      if (isLunationError(error) && (error.code === 'stale-lease' || error.code === 'lease-lost')) {
+        const lost =
+          error.code === 'lease-lost'
+            ? error
+            : new LunationError('lease-lost', `The run's last commit was fenced out: ${error.message}`, {
+                cause: error,
+              });
+        scope.options.controller?.abort(lost);
+        return await this.leftToOthers(lost);
+      }
       scope.emitError(error);
       if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
     }
@@ -408,9 +419,9 @@ export class AgentLoop {
    * holds the thread now. Its `run-end` says `running`, with the
    * lease loss as the termination.
    */
-  private async leftToOthers(): Promise<RunResult> {
+  private async leftToOthers(reason: unknown = this.scope.signal.reason): Promise<RunResult> {
     const { scope } = this;
-    const termination: TerminationReason = { type: 'error', error: toErrorInfo(scope.signal.reason) };
+    const termination: TerminationReason = { type: 'error', error: toErrorInfo(reason) };
     if (scope.durable) await this.checkpointer.saveFinished();
     this.toolCalls.dispose();
     if (this.deadline !== undefined) clearTimeout(this.deadline);
