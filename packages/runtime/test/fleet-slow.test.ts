@@ -544,3 +544,38 @@ describe('a run continued from the store', () => {
     expect(runEnd(rest)).toMatchObject({ termination: { type: 'cancelled' } });
   });
 });
+
+describe('a run cancelled with a call still waiting for its decision', () => {
+  it('tells its events of the result it gives that call, as the stored history has it', async () => {
+    const twoCalls = new ScriptedModel((request) =>
+      request.messages.some((message) => message.role === 'tool')
+        ? { text: 'never' }
+        : {
+            toolCalls: [
+              { toolName: 'note', arguments: { text: 'x' } },
+              { toolName: 'slow', arguments: {} },
+            ],
+          },
+    );
+    const runtime = createRuntime()
+      .model('m', twoCalls)
+      .agent({
+        id: 'a',
+        model: 'm',
+        tools: [note, slow],
+        toolExecution: { mode: 'parallel' },
+        plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'note', decision: 'ask' }] } }],
+      })
+      .store(new MemoryStore())
+      .build();
+    const run = await runtime.run({ threadId: 'w1', input: 'go' });
+    const seen: AgentEvent[] = [];
+    for await (const event of run.events) {
+      seen.push(event);
+      if (event.type === 'tool-execution-start') run.cancel('stop pressed');
+    }
+    expect((await run.result).termination).toMatchObject({ type: 'cancelled' });
+    const results = seen.flatMap((event) => (event.type === 'tool-result' ? [event.toolName] : []));
+    expect(results.sort()).toEqual(['note', 'slow']);
+  });
+});

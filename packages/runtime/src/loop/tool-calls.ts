@@ -206,13 +206,26 @@ export class ToolCalls {
    */
   answerOpenCalls(why: string): void {
     if (!this.hasOpenStep()) return;
-    const parts = answerOpenStep(this.scope.messages, this.scope.state.peek(toolCallsKey), () =>
-      cancelledResult(why),
-    );
+    const records = this.scope.state.peek(toolCallsKey);
+    const parts = answerOpenStep(this.scope.messages, records, () => cancelledResult(why));
     const current = new Map(this.plans.map((plan) => [plan.call.toolCallId, plan]));
     for (const part of parts) {
-      const known = current.get(part.toolCallId)?.result;
-      if (known) part.result = known;
+      const plan = current.get(part.toolCallId);
+      if (plan?.result) {
+        part.result = plan.result;
+        if (plan.resultFrom !== 'record') this.report(plan);
+      } else if (this.scope.listening && records[part.toolCallId]?.result === undefined) {
+        // Answered only now (it never started, or waited for a decision): the run's events say so too.
+        this.scope.emit({
+          type: 'tool-result',
+          step: this.scope.progress.step,
+          toolCallId: part.toolCallId,
+          toolName: part.toolName,
+          status: 'cancelled',
+          result: part.result,
+          fromLedger: false,
+        });
+      }
     }
     this.appendToolMessage(parts);
     this.clearRecords();
