@@ -1,6 +1,7 @@
 import { LunationError, type LunationStore } from '@lunation/contract';
 import { continuedRun } from './executor/open-run.js';
 import type { RunHandle, RunOptions } from './executor/run-options.js';
+import { threadsWithLatestRun } from './thread-scan.js';
 
 /** Options of {@link AgentRuntime.resumeCutOffRuns}. */
 export interface ResumeCutOffRunsOptions {
@@ -25,9 +26,6 @@ export interface ResumedCutOffRuns {
   failed: Array<{ threadId: string; error: unknown }>;
 }
 
-/** Threads read per page of the scan. */
-const PAGE_SIZE = 100;
-
 /**
  * Finds the threads of `store` whose latest run was cut off (its process died mid-run) and continues each
  * through `start` (a run with no input), retrying a thread whose lease has not lapsed yet for `busyWaitMs`.
@@ -48,26 +46,16 @@ export async function resumeCutOffRuns(
   const outcome: ResumedCutOffRuns = { resumed: [], busy: [], failed: [] };
   const until = Date.now() + busyWaitMs;
   const pending: Array<Promise<void>> = [];
-  let cursor: string | undefined;
-  let scanned = 0;
-  while (scanned < scanLimit) {
-    const page = await store.listThreads({
-      limit: Math.min(PAGE_SIZE, scanLimit - scanned),
-      ...(cursor ? { cursor } : {}),
-    });
-    scanned += page.items.length;
-    const latest = await Promise.all(page.items.map((thread) => store.getLatestRun(thread.id)));
-    page.items.forEach((thread, index) => {
-      if (continuedRun(latest[index]) === undefined) return;
+  for await (const page of threadsWithLatestRun(store, scanLimit)) {
+    for (const { thread, latest } of page) {
+      const cutOff = continuedRun(latest);
+      if (cutOff === undefined) continue;
       const run: RunOptions = {
         threadId: thread.id,
         ...(thread.resourceId === undefined ? {} : { resourceId: thread.resourceId }),
       };
-      const runId = latest[index]!.identity.runId;
-      pending.push(continueThread(store, run, runId, start, until, options.onRun, outcome));
-    });
-    cursor = page.nextCursor;
-    if (cursor === undefined || page.items.length === 0) break;
+      pending.push(continueThread(store, run, cutOff.identity.runId, start, until, options.onRun, outcome));
+    }
   }
   await Promise.all(pending);
   return outcome;

@@ -1,4 +1,5 @@
 import type { Dispatcher, LunationStore } from '@lunation/contract';
+import { threadsWithLatestRun } from '../thread-scan.js';
 
 /** What {@link submitStrandedRuns} takes. */
 export interface StrandedRunsScan {
@@ -7,9 +8,6 @@ export interface StrandedRunsScan {
   /** How many threads one scan reads at most. */
   scanLimit: number;
 }
-
-/** Threads read per page of a scan. */
-const PAGE_SIZE = 100;
 
 /**
  * The fleet's `resumeCutOffRuns`: finds threads whose latest run is `running` while no process holds their lease
@@ -21,16 +19,8 @@ const PAGE_SIZE = 100;
 export async function submitStrandedRuns(scan: StrandedRunsScan): Promise<string[]> {
   const { store, dispatcher, scanLimit } = scan;
   const filed: string[] = [];
-  let cursor: string | undefined;
-  let scanned = 0;
-  while (scanned < scanLimit) {
-    const page = await store.listThreads({
-      limit: Math.min(PAGE_SIZE, scanLimit - scanned),
-      ...(cursor ? { cursor } : {}),
-    });
-    scanned += page.items.length;
-    for (const thread of page.items) {
-      const latest = await store.getLatestRun(thread.id);
+  for await (const page of threadsWithLatestRun(store, scanLimit)) {
+    for (const { thread, latest } of page) {
       if (latest?.status !== 'running' || (await store.getLease(thread.id)) !== undefined) continue;
       const { runId } = latest.identity;
       const submitted = await dispatcher.submit({
@@ -41,8 +31,6 @@ export async function submitStrandedRuns(scan: StrandedRunsScan): Promise<string
       });
       if (!submitted.duplicate) filed.push(thread.id);
     }
-    cursor = page.nextCursor;
-    if (cursor === undefined || page.items.length === 0) break;
   }
   return filed;
 }
