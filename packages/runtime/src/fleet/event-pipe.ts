@@ -12,6 +12,8 @@ export interface EventPipeOptions {
   retryForMs?: number;
   /** The `seq` of the pipe's first event (a repair continues after the log's last one). @default 0 */
   firstSeq?: number;
+  /** Told of each append that failed (not of a refusal by a newer lease); it is retried as above. */
+  onAppendFailed?(error: unknown): void;
 }
 
 /** How a pipe ended. */
@@ -38,6 +40,7 @@ export class EventPipe {
   private next = 0;
   private readonly fence: number | undefined;
   private readonly retryForMs: number;
+  private readonly onAppendFailed: ((error: unknown) => void) | undefined;
 
   constructor(
     private readonly log: RunEventLog,
@@ -47,6 +50,7 @@ export class EventPipe {
     this.fence = options.fence;
     this.retryForMs = options.retryForMs ?? 30_000;
     this.next = options.firstSeq ?? 0;
+    this.onAppendFailed = options.onAppendFailed;
   }
 
   /** Queues an event; it is appended after every event queued before it. */
@@ -81,6 +85,7 @@ export class EventPipe {
             this.batch = [];
             return;
           }
+          this.onAppendFailed?.(error);
           failingSince ??= Date.now();
           if (!retryable(error) || Date.now() - failingSince >= this.retryForMs) throw error;
           this.batch = this.batch.length === 0 ? events : events.concat(this.batch);
