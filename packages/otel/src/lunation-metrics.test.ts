@@ -62,7 +62,7 @@ describe('LunationMetrics', () => {
       'gen_ai.provider.name': 'scripted',
       'gen_ai.request.model': 'scripted',
     });
-    expect((duration?.dataPoints[0]?.value as { count: number }).count).toBe(2);
+    expect(duration?.dataPoints[0]?.value).toMatchObject({ count: 2 });
     const tokens = metrics.get(METRICS.tokenUsage)?.dataPoints ?? [];
     const sums = Object.fromEntries(
       tokens.map((point) => [point.attributes['gen_ai.token.type'], (point.value as { sum: number }).sum]),
@@ -82,19 +82,19 @@ describe('LunationMetrics', () => {
       id: 's1',
       threadId: 'a',
       resourceId: 'acme',
-      request: { type: 'input', input: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
     });
     await dispatcher.submit({
       id: 's2',
       threadId: 'b',
       resourceId: 'acme',
-      request: { type: 'input', input: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
     });
     await dispatcher.submit({
       id: 's3',
       threadId: 'c',
       resourceId: 'globex',
-      request: { type: 'input', input: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
     });
     metrics.workerLog({ event: 'run-started', resourceId: 'acme', waitedMs: 250 });
     metrics.workerLog({ event: 'claim-dead-lettered', resourceId: 'acme' });
