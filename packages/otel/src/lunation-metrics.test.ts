@@ -82,19 +82,28 @@ describe('LunationMetrics', () => {
       id: 's1',
       threadId: 'a',
       resourceId: 'acme',
-      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: {
+        type: 'input',
+        input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      },
     });
     await dispatcher.submit({
       id: 's2',
       threadId: 'b',
       resourceId: 'acme',
-      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: {
+        type: 'input',
+        input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      },
     });
     await dispatcher.submit({
       id: 's3',
       threadId: 'c',
       resourceId: 'globex',
-      request: { type: 'input', input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }] },
+      request: {
+        type: 'input',
+        input: [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      },
     });
     metrics.workerLog({ event: 'run-started', resourceId: 'acme', waitedMs: 250 });
     metrics.workerLog({ event: 'claim-dead-lettered', resourceId: 'acme' });
