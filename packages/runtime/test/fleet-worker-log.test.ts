@@ -173,4 +173,26 @@ describe('AgentWorker log', () => {
       workerId: 'worker-1',
     });
   });
+
+  it('says when it hands a thread back because another process holds its lease, and runs it once free', async () => {
+    const { store, entries, client } = fleet();
+    const held = await store.acquireLease({
+      threadId: 't3',
+      owner: 'elsewhere',
+      runId: 'r-other',
+      ttlMs: 30_000,
+    });
+    const { runId } = await client.send({ threadId: 't3', input: 'hello' });
+    await until(() => entries.some((entry) => entry.event === 'claim-handed-back'));
+    expect(entries.find((entry) => entry.event === 'claim-handed-back')).toMatchObject({
+      level: 'info',
+      threadId: 't3',
+      workerId: 'worker-1',
+      delayMs: expect.any(Number),
+    });
+    expect(entries.some((entry) => entry.event === 'run-started')).toBe(false);
+    await store.releaseLease({ threadId: 't3', token: held.token });
+    await until(() => entries.some((entry) => entry.event === 'run-ended'));
+    expect(entries.find((entry) => entry.event === 'run-ended')).toMatchObject({ runId, status: 'done' });
+  });
 });
