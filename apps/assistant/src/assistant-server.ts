@@ -132,7 +132,7 @@ export class AssistantServer {
 }
 
 /** Whether the store (and the dispatcher) answer within `timeoutMs`: `ok`, or what went wrong. */
-async function readiness(
+export async function readiness(
   store: LunationStore,
   dispatcher: Dispatcher | undefined,
   timeoutMs: number,

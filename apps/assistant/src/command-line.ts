@@ -103,8 +103,8 @@ Flags:
                                  worker: take work from it. Every server and worker of a fleet names
                                  the same store and dispatcher
   --concurrency <n>              worker: threads run at once (default: 4)
-  --metrics-port <n>             worker: serve Prometheus metrics at http://127.0.0.1:<n>/metrics
-                                 (serve answers GET /metrics, /healthz and /readyz on its own port)
+  --metrics-port <n>             worker: serve GET /metrics (Prometheus), /healthz and /readyz at
+                                 http://127.0.0.1:<n> (serve answers them on its own port)
   --startup-wait <seconds>       keep trying Redis / PostgreSQL this long at start-up, each try
                                  given 5 s (default: $ASSISTANT_STARTUP_WAIT or 30)
   --mcp <file>                   a JSON file of MCP servers whose tools the assistant gets

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { type Dispatcher, LunationError, type ModelProvider } from '@lunation/contract';
@@ -8,7 +9,7 @@ import { createAssistantRuntime, replaceMcpTools } from './create-assistant-runt
 import { createModel } from './create-model.js';
 import { openDispatcher } from './open-dispatcher.js';
 import { openMcp } from './open-mcp.js';
-import { type AssistantMetrics, openMetrics } from './open-metrics.js';
+import { type AssistantMetrics, openMetrics, serveProbes } from './open-metrics.js';
 import { openStore, redactPassword } from './open-store.js';
 import { openTracing } from './open-tracing.js';
 import { runChat } from './run-chat.js';
@@ -48,6 +49,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   let mcp: McpToolset | undefined;
   let dispatcher: Dispatcher | undefined;
   let metrics: AssistantMetrics | undefined;
+  let probes: Server | undefined;
   const tracing = settings.trace ? openTracing(settings.trace, env) : undefined;
   try {
     const dispatchKind = settings.dispatch;
@@ -59,11 +61,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       );
     }
     if (command.type === 'serve' || (command.type === 'worker' && command.metricsPort !== undefined)) {
-      metrics = await openMetrics({
-        serviceName: `lunation-assistant-${command.type}`,
-        dispatcher,
-        ...(command.type === 'worker' ? { port: command.metricsPort } : {}),
-      });
+      metrics = openMetrics({ serviceName: `lunation-assistant-${command.type}`, dispatcher });
     }
     const instrumentations = [tracing?.instrumentation, metrics?.metrics].filter(
       (each) => each !== undefined,
@@ -100,7 +98,23 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       });
     } else if (command.type === 'worker') {
       const workerId = `${hostname()}:${process.pid}`;
-      if (command.metricsPort !== undefined) log(`Metrics: http://127.0.0.1:${command.metricsPort}/metrics`);
+      if (metrics && command.metricsPort !== undefined) {
+        const { url, server } = await serveProbes({
+          port: command.metricsPort,
+          host: '127.0.0.1',
+          scrape: metrics.scrape,
+          store,
+          dispatcher: dispatcher!,
+        }).catch((error: unknown) => {
+          throw new LunationError(
+            'invalid-argument',
+            `Cannot serve metrics on 127.0.0.1:${command.metricsPort}: ${(error as Error).message}`,
+            { cause: error },
+          );
+        });
+        probes = server;
+        log(`Metrics: ${url}/metrics · Health: ${url}/healthz, ${url}/readyz`);
+      }
       await runWorker({
         runtime,
         dispatcher: dispatcher!,
@@ -124,6 +138,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       });
     }
   } finally {
+    probes?.close();
     await dispatcher?.close();
     await mcp?.close();
     await store.close();

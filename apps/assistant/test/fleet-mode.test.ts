@@ -223,7 +223,13 @@ describe.each(['redis', 'postgres'])(
       expect(ended).toMatchObject({ runId, status: 'done', termination: 'natural-end' });
 
       // The new worker's metrics count the takeover and the re-run; a server's show the queue.
-      const workerMetrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const probe = `http://127.0.0.1:${metricsPort}`;
+      expect(await (await fetch(`${probe}/healthz`)).json()).toEqual({ status: 'ok' });
+      expect(await (await fetch(`${probe}/readyz`)).json()).toEqual({
+        status: 'ready',
+        checks: { store: 'ok', dispatcher: 'ok' },
+      });
+      const workerMetrics = await (await fetch(`${probe}/metrics`)).text();
       expect(workerMetrics).toMatch(
         /^lunation_lease_takeovers_total\{gen_ai_agent_id="assistant",[^}]*\} 1$/m,
       );
