@@ -1,11 +1,12 @@
-import type { ResumeDecision, SuspensionTicket } from '@lunation/contract';
+import type { ResumeDecision, RunEventRecord, SuspensionTicket } from '@lunation/contract';
 import { LunationError } from '@lunation/contract';
 import { z } from 'zod';
 import { isRunStream, type RunStream } from './front.js';
 import type { ApiParts, RouteContext } from './http-api.js';
-import { HttpError } from './http-error.js';
+import { HttpError, jsonResponse } from './http-error.js';
 import { readBody } from './request-body.js';
 import { toUIMessageChunks, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream.js';
+import { type ChatUIMessage, threadUIMessages, toChatUIMessages } from './ui-messages.js';
 
 /** A UI message part as the client sends it: only the fields read here are checked. */
 const uiPartSchema = z.looseObject({
@@ -87,16 +88,101 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
   );
 }
 
-/** `GET /chat/:id/stream`: the active run's UI message stream from the start of its invocation, or 204. */
+/**
+ * `GET /chat/:id/stream`: the active run's whole assistant message as a UI message stream (its earlier
+ * invocations' events first, or its stored message when they are no longer logged), then live; 204 when none runs.
+ */
 export async function chatStream(parts: ApiParts, { params, resource }: RouteContext): Promise<Response> {
   const threadId = params[0]!;
+  if (!(await ownsThread(parts, threadId, resource))) return new Response(null, { status: 204 });
+  const stream = await parts.front.active({ threadId, resource });
+  if (!stream) return new Response(null, { status: 204 });
+  const earlier = stream.earlier ?? [];
+  if (earlier.some(({ event }) => event.type === 'run-start' && !event.resumed))
+    return uiStream(parts, stream);
+  // The run's first invocation is no longer logged here: its message as stored before this invocation comes first.
+  const records = stream.records[Symbol.asyncIterator]();
+  const first = await records.next();
+  const start = earlier.find(({ event }) => event.type === 'run-start')?.event ?? first.value?.event;
+  if (start?.type !== 'run-start' || !start.resumed)
+    return uiStream(parts, stream, { records: rest(first, records) });
+  const stored = (await parts.store.listMessages(threadId)).filter(
+    (record) => record.runId === start.identity.runId && record.createdAt < start.timestamp,
+  );
+  const message = toChatUIMessages(stored, { dynamicTool: parts.dynamicTool }).find(
+    (candidate) => candidate.role === 'assistant',
+  );
+  return uiStream(parts, stream, { records: rest(first, records), ...(message ? { stored: message } : {}) });
+}
+
+/** `GET /chat/:id/messages`: the thread's messages as AI SDK UI messages (`[]` for a thread not the caller's). */
+export async function chatMessages(parts: ApiParts, { params, resource }: RouteContext): Promise<Response> {
+  const threadId = params[0]!;
+  if (!(await ownsThread(parts, threadId, resource))) return jsonResponse(200, { messages: [] });
+  return jsonResponse(200, {
+    messages: await threadUIMessages(parts.store, threadId, { dynamicTool: parts.dynamicTool }),
+  });
+}
+
+const stopBodySchema = z.looseObject({ messageId: z.string().min(1).optional() }).optional();
+
+/**
+ * `POST /chat/:id/stop`: what a page's Stop button calls before `chat.stop()` (which only closes its request).
+ * Cancels the thread's active run, unless `messageId` names another run (a stale stop); waits briefly for it to
+ * end and answers the thread's UI messages, for `chat.setMessages`.
+ */
+export async function chatStop(
+  parts: ApiParts,
+  { request, params, resource }: RouteContext,
+): Promise<Response> {
+  const body = await readBody(stopBodySchema, request, parts.bodyLimits);
+  const thread = await parts.ownThread(params[0]!, resource);
+  const latest = await parts.store.getLatestRun(thread.id);
+  const runId = latest?.identity.runId;
+  const current = latest !== undefined && latest.status !== 'done';
+  let cancelled = false;
+  if (current && (body?.messageId === undefined || body.messageId === runId)) {
+    const answer = await parts.front.cancel({ threadId: thread.id, resource });
+    cancelled = (answer.body as { cancelled?: unknown } | null)?.cancelled === true;
+    await runEnded(parts, thread.id, runId!);
+  }
+  return jsonResponse(200, {
+    cancelled,
+    runId: runId ?? null,
+    messages: await threadUIMessages(parts.store, thread.id, { dynamicTool: parts.dynamicTool }),
+  });
+}
+
+/** Waits up to 5 s for the run to stop running (a local cancel ends it within a step). */
+async function runEnded(parts: ApiParts, threadId: string, runId: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline) {
+    const latest = await parts.store.getLatestRun(threadId);
+    if (latest?.identity.runId !== runId || (latest.status !== 'running' && latest.status !== 'created'))
+      return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function ownsThread(parts: ApiParts, threadId: string, resource: string): Promise<boolean> {
   try {
     await parts.ownThread(threadId, resource);
-  } catch {
-    return new Response(null, { status: 204 });
+    return true;
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 404) return false;
+    throw error;
   }
-  const stream = await parts.front.active({ threadId, resource });
-  return stream ? uiStream(parts, stream) : new Response(null, { status: 204 });
+}
+
+/** `first` and the rest of `others`, ending `others` when the reader stops early. */
+async function* rest<T>(first: IteratorResult<T>, others: AsyncIterator<T>): AsyncIterable<T> {
+  if (first.done) return;
+  try {
+    yield first.value;
+    for (let next = await others.next(); !next.done; next = await others.next()) yield next.value;
+  } finally {
+    await others.return?.();
+  }
 }
 
 /** The chat's thread: the caller's, created when it does not exist yet. */
@@ -142,10 +228,22 @@ function decisionsOf(parts: UIPart[], open: SuspensionTicket[]): ResumeDecision[
   return decisions;
 }
 
-function uiStream(parts: ApiParts, stream: RunStream): Response {
+function uiStream(
+  parts: ApiParts,
+  stream: RunStream,
+  {
+    records = stream.records,
+    stored,
+  }: { records?: AsyncIterable<RunEventRecord>; stored?: ChatUIMessage } = {},
+): Response {
+  const options = {
+    dynamicTool: parts.dynamicTool,
+    ...(stream.earlier ? { earlier: stream.earlier } : {}),
+    ...(stored ? { stored } : {}),
+  };
   return parts.sse(
     (async function* () {
-      for await (const chunk of toUIMessageChunks(stream.records))
+      for await (const chunk of toUIMessageChunks(records, options))
         yield { data: JSON.stringify(chunk satisfies UIMessageChunk) };
       yield { data: '[DONE]' };
     })(),

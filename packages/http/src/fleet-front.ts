@@ -2,6 +2,7 @@ import {
   type Dispatcher,
   type LunationStore,
   type ResumeDecision,
+  type RunEventRecord,
   runEventIdSchema,
 } from '@lunation/contract';
 import { FleetClient } from '@lunation/runtime';
@@ -123,7 +124,8 @@ export class FleetFront implements RunFront {
     const latest = await this.store.getLatestRun(threadId);
     if (latest?.status !== 'running' && latest?.status !== 'created') return undefined;
     const runId = latest.identity.runId;
-    return this.stream(runId, await this.invocationStart(runId));
+    const { start, earlier } = await this.invocationStart(runId);
+    return { ...this.stream(runId, start), earlier };
   }
 
   async close(): Promise<void> {
@@ -160,17 +162,26 @@ export class FleetFront implements RunFront {
     }
   }
 
-  /** The id before the run's last `run-start` (where its current invocation begins), or `'0'`. */
-  private async invocationStart(runId: string): Promise<string> {
+  /**
+   * The id before the run's last `run-start` (where its current invocation begins), or `'0'`, and the events
+   * before it.
+   */
+  private async invocationStart(runId: string): Promise<{ start: string; earlier: RunEventRecord[] }> {
     let last = '0';
     let start = '0';
+    const records: RunEventRecord[] = [];
+    let earlier = 0;
     for (;;) {
       const page = await this.dispatcher.readEvents(runId, { after: last });
       for (const record of page.events) {
-        if (record.event.type === 'run-start') start = last;
+        if (record.event.type === 'run-start') {
+          start = last;
+          earlier = records.length;
+        }
+        records.push(record);
         last = record.id;
       }
-      if (page.events.length === 0) return start;
+      if (page.events.length === 0) return { start, earlier: records.slice(0, earlier) };
     }
   }
 }

@@ -16,6 +16,11 @@ export interface RunStream {
   detach(): void;
   /** Sent before the records, without an id (a fleet's `run-submitted`). */
   first?: { event: string; data: unknown };
+  /**
+   * From `active`: the run's events before its current invocation (those before an approval, a decision or a
+   * restart), so a UI message stream can replay the whole assistant message.
+   */
+  earlier?: RunEventRecord[];
 }
 
 /** A JSON answer of a front: status and body. */
@@ -43,7 +48,10 @@ export interface RunFront {
    * @throws HttpError 404 when the front cannot stream that run.
    */
   follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream>;
-  /** The events of the thread's active run from the start of its current invocation; undefined when none runs. */
+  /**
+   * The events of the thread's active run from the start of its current invocation, with the events of its
+   * earlier invocations in `earlier`; undefined when none runs.
+   */
   active(request: FrontRequest): Promise<RunStream | undefined>;
   /** Ends what the front runs or streams, for a shutdown. */
   close(): Promise<void>;

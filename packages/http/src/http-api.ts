@@ -6,7 +6,8 @@ import {
   type ThreadRecord,
 } from '@lunation/contract';
 import { z } from 'zod';
-import { chatStream, postChat } from './chat-route.js';
+import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
+import { Cors, type CorsOptions } from './cors.js';
 import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 import { isRunStream, type RunFront, type RunStream } from './front.js';
 import {
@@ -22,6 +23,7 @@ import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
 import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
+import { isDynamicToolName } from './ui-message-stream.js';
 
 /** Options of {@link createHttpApi}. */
 export interface HttpApiOptions {
@@ -41,6 +43,13 @@ export interface HttpApiOptions {
   heartbeatMs?: number;
   /** Where unexpected errors (500) are reported. @default console.error */
   logError?: (error: unknown) => void;
+  /**
+   * Which tools' parts the `/chat` routes send as `dynamic-tool` (tools a page cannot know in advance) rather than
+   * the AI SDK's static `tool-<name>` parts. @default {@link isDynamicToolName} (MCP tools, named `<server>__<tool>`)
+   */
+  dynamicTool?: (toolName: string) => boolean;
+  /** Cross-origin requests from pages on other origins (answers preflights). Absent: same-origin only. */
+  cors?: CorsOptions;
 }
 
 /** Lunation's HTTP API: a web-standard handler and its shutdown. */
@@ -89,6 +98,8 @@ export interface ApiParts {
   sse(events: AsyncIterable<ServerSentEvent>, detach: () => void, headers?: Record<string, string>): Response;
   /** The caller's thread; another resource's thread is "not found", as if it did not exist. */
   ownThread(threadId: string, resource: string): Promise<ThreadRecord>;
+  /** Whether a tool's UI parts are `dynamic-tool`. */
+  dynamicTool: (toolName: string) => boolean;
 }
 
 class LunationHttpApi {
@@ -101,11 +112,13 @@ class LunationHttpApi {
   private readonly streams = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
   private readonly routes: Array<{ path: RegExp; methods: Record<string, Handler> }>;
+  private readonly cors: Cors | undefined;
 
   constructor(options: HttpApiOptions) {
     this.store = options.store;
     this.front = options.front;
     this.authenticate = options.authenticate;
+    this.cors = options.cors ? new Cors(options.cors) : undefined;
     this.basePath = (options.basePath ?? '').replace(/\/$/, '');
     this.logError = options.logError ?? ((error) => console.error(error));
     const heartbeatMs = options.heartbeatMs ?? 15_000;
@@ -124,6 +137,7 @@ class LunationHttpApi {
           },
         }),
       ownThread: (threadId, resource) => this.ownThread(threadId, resource),
+      dynamicTool: options.dynamicTool ?? isDynamicToolName,
     };
     this.routes = [
       {
@@ -166,17 +180,26 @@ class LunationHttpApi {
       { path: /^\/inbox$/, methods: { GET: (context) => this.inbox(context) } },
       { path: /^\/chat$/, methods: { POST: (context) => postChat(this.parts, context) } },
       { path: /^\/chat\/([^/]+)\/stream$/, methods: { GET: (context) => chatStream(this.parts, context) } },
+      {
+        path: /^\/chat\/([^/]+)\/messages$/,
+        methods: { GET: (context) => chatMessages(this.parts, context) },
+      },
+      { path: /^\/chat\/([^/]+)\/stop$/, methods: { POST: (context) => chatStop(this.parts, context) } },
     ];
   }
 
   async handle(request: Request): Promise<Response> {
+    const response = await this.answer(request);
+    return this.cors ? this.cors.mark(request, response) : response;
+  }
+
+  private async answer(request: Request): Promise<Response> {
     try {
       if (this.closing) {
         throw new HttpError(503, 'shutting-down', 'The server is shutting down; retry shortly', {
           connection: 'close',
         });
       }
-      const resource = await this.callerOf(request);
       const url = new URL(request.url);
       const path = url.pathname.startsWith(this.basePath)
         ? url.pathname.slice(this.basePath.length)
@@ -184,6 +207,10 @@ class LunationHttpApi {
       const route =
         path === undefined ? undefined : this.routes.find((candidate) => candidate.path.test(path));
       if (!route || path === undefined) throw new HttpError(404, 'not-found', `No route ${url.pathname}`);
+      // A preflight carries no credentials: it is answered before authentication.
+      if (this.cors && Cors.isPreflight(request))
+        return this.cors.preflight(request, Object.keys(route.methods));
+      const resource = await this.callerOf(request);
       const handler = Object.hasOwn(route.methods, request.method)
         ? route.methods[request.method]
         : undefined;

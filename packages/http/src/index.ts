@@ -1,3 +1,4 @@
+export type { CorsOptions } from './cors.js';
 export { type EventStreamOptions, eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 export { FleetFront, type FleetFrontOptions } from './fleet-front.js';
 export { type FrontAnswer, type FrontRequest, isRunStream, type RunFront, type RunStream } from './front.js';
@@ -8,4 +9,17 @@ export { type RunSummary, runSummary } from './run-summary.js';
 export { INBOX_SCAN_LIMIT, type InboxThread, SEARCH_SCAN_LIMIT } from './thread-queries.js';
 export { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 export { type Authenticate, LOCAL_RESOURCE, tokenAuth } from './token-auth.js';
-export { toUIMessageChunks, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream.js';
+export {
+  isDynamicToolName,
+  toUIMessageChunks,
+  UI_MESSAGE_STREAM_HEADERS,
+  type UIMessageChunk,
+  type UIMessageChunksOptions,
+} from './ui-message-stream.js';
+export {
+  type ChatUIMessage,
+  type ChatUIMessagesOptions,
+  type ChatUIPart,
+  threadUIMessages,
+  toChatUIMessages,
+} from './ui-messages.js';

@@ -72,7 +72,8 @@ export class LocalFront implements RunFront {
 
   async active({ threadId }: FrontRequest): Promise<RunStream | undefined> {
     const log = this.logs.active(threadId);
-    return log ? this.read(log, log.invocationStart) : undefined;
+    if (!log) return undefined;
+    return { ...this.read(log, log.invocationStart), earlier: log.records.slice(0, log.invocationStart) };
   }
 
   /**

@@ -1,15 +1,16 @@
 import { LunationError } from '@lunation/contract';
 import { AgentWorker, LocalDispatchBackend, LocalDispatcher } from '@lunation/runtime';
-import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../store-memory/src/index.js';
 import { createHttpApi, FleetFront, type HttpApi, tokenAuth } from '../src/index.js';
-import { ALICE, BOB, parseSse, testRuntime } from './support.js';
+import { ALICE, BOB, parseSse, reads, testRuntime } from './support.js';
 
 const closing: Array<() => Promise<unknown>> = [];
 
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
+  reads.length = 0;
 });
 
 /** A fleet server's API (no worker until `startWorker`), a dispatcher for an operator, on one store. */
@@ -43,9 +44,9 @@ function fleetApi() {
         ...(json === undefined ? {} : { body: JSON.stringify(json) }),
       }),
     );
-  const startWorker = () => {
+  const startWorker = (model = new ScriptedModel(() => reply('hi'))) => {
     const worker = new AgentWorker({
-      runtime: testRuntime(store, new ScriptedModel(() => reply('hi'))),
+      runtime: testRuntime(store, model),
       dispatcher: dispatcher(),
       idleWaitMs: 50,
     }).start();
@@ -109,5 +110,64 @@ describe('a fleet server', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect((await runs()).map((run) => run.status)).toEqual(['done', 'done']);
+  });
+
+  it('resumes a chat that continues after an approval with the whole message, from the run log of the fleet', async () => {
+    const { call, startWorker, thread } = fleetApi();
+    startWorker(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello, in pieces.')], {
+        textChunkSize: 3,
+        partDelayMs: 40,
+      }),
+    );
+    const threadId = await thread();
+    const chunks = (text: string) =>
+      parseSse(text)
+        .filter((event) => event.data.startsWith('{'))
+        .map((event) => JSON.parse(event.data) as { type: string; approvalId?: string; messageId?: string });
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'read a.txt' }] };
+    const asked = chunks(await (await call('/chat', { json: { id: threadId, messages: [user] } })).text());
+    const approvalId = asked.find((chunk) => chunk.type === 'tool-approval-request')?.approvalId;
+    const runId = asked[0]?.messageId;
+    expect(approvalId).toBeDefined();
+    const approved = {
+      id: runId,
+      role: 'assistant',
+      parts: [
+        {
+          type: 'tool-read_file',
+          toolCallId: 'call_1_1',
+          state: 'approval-responded',
+          approval: { id: approvalId, approved: true },
+        },
+      ],
+    };
+    const continuation = await call('/chat', {
+      json: { id: threadId, messages: [user, approved], messageId: runId },
+    });
+    const reader = continuation.body!.getReader();
+    let seen = '';
+    while (!seen.includes('text-delta')) seen += new TextDecoder().decode((await reader.read()).value);
+
+    // A reload now: the resumed stream holds the call's start, its approval and its result before the text.
+    const resumed = chunks(await (await call(`/chat/${threadId}/stream`)).text());
+    await reader.cancel();
+    const types = resumed.map((chunk) => chunk.type).filter((type) => !type.endsWith('-delta'));
+    expect(types).toEqual([
+      'start',
+      'start-step',
+      'tool-input-start',
+      'tool-input-available',
+      'tool-approval-request',
+      'finish-step',
+      'tool-output-available',
+      'start-step',
+      'text-start',
+      'text-end',
+      'finish-step',
+      'finish',
+    ]);
+    expect(resumed[0]).toMatchObject({ messageId: runId });
+    expect(reads).toEqual(['a.txt']);
   });
 });

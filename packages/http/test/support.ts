@@ -9,7 +9,14 @@ import { type AgentRuntime, createRuntime, defineTool, permissionPlugin } from '
 import type { ScriptedModel } from '@lunation/runtime/testing';
 import { SqliteStore } from '@lunation/store-sqlite';
 import { z } from 'zod';
-import { createHttpApi, type HttpApi, LocalFront, tokenAuth } from '../src/index.js';
+import {
+  createHttpApi,
+  type HttpApi,
+  type HttpApiOptions,
+  LocalFront,
+  type LocalFrontOptions,
+  tokenAuth,
+} from '../src/index.js';
 
 export const ALICE = 'token-alice';
 export const BOB = 'token-bob';
@@ -34,6 +41,21 @@ export const calculator = defineTool({
   execute: ({ a, b }) => a + b,
 });
 
+/** Waits `ms` (or until the run is cancelled): a call a Stop button cuts off. */
+export const wait = defineTool({
+  name: 'wait',
+  description: 'Waits',
+  input: z.object({ ms: z.number() }),
+  execute: ({ ms }, { signal }) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve('waited'), ms);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      });
+    }),
+});
+
 /** A runtime whose `read_file` asks for approval, on `store`. */
 export function testRuntime(
   store: LunationStore,
@@ -45,7 +67,7 @@ export function testRuntime(
     .agent({
       id: 'assistant',
       model: 'm',
-      tools: [readFile, calculator],
+      tools: [readFile, calculator, wait],
       plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'read_*', decision: 'ask' }] } }],
     })
     .store(store)
@@ -64,11 +86,14 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startApi(model: ScriptedModel): Promise<TestApi> {
+export async function startApi(
+  model: ScriptedModel,
+  options: { api?: Partial<HttpApiOptions>; front?: LocalFrontOptions } = {},
+): Promise<TestApi> {
   const dir = await mkdtemp(join(tmpdir(), 'lunation-http-'));
   const store = new SqliteStore({ path: join(dir, 'threads.db') });
   const runtime = testRuntime(store, model);
-  const front = new LocalFront(runtime);
+  const front = new LocalFront(runtime, options.front);
   const api = createHttpApi({
     store,
     front,
@@ -81,6 +106,7 @@ export async function startApi(model: ScriptedModel): Promise<TestApi> {
     logError: (error) => {
       throw error;
     },
+    ...options.api,
   });
   const server: Server = createServer(getRequestListener((request) => api.handle(request)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

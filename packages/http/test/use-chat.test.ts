@@ -1,70 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
-import {
-  AbstractChat,
-  type ChatInit,
-  type ChatState,
-  type ChatStatus,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  type UIMessage,
-} from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TestChat, textOf, toolParts, until } from './chat-client.js';
 import { ALICE, BOB, reads, startApi, type TestApi } from './support.js';
-
-/** The AI SDK's chat state, kept in plain arrays (what `@ai-sdk/react` keeps in React state). */
-class ArrayChatState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (message: UIMessage) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-/** The AI SDK's own chat client (`AbstractChat`, which `useChat` wraps) with its default transport. */
-class TestChat extends AbstractChat<UIMessage> {
-  constructor(api: TestApi, id: string, token = ALICE, init: Partial<ChatInit<UIMessage>> = {}) {
-    super({
-      id,
-      state: new ArrayChatState(),
-      transport: new DefaultChatTransport({
-        api: `${api.url}/chat`,
-        headers: { authorization: `Bearer ${token}` },
-      }),
-      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
-      ...init,
-    });
-  }
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-type ToolPart = {
-  type: string;
-  state: string;
-  toolCallId: string;
-  input?: unknown;
-  output?: unknown;
-  approval?: { id: string };
-};
-const toolParts = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).filter((part) => part.type === 'dynamic-tool') as unknown as ToolPart[];
-const textOf = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 
 let api: TestApi | undefined;
 
@@ -194,5 +132,70 @@ describe('the useChat endpoint, driven by the AI SDK client (ai 7: AbstractChat 
     expect(chunks.at(-1)).toMatchObject({ finishReason: 'stop' });
     const bad = await api.call('/chat', { json: { id: 'x', messages: [] } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('resuming a run that continues after an approval (GET /chat/:id/stream replays the whole message)', () => {
+  /** Approves the call in `first` and waits until the continuation has streamed some text. */
+  async function approvedAndStreaming(threadId: string): Promise<TestChat> {
+    const first = new TestChat(api!, threadId);
+    await first.sendMessage({ text: 'read a.txt' });
+    const part = toolParts(first.messages.at(-1))[0]!;
+    await first.addToolApprovalResponse({ id: part.approval!.id, approved: true });
+    await until(() => textOf(first.messages.at(-1)).length > 0, 'the continuation streaming');
+    return first;
+  }
+
+  it('a reloaded page with only the user message gets the tool call, its result and the text, each once', async () => {
+    api = await startApi(
+      new ScriptedModel(
+        [callTool('read_file', { path: 'a.txt' }), reply('It says hello, and more words here.')],
+        {
+          textChunkSize: 3,
+          partDelayMs: 30,
+        },
+      ),
+    );
+    const threadId = randomUUID();
+    const first = await approvedAndStreaming(threadId);
+
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: [first.messages[0]!] });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.status).toBe('ready');
+    expect(reloaded.messages).toHaveLength(2);
+    const message = reloaded.messages[1]!;
+    expect(message.id).toBe(first.messages[1]!.id);
+    const tools = toolParts(message);
+    expect(tools).toHaveLength(1);
+    expect(tools[0]).toMatchObject({
+      state: 'output-available',
+      input: { path: 'a.txt' },
+      output: 'contents of a.txt',
+      approval: { id: toolParts(first.messages[1])[0]!.approval!.id },
+    });
+    expect(message.parts.filter((part) => part.type === 'text')).toHaveLength(1);
+    expect(textOf(message)).toBe('It says hello, and more words here.');
+    expect(reads).toEqual(['a.txt']);
+  });
+
+  it('a page that still holds the approved message replaces it in place: each part once', async () => {
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('Done reading the file now.')], {
+        textChunkSize: 3,
+        partDelayMs: 30,
+      }),
+    );
+    const threadId = randomUUID();
+    const first = await approvedAndStreaming(threadId);
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: structuredClone(first.messages) });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages).toHaveLength(2);
+    const message = reloaded.messages[1]!;
+    expect(toolParts(message)).toHaveLength(1);
+    expect(toolParts(message)[0]?.state).toBe('output-available');
+    expect(message.parts.filter((part) => part.type === 'text')).toHaveLength(1);
+    expect(textOf(message)).toBe('Done reading the file now.');
   });
 });

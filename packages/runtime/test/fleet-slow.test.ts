@@ -66,6 +66,16 @@ const slow = defineTool({
   },
 });
 
+const forbidden = defineTool({
+  name: 'forbidden',
+  description: 'Denied by the permission rules',
+  input: z.object({}),
+  execute: () => {
+    started.push('forbidden');
+    return 'should not run';
+  },
+});
+
 /** Answers from the conversation alone, so any worker (or process) continues the same script. */
 const model = new ScriptedModel((request) => {
   const firstUser = request.messages.find((message) => message.role === 'user');
@@ -75,9 +85,21 @@ const model = new ScriptedModel((request) => {
     ? [{ toolCalls: [{ toolName: 'note', arguments: { text: text.slice(5) } }] }]
     : text === 'slow'
       ? [{ toolCalls: [{ toolName: 'slow', arguments: {} }] }]
-      : text === 'count'
-        ? [1, 2, 3].map((n) => ({ text: `step ${n}`, toolCalls: [{ toolName: 'count', arguments: { n } }] }))
-        : [];
+      : text === 'forbidden and slow'
+        ? [
+            {
+              toolCalls: [
+                { toolName: 'forbidden', arguments: {} },
+                { toolName: 'slow', arguments: {} },
+              ],
+            },
+          ]
+        : text === 'count'
+          ? [1, 2, 3].map((n) => ({
+              text: `step ${n}`,
+              toolCalls: [{ toolName: 'count', arguments: { n } }],
+            }))
+          : [];
   return script[answered] ?? { text: `done: ${text}` };
 });
 
@@ -87,8 +109,18 @@ function workerRuntime(store: LunationStore, leaseTtlMs = 2_000) {
     .agent({
       id: 'a',
       model: 'm',
-      tools: [note, slow, count],
-      plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'note', decision: 'ask' }] } }],
+      tools: [note, slow, count, forbidden],
+      plugins: [
+        {
+          plugin: permissionPlugin,
+          config: {
+            rules: [
+              { tool: 'note', decision: 'ask' },
+              { tool: 'forbidden', decision: 'deny' },
+            ],
+          },
+        },
+      ],
     })
     .store(store)
     .options({ leaseTtlMs })
@@ -283,6 +315,49 @@ describe('a worker stalled past its lease', () => {
     expect(next).toMatchObject({ status: 'done', finalText: 'finished' });
     expect(started).toEqual(['stall', 'after rerun=true']);
   });
+  it('keeps the result of a call that finished after the lease was lost: the next holder does not run it again', async () => {
+    const store = new MemoryStore();
+    const renewLease = store.renewLease.bind(store);
+    store.renewLease = async (input) => {
+      if (input.threadId === 's2') throw new LunationError('store-unavailable', 'renewal timed out');
+      return renewLease(input);
+    };
+    const stubborn = defineTool({
+      name: 'stubborn',
+      description: 'Finishes whatever its signal says',
+      input: z.object({}),
+      execute: async () => {
+        started.push('stubborn');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return 'finished anyway';
+      },
+    });
+    const once = new ScriptedModel((request) =>
+      request.messages.some((message) => message.role === 'tool')
+        ? { text: 'all done' }
+        : { toolCalls: [{ toolName: 'stubborn', arguments: {} }] },
+    );
+    const build = (owner: string) =>
+      createRuntime()
+        .model('m', once)
+        .agent({ id: 'a', model: 'm', tools: [stubborn], toolExecution: { cancelGraceMs: 1_000 } })
+        .store(store)
+        .options({ leaseTtlMs: 150, owner })
+        .build();
+    const lost = await build('lost').generate({ threadId: 's2', input: 'go' });
+    expect(lost.status).toBe('running');
+    const ledger = await store.listToolExecutions(lost.identity.runId);
+    expect(ledger.map((entry) => [entry.status, entry.result?.data])).toEqual([
+      ['completed', 'finished anyway'],
+    ]);
+    store.renewLease = renewLease;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await build('next').generate({ threadId: 's2' })).toMatchObject({
+      status: 'done',
+      finalText: 'all done',
+    });
+    expect(started).toEqual(['stubborn']);
+  });
 });
 
 describe('event appends that fail for a while', () => {
@@ -392,5 +467,33 @@ describe('stranded runs', () => {
     expect(runEnd(await follow(client, runId, records.at(-1)?.id))).toMatchObject({
       termination: { type: 'cancelled' },
     });
+  });
+});
+
+describe('a run continued from the store', () => {
+  it('gives its log the results its dead worker settled but never logged (a denial in the open step)', async () => {
+    const store = new MemoryStore();
+    const renewLease = store.renewLease.bind(store);
+    store.renewLease = async (input) => {
+      if (input.threadId === 'x2') throw new LunationError('store-unavailable', 'renewal timed out');
+      return renewLease(input);
+    };
+    // Its events went nowhere: a worker that died before any of them reached the log.
+    const died = await workerRuntime(store, 150).generate({ threadId: 'x2', input: 'forbidden and slow' });
+    expect(died.status).toBe('running');
+    store.renewLease = renewLease;
+
+    const { client, worker } = fleet({ store });
+    worker.start();
+    const { runId } = died.identity;
+    const records = await follow(client, runId, undefined, (event) => event.type === 'tool-execution-start');
+    const results = records.filter((record) => record.event.type === 'tool-result');
+    expect(results.map((record) => record.event.type === 'tool-result' && record.event.toolName)).toEqual([
+      'forbidden',
+    ]);
+    expect(started).toEqual(['slow', 'slow']);
+    expect(await client.cancel('x2')).toMatchObject({ cancelled: true, runId });
+    const rest = await follow(client, runId, records.at(-1)?.id);
+    expect(runEnd(rest)).toMatchObject({ termination: { type: 'cancelled' } });
   });
 });

@@ -1,6 +1,7 @@
 import type { AgentEvent, EventSink, RunIdentity } from '@lunation/contract';
 import { EventStream } from '../event-stream.js';
 import type { AgentLoop } from '../loop/agent-loop.js';
+import type { ToolCallRecord } from '../loop/call-records.js';
 import { RunAbortController, type RunResult } from '../loop/run-scope.js';
 import type { RunHandle } from './run-options.js';
 
@@ -19,6 +20,10 @@ export class LiveRun implements RunHandle {
   leaseToken: number | undefined;
   /** @internal the token the run released its lease under: its events' fence after it ended. */
   releasedToken: number | undefined;
+  /** @internal how many of the thread's messages were committed when the run loaded it (with a store). */
+  loadedMessages: number | undefined;
+  /** @internal the open step's call records as the run loaded them (results settled before it ran). */
+  loadedCalls: Readonly<Record<string, ToolCallRecord>> | undefined;
   private stream: EventStream | undefined;
   private signal: AbortSignal | undefined;
   private ended = false;

@@ -176,6 +176,7 @@ async function startRun(
         : await core.persistence.open(threadId, options.resourceId, owner.create),
       owner,
     );
+    run.loadedMessages = thread.messages.length;
     if (options.runId !== undefined && input.length > 0 && core.persistence.durable) {
       // Under the lease now, so no late commit of another holder can land after this read: a run with this id
       // in the store was started by this very input (its first commit holds it); applying it again repeats it.
@@ -187,6 +188,7 @@ async function startRun(
     }
     const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
     const records = stored ?? NO_RECORDS;
+    run.loadedCalls = stored;
     const tickets = stored ? openTickets(stored) : NO_TICKETS;
     const latest = thread.latestRun;
     let previous: RunRecord | undefined;

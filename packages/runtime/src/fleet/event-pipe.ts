@@ -10,8 +10,6 @@ export interface EventPipeOptions {
   fence?: number | undefined;
   /** How long appends may keep failing (retried with back-off) before the pipe gives up. @default 30000 */
   retryForMs?: number;
-  /** The `seq` of the pipe's first event (a repair continues after the log's last one). @default 0 */
-  firstSeq?: number;
   /** Told of each append that failed (not of a refusal by a newer lease); it is retried as above. */
   onAppendFailed?(error: unknown): void;
 }
@@ -27,7 +25,7 @@ export type PipeOutcome =
  * Copies one run's events into its cross-process log, in order, one append in flight at a time: events that
  * arrive while an append is out go together in the next one, so a fast run costs few round trips.
  *
- * Each event goes to the log numbered by its place in the pipe (`seq` from `firstSeq`), under the pipe's fence, so a
+ * Each event goes to the log numbered by its place in the pipe (`seq` from 0), under the pipe's fence, so a
  * retried append is idempotent: the log keeps what it has and takes the rest. An append that fails is retried
  * with back-off (the run goes on meanwhile; its events wait in order) until it succeeds, the log refuses the
  * fence, or `retryForMs` passes.
@@ -49,7 +47,6 @@ export class EventPipe {
   ) {
     this.fence = options.fence;
     this.retryForMs = options.retryForMs ?? 30_000;
-    this.next = options.firstSeq ?? 0;
     this.onAppendFailed = options.onAppendFailed;
   }
 
@@ -62,7 +59,11 @@ export class EventPipe {
 
   /** Resolves once every queued event is appended (or the log refused them); rejects when appends kept failing. */
   async flush(): Promise<PipeOutcome> {
-    while (this.flushing !== undefined) await this.flushing;
+    for (let current = this.flushing; current !== undefined; current = this.flushing) {
+      await current;
+      // A drain that ended before `push` stored its promise leaves it behind: it is done all the same.
+      if (this.flushing === current) this.flushing = undefined;
+    }
     if (this.failure !== undefined) throw this.failure;
     return this.refused ? 'refused' : 'appended';
   }

@@ -7,6 +7,7 @@ import {
   type RunRecord,
   type ToolResult,
 } from '@lunation/contract';
+import type { ToolCallRecord } from '../loop/call-records.js';
 
 /** What a run's event log already tells of its committed work. */
 export interface LoggedRun {
@@ -53,6 +54,8 @@ export function missingEvents(
   run: RunRecord,
   messages: readonly MessageRecord[],
   logged: LoggedRun,
+  /** The open step's settled calls (a gate's denial, a decided call): results not yet in a tool message. */
+  settled: Readonly<Record<string, ToolCallRecord>> = {},
 ): UnnumberedEvent[] {
   const { identity } = run;
   const own = messages.filter(
@@ -65,6 +68,11 @@ export function missingEvents(
     for (const part of message.content) {
       results.set(part.toolCallId, { toolName: part.toolName, result: part.result, step });
     }
+  }
+  for (const record of Object.values(settled)) {
+    if (record.result === undefined || record.runId !== identity.runId || results.has(record.toolCallId))
+      continue;
+    results.set(record.toolCallId, { toolName: record.toolName, result: record.result, step: run.steps });
   }
   const events: UnnumberedEvent[] = [];
   const resultEvent = (toolCallId: string) => {

@@ -8,10 +8,10 @@ import {
   type LunationStore,
   type RunRecord,
 } from '@lunation/contract';
-import { leaseTokenOf } from '../executor/live-run.js';
+import { type LiveRun, leaseTokenOf } from '../executor/live-run.js';
 import type { RunHandle } from '../executor/run-options.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
-import { runJournalOf } from '../loop/run-journal.js';
+import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
 import type { RunResult } from '../loop/run-scope.js';
 import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
@@ -105,11 +105,6 @@ export class ThreadWork {
       return;
     }
     const runId = latest.identity.runId;
-    const prefix = missingEvents(
-      latest,
-      await store.listMessages(threadId),
-      await readLoggedRun(this.context.dispatcher, runId),
-    );
     let handle: RunHandle;
     try {
       handle = await executor.run({ threadId, ...this.signalOption(runId) });
@@ -120,6 +115,15 @@ export class ThreadWork {
       await this.repairLog(now);
       return;
     }
+    // Read under the run's new lease: nothing the previous holder commits or appends later can land. Only what was
+    // committed before this run loaded the thread is the previous holder's; the run reports the rest itself.
+    const { loadedMessages, loadedCalls } = handle as LiveRun;
+    const prefix = missingEvents(
+      latest,
+      await store.listMessages(threadId, loadedMessages === undefined ? {} : { toSeq: loadedMessages }),
+      await readLoggedRun(this.context.dispatcher, runId),
+      loadedCalls,
+    );
     await this.follow(handle, 'recovered', prefix);
   }
 
@@ -245,27 +249,40 @@ export class ThreadWork {
 
   /**
    * Gives a finished or waiting run's log what the store committed and the log lacks — the steps and results a
-   * worker that died (or whose appends failed) left out, and the run's ending — under the lease of the run's
-   * last commit. A finished run whose log could have expired is left alone.
+   * worker that died (or whose appends failed) left out, and the run's ending — under a lease of its own on the
+   * thread, so a stalled previous holder's late appends are refused after it (`thread-busy` while that holder's
+   * lease lasts: the thread is handed back). A finished run whose log could have expired is left alone.
    */
-  private async repairLog(run: RunRecord): Promise<void> {
+  private async repairLog(seen: RunRecord): Promise<void> {
     const { dispatcher, eventTtlMs, store } = this.context;
-    if (!run.termination || (run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs)) return;
-    const runId = run.identity.runId;
-    const logged = await readLoggedRun(dispatcher, runId);
-    const events = missingEvents(run, await store.listMessages(run.identity.threadId), logged);
-    const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
-    if (end) events.push(end);
-    if (events.length === 0) return;
-    const fence = runJournalOf(run).at(-1)?.token;
-    const pipe = new EventPipe(dispatcher, runId, {
-      fence,
-      firstSeq: (logged.last?.seq ?? -1) + 1,
-      onAppendFailed: (error) => this.appendFailed(runId, error),
-    });
-    for (const event of events) pipe.push(event);
-    if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
-    await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
+    const expired = (run: RunRecord) => run.status === 'done' && Date.now() - run.updatedAt > eventTtlMs;
+    if (!seen.termination || expired(seen)) return;
+    const { runId, threadId } = seen.identity;
+    // The common case: the log ends as the store does. Its pipe appends in order, so nothing before is missing.
+    if (missingRunEnd(seen, (await readLoggedRun(dispatcher, runId)).last) === undefined) return;
+    const { leases } = this.context.executor;
+    const fence = leases ? await leases.acquire(threadId, runId) : undefined;
+    try {
+      // Read again under the lease: what the previous holder committed or appended is all there now.
+      const run = await store.getRun(runId);
+      if (run === undefined || run.status === 'running' || expired(run)) return;
+      const logged = await readLoggedRun(dispatcher, runId);
+      const state = await store.getThreadState(threadId);
+      const settled = state[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
+      const events = missingEvents(run, await store.listMessages(threadId), logged, settled);
+      const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
+      if (end) events.push(end);
+      if (events.length === 0) return;
+      const pipe = new EventPipe(dispatcher, runId, {
+        fence,
+        onAppendFailed: (error) => this.appendFailed(runId, error),
+      });
+      for (const event of events) pipe.push(event);
+      if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
+      await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
+    } finally {
+      if (leases && fence !== undefined) await leases.release(threadId, fence);
+    }
   }
 
   private appendFailed(runId: string, error: unknown): void {

@@ -334,7 +334,7 @@ export class AgentLoop {
 
   private async finish(reason: TerminationReason): Promise<RunResult> {
     const { scope } = this;
-    if (scope.leaseLost) return this.leftToOthers();
+    if (scope.leaseLost) return await this.leftToOthers();
     let termination = reason;
     const status = statusForTermination(termination);
     if (status === 'done') {
@@ -403,13 +403,15 @@ export class AgentLoop {
   }
 
   /**
-   * The run lost its thread's lease: it stops here and writes nothing (no run-end hooks, no commit), so the
-   * store keeps it `running` for the process that holds the thread now. Its `run-end` says `running`, with the
+   * The run lost its thread's lease: it stops here and commits nothing (no run-end hooks, no run-end commit; only
+   * the results of calls that finished go to the ledger), so the store keeps it `running` for the process that
+   * holds the thread now. Its `run-end` says `running`, with the
    * lease loss as the termination.
    */
-  private leftToOthers(): RunResult {
+  private async leftToOthers(): Promise<RunResult> {
     const { scope } = this;
     const termination: TerminationReason = { type: 'error', error: toErrorInfo(scope.signal.reason) };
+    if (scope.durable) await this.checkpointer.saveFinished();
     this.toolCalls.dispose();
     if (this.deadline !== undefined) clearTimeout(this.deadline);
     const openTickets = this.checkpointer.currentTickets();

@@ -76,7 +76,6 @@ export class Checkpointer {
 
   /** Records a start right now (resume and recovery): returns the entry as the store has it. */
   async begin(runId: string, call: ToolCall): Promise<ToolExecution | undefined> {
-    this.assertLeaseHeld();
     const { persistence, leaseToken } = this.scope.options;
     return persistence.beginTool({
       runId,
@@ -110,7 +109,6 @@ export class Checkpointer {
 
   /** Writes a completion at once: a finished side effect is durable before the next one starts. */
   async complete(entry: ToolExecution): Promise<void> {
-    this.assertLeaseHeld();
     const { persistence, leaseToken } = this.scope.options;
     await persistence.completeTool({
       runId: entry.runId,
@@ -293,8 +291,25 @@ export class Checkpointer {
   }
 
   /**
-   * Nothing is written once the run lost its thread's lease: another process may be continuing it, and the store
-   * stays as a crash at this instant would leave it.
+   * The run lost its thread's lease: the results of calls that finished here still go to the ledger (fenced by
+   * the store: refused if another process holds the thread now, harmless otherwise), so a finished side effect is
+   * never run again. Nothing else is written.
+   */
+  async saveFinished(): Promise<void> {
+    const finished = this.riding?.filter((entry) => entry.status === 'completed') ?? [];
+    this.riding = undefined;
+    for (const entry of finished) {
+      try {
+        await this.complete(entry);
+      } catch {
+        // refused (another process holds the thread) or unreachable: as after a crash, the ledger decides
+      }
+    }
+  }
+
+  /**
+   * Commits stop once the run lost its thread's lease: another process may be continuing it, and the store stays
+   * as a crash at this instant would leave it (finished calls' results aside, see {@link saveFinished}).
    */
   private assertLeaseHeld(): void {
     if (this.scope.leaseLost) throw this.scope.signal.reason;

@@ -590,7 +590,11 @@ export class ToolCalls {
       if (plan.result) observed.end({ status: plan.status, result: plan.result });
       else observed.end({ status: plan.status });
     }
-    if (scope.durable && plan.execution && plan.result) {
+    // A call stopped because this process lost the thread was cut off, not finished: its entry stays in flight
+    // for the next holder's interrupt policy. Any other outcome is the call's result for good.
+    const cutOff =
+      scope.leaseLost && (invocation.status === 'cancelled' || invocation.status === 'abandoned');
+    if (scope.durable && plan.execution && plan.result && !cutOff) {
       plan.execution = checkpointer.completion(plan.execution, plan.result);
       checkpointer.ride(plan.execution);
     }

@@ -1,7 +1,19 @@
-import type { AgentEvent, RunEventRecord } from '@lunation/contract';
+import { type AgentEvent, LunationError, type RunEventRecord } from '@lunation/contract';
 import type { FleetClient } from '@lunation/runtime';
 import { type FleetPlan, planText } from '../../fixtures/fleet-agent.js';
 import type { SeededRandom } from '../../fixtures/seeded-random.js';
+import type { CancelMoment, RunPlan } from './fleet-plans.js';
+
+/** A cancel the user asked for: when it was asked and when the front answered it. */
+export interface UserCancel {
+  moment: CancelMoment;
+  requestedAt: number;
+  /** When `FleetClient.cancel` resolved: the request was durable from then on. */
+  answeredAt: number;
+  /** The user had already seen the run's final `run-end` (status `done`) when it cancelled. */
+  sawEnd: boolean;
+  error?: string;
+}
 
 /** What the fleet test saw of one run, as its user. */
 export interface DrivenRun {
@@ -12,27 +24,29 @@ export interface DrivenRun {
   seen: RunEventRecord[];
   /** How often the stream was dropped and resumed (after the last id seen) on the other front. */
   reconnects: number;
-  /** When each approval was submitted, by tool call id (before the submission, so executions must follow it). */
+  /** When each call's first approval was submitted, by tool call id (before the submission). */
   approvedAt: Map<string, number>;
+  /** Calls the run asked to approve again after their approval was submitted (a decision that did not hold). */
+  askedAgain: string[];
+  cancels: UserCancel[];
   /** How the run ended, as its last `run-end` said. */
   ended: Extract<AgentEvent, { type: 'run-end' }> | undefined;
   error?: string;
 }
 
-/** How long the user waits for a run's next `run-end` before giving up on it (a stranded run). */
-const followTimeoutMs = 90_000;
-
 /**
- * Plays a user of the fleet for one thread: submits the plan through one front, follows the run's events,
- * drops the stream now and then and resumes it after the last id seen on the other front, and approves every
- * open ticket through the front it did not submit on, until the run is done.
+ * Plays a user of the fleet for one run: submits the plan through one front, follows the run's events, drops
+ * the stream now and then and resumes it after the last id seen on the other front, approves every open ticket
+ * through the other front until the run is done, and cancels it through the other front when the plan says.
  */
 export async function driveRun(
   fronts: readonly [FleetClient, FleetClient],
   threadId: string,
-  plan: FleetPlan,
+  runPlan: RunPlan,
   random: SeededRandom,
+  timeoutMs: number,
 ): Promise<DrivenRun> {
+  const { plan } = runPlan;
   let front = random.integer(0, 1);
   const other = () => fronts[1 - front] as FleetClient;
   const { runId } = await (fronts[front] as FleetClient).send({ threadId, input: planText(plan) });
@@ -43,9 +57,28 @@ export async function driveRun(
     seen: [],
     reconnects: 0,
     approvedAt: new Map(),
+    askedAgain: [],
+    cancels: [],
     ended: undefined,
   };
-  const deadline = Date.now() + followTimeoutMs * (plan.steps.length + 1);
+  const cancel = async (moment: CancelMoment) => {
+    const requestedAt = Date.now();
+    const sawEnd = driven.ended?.status === 'done';
+    try {
+      await other().cancel(threadId, { runId, reason: `the fleet test cancels ${plan.label} (${moment})` });
+      driven.cancels.push({ moment, requestedAt, answeredAt: Date.now(), sawEnd });
+    } catch (error) {
+      driven.cancels.push({ moment, requestedAt, answeredAt: Date.now(), sawEnd, error: String(error) });
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  let cancelling: Promise<void> | undefined;
+  if (runPlan.cancel === 'running') {
+    timer = setTimeout(() => {
+      cancelling = cancel('running');
+    }, runPlan.cancelAfterMs);
+  }
+  const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
       const ended = await followUntilRunEnd(
@@ -59,17 +92,29 @@ export async function driveRun(
         deadline,
       );
       driven.ended = ended;
-      if (ended.status !== 'waiting') return driven;
+      if (ended.status !== 'waiting') break;
+      if (runPlan.cancel === 'waiting' && driven.cancels.length === 0) await cancel('waiting');
       const decisions = ended.openTickets.map((ticket) => {
-        driven.approvedAt.set(ticket.toolCallId, Date.now());
+        if (driven.approvedAt.has(ticket.toolCallId)) driven.askedAgain.push(ticket.toolCallId);
+        else driven.approvedAt.set(ticket.toolCallId, Date.now());
         return { decisionId: `approve-${ticket.id}`, ticketId: ticket.id, action: 'resume' as const };
       });
-      await other().decide(threadId, decisions);
+      try {
+        await other().decide(threadId, decisions);
+      } catch (error) {
+        // A cancel may have ended the waiting run meanwhile: its `run-end` is still to come.
+        if (!LunationError.hasCode(error, 'not-found') || driven.cancels.length === 0) throw error;
+      }
     }
+    clearTimeout(timer);
+    await cancelling;
+    if (runPlan.cancel === 'after-end') await cancel('after-end');
   } catch (error) {
+    clearTimeout(timer);
+    await cancelling;
     driven.error = String((error as Error)?.message ?? error);
-    return driven;
   }
+  return driven;
 }
 
 /** Follows the run until its next `run-end`, dropping and resuming the stream on the other front at random. */
@@ -82,7 +127,11 @@ async function followUntilRunEnd(
   deadline: number,
 ): Promise<Extract<AgentEvent, { type: 'run-end' }>> {
   for (;;) {
-    if (Date.now() > deadline) throw new Error(`no run-end within ${followTimeoutMs / 1000} s per step`);
+    if (Date.now() > deadline) {
+      throw new Error(
+        `no run-end within the run's timeout (last event: ${driven.seen.at(-1)?.event.type ?? 'none'})`,
+      );
+    }
     const dropAfter = random.chance(0.5) ? random.integer(1, 6) : Number.POSITIVE_INFINITY;
     const stream = new AbortController();
     const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
