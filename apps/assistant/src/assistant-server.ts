@@ -24,6 +24,10 @@ export interface AssistantServerOptions {
   logError?: (error: unknown) => void;
   /** Adds routes of its own to the app before the API's (the web console's `GET /` and `/assets/*`). */
   routes?: (app: Hono) => void;
+  /** Answers `GET /metrics` with these figures (the Prometheus text format). @default no `/metrics` */
+  metrics?: () => Promise<string>;
+  /** How long `GET /readyz` waits for the store and the dispatcher. @default 2000 */
+  readyTimeoutMs?: number;
 }
 
 /** The paths `@lunation/http` answers; `GET /` and `/assets/*` stay free for the web console. */
@@ -60,6 +64,19 @@ export class AssistantServer {
     });
     const mount = (context: Context) => this.track(this.api.handle(context.req.raw));
     this.app = new Hono();
+    // Probes for an orchestrator, unauthenticated: alive, and able to reach what it serves from.
+    this.app.get('/healthz', (context) => context.json({ status: 'ok' }));
+    this.app.get('/readyz', async (context) => {
+      const checks = await readiness(options.store, options.dispatcher, options.readyTimeoutMs ?? 2_000);
+      const ready = Object.values(checks).every((check) => check === 'ok');
+      return context.json({ status: ready ? 'ready' : 'unavailable', checks }, ready ? 200 : 503);
+    });
+    const metrics = options.metrics;
+    if (metrics) {
+      this.app.get('/metrics', async (context) =>
+        context.body(await metrics(), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
+      );
+    }
     options.routes?.(this.app);
     for (const path of API_PATHS) this.app.all(path, mount);
     this.app.notFound(mount);
@@ -112,4 +129,33 @@ export class AssistantServer {
     void answer.finally(() => this.requests.delete(answer));
     return answer;
   }
+}
+
+/** Whether the store (and the dispatcher) answer within `timeoutMs`: `ok`, or what went wrong. */
+export async function readiness(
+  store: LunationStore,
+  dispatcher: Dispatcher | undefined,
+  timeoutMs: number,
+): Promise<Record<string, string>> {
+  const check = async (probe: () => Promise<unknown>): Promise<string> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        probe(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      return 'ok';
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const [storeCheck, dispatcherCheck] = await Promise.all([
+    check(() => store.listThreads({ limit: 1 })),
+    dispatcher ? check(() => dispatcher.depth()) : undefined,
+  ]);
+  return { store: storeCheck, ...(dispatcherCheck === undefined ? {} : { dispatcher: dispatcherCheck }) };
 }

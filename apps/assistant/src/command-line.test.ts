@@ -34,8 +34,36 @@ describe('parseCommandLine', () => {
         dispatch: undefined,
         mcpConfig: undefined,
         trace: undefined,
+        startupWaitMs: 30_000,
       },
     } satisfies Command);
+  });
+
+  it('reads the start-up wait from --startup-wait or ASSISTANT_STARTUP_WAIT (seconds), the flag first', () => {
+    expect(parse(['serve', '--startup-wait', '90'])).toMatchObject({ settings: { startupWaitMs: 90_000 } });
+    expect(parse(['worker', '--dispatch', 'redis'], { ASSISTANT_STARTUP_WAIT: '2.5' })).toMatchObject({
+      settings: { startupWaitMs: 2_500 },
+    });
+    expect(parse(['--startup-wait', '0'], { ASSISTANT_STARTUP_WAIT: '60' })).toMatchObject({
+      settings: { startupWaitMs: 0 },
+    });
+    expect(refusal(['--startup-wait', 'soon'])).toBe(
+      '--startup-wait must be a number of seconds from 0 to 3600, got "soon" (see --help)',
+    );
+    expect(refusal([], { ASSISTANT_STARTUP_WAIT: '-1' })).toBe(
+      'ASSISTANT_STARTUP_WAIT must be a number of seconds from 0 to 3600, got "-1" (see --help)',
+    );
+  });
+
+  it('reads --metrics-port for a worker only', () => {
+    expect(parse(['worker', '--dispatch', 'redis', '--metrics-port', '9464'])).toMatchObject({
+      type: 'worker',
+      metricsPort: 9464,
+    });
+    expect(parse(['worker', '--dispatch', 'redis'])).toMatchObject({ metricsPort: undefined });
+    expect(refusal(['serve', '--metrics-port', '9464'])).toBe(
+      '--metrics-port only applies to the worker command (see --help)',
+    );
   });
 
   it('reads --trace console|otlp for every command, and refuses another value', () => {

@@ -5,6 +5,7 @@ import { LunationError } from '@lunation/contract';
 import type { ProviderKind } from './create-model.js';
 import { redactPassword, type StoreKind } from './open-store.js';
 import type { TraceKind } from './open-tracing.js';
+import { DEFAULT_STARTUP_WAIT_SECONDS } from './startup-wait.js';
 import { parseTokens } from './token-auth.js';
 
 /** Where a fleet's work goes between servers and workers: a BullMQ queue on Redis, or pg-boss on PostgreSQL. */
@@ -30,6 +31,8 @@ export interface AssistantSettings {
   mcpConfig: string | undefined;
   /** Trace runs with OpenTelemetry to the console or an OTLP collector; undefined: no tracing. */
   trace: TraceKind | undefined;
+  /** How long to keep trying the store and dispatcher at start-up (`--startup-wait`, `ASSISTANT_STARTUP_WAIT`). */
+  startupWaitMs: number;
 }
 
 export type Command =
@@ -59,6 +62,8 @@ export type Command =
       settings: AssistantSettings & { dispatch: DispatchKind };
       /** Threads worked on at once. */
       concurrency: number;
+      /** Serve the worker's Prometheus metrics on this port (`--metrics-port`); undefined: none. */
+      metricsPort: number | undefined;
     };
 
 /** `apps/assistant/data`, wherever the command is run from. */
@@ -98,6 +103,10 @@ Flags:
                                  worker: take work from it. Every server and worker of a fleet names
                                  the same store and dispatcher
   --concurrency <n>              worker: threads run at once (default: 4)
+  --metrics-port <n>             worker: serve GET /metrics (Prometheus), /healthz and /readyz at
+                                 http://127.0.0.1:<n> (serve answers them on its own port)
+  --startup-wait <seconds>       keep trying Redis / PostgreSQL this long at start-up, each try
+                                 given 5 s (default: $ASSISTANT_STARTUP_WAIT or 30)
   --mcp <file>                   a JSON file of MCP servers whose tools the assistant gets
                                  ({"servers":[{"name":"everything","transport":"stdio",
                                  "command":"npx","args":[...]}]}, see README)
@@ -106,7 +115,7 @@ Flags:
   -h, --help                     show this help
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, REDIS_URL,
-DATABASE_URL, ASSISTANT_TOKENS; with --trace: OTEL_EXPORTER_OTLP_* (endpoint, headers, ...),
+DATABASE_URL, ASSISTANT_TOKENS, ASSISTANT_STARTUP_WAIT; with --trace: OTEL_EXPORTER_OTLP_* (endpoint, headers, ...),
 OTEL_SERVICE_NAME, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (record message contents). Relative paths are resolved from the folder you ran the command in.
 `;
 
@@ -126,6 +135,8 @@ const OPTIONS = {
   token: { type: 'string', multiple: true },
   dispatch: { type: 'string' },
   concurrency: { type: 'string' },
+  'metrics-port': { type: 'string' },
+  'startup-wait': { type: 'string' },
   mcp: { type: 'string' },
   trace: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -139,6 +150,7 @@ const ONLY_FOR: Record<string, readonly CommandName[]> = {
   token: ['serve'],
   dispatch: ['serve', 'worker'],
   concurrency: ['worker'],
+  'metrics-port': ['worker'],
 };
 
 type CommandName = 'chat' | 'serve' | 'worker';
@@ -207,6 +219,7 @@ export function parseCommandLine(
     dispatch: oneOf('dispatch', values.dispatch, DISPATCHERS),
     mcpConfig: values.mcp === undefined ? undefined : path(nonEmpty('mcp', values.mcp) ?? ''),
     trace: oneOf('trace', values.trace, TRACES),
+    startupWaitMs: startupWait(values['startup-wait'], env.ASSISTANT_STARTUP_WAIT),
   };
   if (values['redis-url'] !== undefined && settings.store !== 'redis' && settings.dispatch !== 'redis') {
     throw usageError('--redis-url only applies with --store redis or --dispatch redis');
@@ -260,7 +273,19 @@ export function parseCommandLine(
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
       throw usageError(`--concurrency must be a whole number from 1 to 256, got "${values.concurrency}"`);
     }
-    return { type: 'worker', settings: { ...settings, dispatch }, concurrency };
+    const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
+    if (
+      metricsPort !== undefined &&
+      (!Number.isInteger(metricsPort) ||
+        metricsPort < 1 ||
+        metricsPort > 65_535 ||
+        values['metrics-port']?.trim() === '')
+    ) {
+      throw usageError(
+        `--metrics-port must be a whole number from 1 to 65535, got "${values['metrics-port']}"`,
+      );
+    }
+    return { type: 'worker', settings: { ...settings, dispatch }, concurrency, metricsPort };
   }
 
   const host = nonEmpty('host', values.host) ?? '127.0.0.1';
@@ -286,6 +311,18 @@ function parseFlags(argv: string[]) {
   } catch (error) {
     throw usageError(describeParseError(error));
   }
+}
+
+/** The start-up wait in milliseconds, from `--startup-wait` or else `ASSISTANT_STARTUP_WAIT` (seconds). */
+function startupWait(flag: string | undefined, env: string | undefined): number {
+  const [value, source] =
+    flag !== undefined ? [flag, '--startup-wait'] : [env || undefined, 'ASSISTANT_STARTUP_WAIT'];
+  if (value === undefined) return DEFAULT_STARTUP_WAIT_SECONDS * 1_000;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 3_600) {
+    throw usageError(`${source} must be a number of seconds from 0 to 3600, got "${value}"`);
+  }
+  return Math.round(seconds * 1_000);
 }
 
 function nonEmpty(flag: string, value: string | undefined): string | undefined {

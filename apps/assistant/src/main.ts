@@ -1,17 +1,21 @@
+import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
-import { LunationError, type ModelProvider } from '@lunation/contract';
+import { type Dispatcher, LunationError, type ModelProvider } from '@lunation/contract';
 import type { McpToolset } from '@lunation/mcp';
+import { combineInstrumentation } from '@lunation/otel';
 import { type AssistantSettings, HELP, parseCommandLine } from './command-line.js';
 import { createAssistantRuntime, replaceMcpTools } from './create-assistant-runtime.js';
 import { createModel } from './create-model.js';
 import { openDispatcher } from './open-dispatcher.js';
 import { openMcp } from './open-mcp.js';
+import { type AssistantMetrics, openMetrics, serveProbes } from './open-metrics.js';
 import { openStore, redactPassword } from './open-store.js';
 import { openTracing } from './open-tracing.js';
 import { runChat } from './run-chat.js';
 import { runServer } from './run-server.js';
 import { runWorker } from './run-worker.js';
+import { withStartupWait } from './startup-wait.js';
 import { seedSandbox } from './tools/seed-sandbox.js';
 
 async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -23,16 +27,45 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { settings } = command;
   const model = await createModel({ provider: settings.provider, model: settings.model, env });
   await seedSandbox(settings.sandbox);
-  const store = await openStore({
-    kind: settings.store,
-    sqlitePath: settings.sqlitePath,
-    redisUrl: settings.redisUrl,
-    postgresUrl: settings.postgresUrl,
-    postgresSchema: settings.postgresSchema,
-  });
+  const log = (line: string) => console.log(line);
+  const wait = { waitMs: settings.startupWaitMs, log };
+  const storeName = { sqlite: 'SQLite', memory: 'memory', redis: 'Redis', postgres: 'PostgreSQL' }[
+    settings.store
+  ];
+  const openTheStore = (connectTimeoutMs: number) =>
+    openStore({
+      kind: settings.store,
+      sqlitePath: settings.sqlitePath,
+      redisUrl: settings.redisUrl,
+      postgresUrl: settings.postgresUrl,
+      postgresSchema: settings.postgresSchema,
+      connectTimeoutMs,
+    });
+  // A server (Redis, PostgreSQL) may answer late: it is starting, or this process is starved on a busy machine.
+  const store =
+    settings.store === 'redis' || settings.store === 'postgres'
+      ? await withStartupWait(storeName, openTheStore, wait)
+      : await openTheStore(5_000);
   let mcp: McpToolset | undefined;
+  let dispatcher: Dispatcher | undefined;
+  let metrics: AssistantMetrics | undefined;
+  let probes: Server | undefined;
   const tracing = settings.trace ? openTracing(settings.trace, env) : undefined;
   try {
+    const dispatchKind = settings.dispatch;
+    if (dispatchKind) {
+      dispatcher = await withStartupWait(
+        `the ${dispatchKind} dispatcher`,
+        (timeoutMs) => openDispatcher(dispatchKind, settings, timeoutMs),
+        wait,
+      );
+    }
+    if (command.type === 'serve' || (command.type === 'worker' && command.metricsPort !== undefined)) {
+      metrics = openMetrics({ serviceName: `lunation-assistant-${command.type}`, dispatcher });
+    }
+    const instrumentations = [tracing?.instrumentation, metrics?.metrics].filter(
+      (each) => each !== undefined,
+    );
     // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
@@ -43,46 +76,74 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       sandbox: settings.sandbox,
       owner,
       ...(mcp ? { mcpTools: mcp.tools() } : {}),
-      ...(tracing ? { instrumentation: tracing.instrumentation } : {}),
+      ...(instrumentations.length > 0
+        ? { instrumentation: combineInstrumentation(...instrumentations) }
+        : {}),
     });
     mcp?.onToolsChanged((tools) => replaceMcpTools(runtime, tools));
     const banner = describeSetup(model, settings, env.INIT_CWD ?? process.cwd(), mcp);
-    const log = (line: string) => console.log(line);
-    const dispatcher = settings.dispatch ? await openDispatcher(settings.dispatch, settings) : undefined;
-    try {
-      if (command.type === 'serve') {
-        const { host, port, tokens } = command;
-        await runServer({ runtime, store, dispatcher, host, port, tokens, banner, log });
-      } else if (command.type === 'worker') {
-        const workerId = `${hostname()}:${process.pid}`;
-        await runWorker({
-          runtime,
-          dispatcher: dispatcher!,
-          workerId,
-          concurrency: command.concurrency,
-          banner,
-          log,
-        });
-      } else {
-        await runChat({
-          runtime,
+    if (command.type === 'serve') {
+      const { host, port, tokens } = command;
+      const scrape = metrics?.scrape;
+      await runServer({
+        runtime,
+        store,
+        dispatcher,
+        host,
+        port,
+        tokens,
+        banner,
+        log,
+        ...(scrape ? { metrics: scrape } : {}),
+      });
+    } else if (command.type === 'worker') {
+      const workerId = `${hostname()}:${process.pid}`;
+      if (metrics && command.metricsPort !== undefined) {
+        const { url, server } = await serveProbes({
+          port: command.metricsPort,
+          host: '127.0.0.1',
+          scrape: metrics.scrape,
           store,
-          threadId: command.threadId,
-          create: command.create,
-          continueFlags: command.continueFlags,
-          input: process.stdin,
-          output: process.stdout,
-          banner,
-          color: process.stdout.isTTY === true && !env.NO_COLOR,
+          dispatcher: dispatcher!,
+        }).catch((error: unknown) => {
+          throw new LunationError(
+            'invalid-argument',
+            `Cannot serve metrics on 127.0.0.1:${command.metricsPort}: ${(error as Error).message}`,
+            { cause: error },
+          );
         });
+        probes = server;
+        log(`Metrics: ${url}/metrics · Health: ${url}/healthz, ${url}/readyz`);
       }
-    } finally {
-      await dispatcher?.close();
+      await runWorker({
+        runtime,
+        dispatcher: dispatcher!,
+        workerId,
+        concurrency: command.concurrency,
+        banner,
+        log,
+        ...(metrics ? { workerLog: metrics.metrics.workerLog } : {}),
+      });
+    } else {
+      await runChat({
+        runtime,
+        store,
+        threadId: command.threadId,
+        create: command.create,
+        continueFlags: command.continueFlags,
+        input: process.stdin,
+        output: process.stdout,
+        banner,
+        color: process.stdout.isTTY === true && !env.NO_COLOR,
+      });
     }
   } finally {
+    probes?.close();
+    await dispatcher?.close();
     await mcp?.close();
     await store.close();
     await tracing?.shutdown();
+    await metrics?.shutdown();
   }
 }
 

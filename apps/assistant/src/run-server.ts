@@ -13,6 +13,8 @@ export interface ServeOptions {
   tokens: ReadonlyMap<string, string>;
   banner: string;
   log: (line: string) => void;
+  /** The figures for `GET /metrics`, in the Prometheus text format. */
+  metrics?: () => Promise<string>;
 }
 
 /** Serves the HTTP API and the web console until SIGTERM or SIGINT, then shuts down gracefully (a second signal forces exit). */
@@ -24,6 +26,7 @@ export async function runServer(options: ServeOptions): Promise<void> {
     // The web console (apps/console, built by `pnpm build`) at / and /assets/*.
     routes: consoleRoutes(),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   let url: string;
   try {
@@ -40,6 +43,9 @@ export async function runServer(options: ServeOptions): Promise<void> {
     `Lunation assistant listening on ${url}${options.dispatcher ? ' (fleet: workers run the threads)' : ''}`,
   );
   options.log(`  Console: ${url}/ (open it in a browser)`);
+  options.log(
+    `  Health: ${url}/healthz, ${url}/readyz${options.metrics ? ` · Metrics: ${url}/metrics` : ''}`,
+  );
   options.log(`  ${options.banner}`);
   options.log(
     resources.size === 0

@@ -1,5 +1,5 @@
 import type { Dispatcher } from '@lunation/contract';
-import { type AgentRuntime, AgentWorker } from '@lunation/runtime';
+import { type AgentRuntime, AgentWorker, type WorkerLogEntry } from '@lunation/runtime';
 import { nextSignal } from './run-server.js';
 
 export interface WorkerOptions {
@@ -9,9 +9,15 @@ export interface WorkerOptions {
   concurrency: number;
   banner: string;
   log: (line: string) => void;
+  /** Also given each of the worker's log entries (the metrics). */
+  workerLog?: (entry: WorkerLogEntry) => void;
 }
 
-/** Runs the fleet's agent until SIGTERM or SIGINT, then stops claiming and finishes what it holds (up to 30 s). */
+/**
+ * Runs the fleet's agent until SIGTERM or SIGINT, then stops claiming and finishes what it holds (up to 30 s).
+ * What it runs is printed as one JSON line per fact (claims, runs started and ended, leases lost, dead letters),
+ * with the run, lease token, owner and incarnation the run's timeline shows.
+ */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const worker = new AgentWorker({
     runtime: options.runtime,
@@ -21,6 +27,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     onRejected: (entry, error) =>
       options.log(`  dropped submission ${entry.id} of thread ${entry.threadId}: ${error.message}`),
     onError: (error) => options.log(`  worker error: ${(error as Error)?.message ?? String(error)}`),
+    log: (entry) => {
+      if (entry.level !== 'debug') options.log(workerLogLine(entry));
+      options.workerLog?.(entry);
+    },
   }).start();
   options.log(`Lunation assistant worker ${options.workerId} ready (${options.concurrency} threads at once)`);
   options.log(`  ${options.banner}`);
@@ -28,4 +38,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   options.log(`${signal}: finishing the threads in hand and stopping…`);
   const left = await worker.stop({ deadlineMs: 30_000 });
   if (left.length > 0) options.log(`  left to the fleet: ${left.join(', ')}`);
+}
+
+/** A worker's log entry as one JSON line: the time first, then the entry as the worker gave it. */
+export function workerLogLine(entry: WorkerLogEntry): string {
+  return JSON.stringify({ time: new Date().toISOString(), ...entry });
 }

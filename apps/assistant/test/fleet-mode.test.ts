@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { PostgresDispatcher } from '@lunation/dispatch-postgres';
 import { PostgresStore } from '@lunation/store-postgres';
@@ -62,6 +63,23 @@ async function readUntil(
     into.push(next.value);
     if (stop(next.value)) return;
   }
+}
+
+/** The JSON lines a worker printed about what it runs. */
+function workerLog(app: AppProcess): Array<Record<string, unknown>> {
+  return app.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** A port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 describe.each(['redis', 'postgres'])(
@@ -132,7 +150,7 @@ describe.each(['redis', 'postgres'])(
 
     it('resumes a dropped stream on another server with Last-Event-ID, through a worker killed mid-tool', async () => {
       const [first, second] = await Promise.all([serve(), serve()]);
-      let running = await worker();
+      let running = await worker(['--metrics-port', String(await freePort())]);
       const threadId = ((await (await post(`${first}/threads`)).json()) as { thread: { id: string } }).thread
         .id;
 
@@ -151,10 +169,15 @@ describe.each(['redis', 'postgres'])(
 
       // The worker dies mid-tool; another one starts. The client drops its stream meanwhile and comes back on
       // the other server after the last id it got.
+      // Its log said which worker runs the run: kill that one.
+      const started = workerLog(running).find((entry) => entry.event === 'run-started');
+      expect(started).toMatchObject({ level: 'info', how: 'started', runId, threadId, attempt: 1 });
+      const killed = started as Record<string, unknown>;
       running.child.kill('SIGKILL');
       await running.exited;
       dropped.abort();
-      running = await worker();
+      const metricsPort = await freePort();
+      running = await worker(['--metrics-port', String(metricsPort)]);
       const lastId = seen.at(-1)?.id as string;
       const resumed = await fetch(`${second}/threads/${threadId}/runs/${runId}/events`, {
         headers: { 'last-event-id': lastId },
@@ -185,6 +208,37 @@ describe.each(['redis', 'postgres'])(
         workers: unknown[];
       };
       expect(timeline.workers).toHaveLength(2);
+      // The workers' JSON lines name the run and its lease as the timeline does: the killed worker and the one
+      // that recovered the run.
+      const recovered = workerLog(running).find((entry) => entry.event === 'run-started');
+      expect(recovered).toMatchObject({ how: 'recovered', runId, threadId });
+      expect(recovered?.incarnation).not.toBe(killed.incarnation);
+      expect(timeline.workers).toEqual([
+        { owner: killed.owner, incarnation: killed.incarnation },
+        { owner: recovered?.owner, incarnation: recovered?.incarnation },
+      ]);
+      const takeover = timeline.entries.find((entry) => entry.kind === 'lease-takeover');
+      expect(takeover).toMatchObject({ fromToken: killed.leaseToken, toToken: recovered?.leaseToken });
+      const ended = workerLog(running).find((entry) => entry.event === 'run-ended');
+      expect(ended).toMatchObject({ runId, status: 'done', termination: 'natural-end' });
+
+      // The new worker's metrics count the takeover and the re-run; a server's show the queue.
+      const probe = `http://127.0.0.1:${metricsPort}`;
+      expect(await (await fetch(`${probe}/healthz`)).json()).toEqual({ status: 'ok' });
+      expect(await (await fetch(`${probe}/readyz`)).json()).toEqual({
+        status: 'ready',
+        checks: { store: 'ok', dispatcher: 'ok' },
+      });
+      const workerMetrics = await (await fetch(`${probe}/metrics`)).text();
+      expect(workerMetrics).toMatch(
+        /^lunation_lease_takeovers_total\{gen_ai_agent_id="assistant",[^}]*\} 1$/m,
+      );
+      expect(workerMetrics).toMatch(/^lunation_tool_reruns_total\{gen_ai_tool_name="slow_task",[^}]*\} 1$/m);
+      const serverMetrics = await (await fetch(`${first}/metrics`)).text();
+      expect(serverMetrics).toMatch(/^lunation_dispatch_pending\{[^}]*\} 0$/m);
+      expect(serverMetrics).toMatch(
+        /^lunation_dispatch_threads\{lunation_dispatch_state="dead_lettered",[^}]*\} 0$/m,
+      );
       const kinds = timeline.entries.map((entry) => entry.kind);
       expect(kinds).toEqual(expect.arrayContaining(['step', 'recovered', 'lease-takeover', 'run-ended']));
       expect(

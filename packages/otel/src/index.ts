@@ -1,4 +1,14 @@
 export { GEN_AI, LUNATION } from './attribute-names.js';
+export { combineInstrumentation } from './combine-instrumentation.js';
+export {
+  type DepthSource,
+  LunationMetrics,
+  type LunationMetricsOptions,
+  lunationMetrics,
+  METER_NAME,
+  METRICS,
+  type WorkerLogFact,
+} from './lunation-metrics.js';
 export {
   OpenTelemetryInstrumentation,
   type OpenTelemetryInstrumentationOptions,

@@ -65,6 +65,7 @@ export {
   type FleetSendOptions,
   type FleetSubmission,
 } from './fleet/fleet-client.js';
+export type { WorkerLogEntry, WorkerLogEvent, WorkerLogLevel } from './fleet/worker-log.js';
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
 export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';

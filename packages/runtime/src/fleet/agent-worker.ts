@@ -11,7 +11,8 @@ import {
 import { type AgentRuntime, executorOf } from '../agent-runtime.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
 import { submitStrandedRuns } from './stranded-runs.js';
-import { ThreadWork } from './thread-work.js';
+import { errorFields, ThreadWork, type ThreadWorkFact } from './thread-work.js';
+import type { WorkerLogEntry } from './worker-log.js';
 
 /** What {@link AgentWorker} takes. */
 export interface AgentWorkerOptions {
@@ -45,6 +46,13 @@ export interface AgentWorkerOptions {
   onRejected?(entry: InboxEntry, error: LunationError): void;
   /** A failure of the worker's own bookkeeping (extending a claim, a failed claim call). @default ignored */
   onError?(error: unknown): void;
+  /**
+   * Told what the worker does, one structured entry per fact (see {@link WorkerLogEntry}): claims taken, handed
+   * back, completed, failed and dead-lettered, runs started (new, resumed, recovered) and ended, leases lost,
+   * stranded runs filed, failed event appends — with the ids the run timeline shows (run, lease token, lease owner
+   * and incarnation). Must not throw. @default nothing is reported
+   */
+  log?(entry: WorkerLogEntry): void;
 }
 
 /** What {@link AgentWorker.stop} takes. */
@@ -109,9 +117,22 @@ export class AgentWorker {
    * Files a `continue` for each stranded run: `running` in the store while no process holds its thread (see
    * `strandedScanIntervalMs`, which does this on a timer). Resolves the threads it filed.
    */
-  resumeStrandedRuns(): Promise<string[]> {
+  async resumeStrandedRuns(): Promise<string[]> {
     const { dispatcher, strandedScanLimit } = this.options;
-    return submitStrandedRuns({ store: this.store, dispatcher, scanLimit: strandedScanLimit ?? 1_000 });
+    const filed = await submitStrandedRuns({
+      store: this.store,
+      dispatcher,
+      scanLimit: strandedScanLimit ?? 1_000,
+    });
+    for (const threadId of filed) {
+      this.log({
+        level: 'info',
+        event: 'stranded-run-filed',
+        message: `Filed a continue for the stranded run of thread "${threadId}"`,
+        threadId,
+      });
+    }
+    return filed;
   }
 
   private scanForStrandedRuns(delayMs: number): void {
@@ -166,6 +187,11 @@ export class AgentWorker {
         continue;
       }
       if (claim === undefined) continue;
+      this.logClaim(claim, {
+        level: 'info',
+        event: 'claim-taken',
+        message: `Claimed thread "${claim.threadId}" (attempt ${claim.attempt})`,
+      });
       const work = this.work(claim);
       this.working.set(claim.threadId, work);
       await work;
@@ -190,18 +216,74 @@ export class AgentWorker {
           dispatcher,
           eventTtlMs: this.eventTtlMs,
           onRejected: (entry, error) => this.options.onRejected?.(entry, error),
+          report: (fact) => this.logClaim(claim, fact),
         },
         claim,
       );
       const outcome = await work.run();
-      if (outcome.type === 'busy') await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
-      else await dispatcher.complete(claim);
+      if (outcome.type === 'busy') {
+        await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
+        this.logClaim(claim, {
+          level: 'info',
+          event: 'claim-handed-back',
+          message: `Handed thread "${claim.threadId}" back: another process holds its lease`,
+          delayMs: outcome.retryAfterMs,
+        });
+      } else {
+        await dispatcher.complete(claim);
+        this.logClaim(claim, {
+          level: 'debug',
+          event: 'claim-completed',
+          message: `Completed the claim of thread "${claim.threadId}": its inbox is empty`,
+        });
+      }
     } catch (error) {
-      await dispatcher
+      const failed = await dispatcher
         .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
         .catch((failure: unknown) => this.report(failure));
+      if (failed) {
+        this.logClaim(claim, {
+          level: 'error',
+          ...(failed.deadLettered
+            ? {
+                event: 'claim-dead-lettered',
+                message: `Thread "${claim.threadId}" dead-lettered after attempt ${claim.attempt}: ${errorFields(error).error}`,
+              }
+            : {
+                event: 'claim-failed',
+                message: `Work on thread "${claim.threadId}" failed (attempt ${claim.attempt}; retried): ${errorFields(error).error}`,
+                ...(failed.retryAt === undefined ? {} : { retryAt: failed.retryAt }),
+              }),
+          ...errorFields(error),
+        });
+      }
     } finally {
       clearInterval(keepAlive);
+    }
+  }
+
+  private logClaim(claim: DispatchClaim, fact: ThreadWorkFact): void {
+    this.log({
+      ...fact,
+      threadId: claim.threadId,
+      ...(claim.resourceId === undefined ? {} : { resourceId: claim.resourceId }),
+      attempt: claim.attempt,
+    });
+  }
+
+  private log(fact: ThreadWorkFact): void {
+    const log = this.options.log;
+    if (log === undefined) return;
+    const incarnation = this.executor.leases?.incarnation;
+    try {
+      log({
+        ...fact,
+        workerId: this.workerId,
+        owner: this.executor.owner,
+        ...(incarnation === undefined ? {} : { incarnation }),
+      });
+    } catch (error) {
+      this.options.onError?.(error);
     }
   }
 

@@ -10,6 +10,8 @@ export interface EventPipeOptions {
   fence?: number | undefined;
   /** How long appends may keep failing (retried with back-off) before the pipe gives up. @default 30000 */
   retryForMs?: number;
+  /** Told of each append that failed (not of a refusal by a newer lease); it is retried as above. */
+  onAppendFailed?(error: unknown): void;
 }
 
 /** How a pipe ended. */
@@ -36,6 +38,7 @@ export class EventPipe {
   private next = 0;
   private readonly fence: number | undefined;
   private readonly retryForMs: number;
+  private readonly onAppendFailed: ((error: unknown) => void) | undefined;
 
   constructor(
     private readonly log: RunEventLog,
@@ -44,6 +47,7 @@ export class EventPipe {
   ) {
     this.fence = options.fence;
     this.retryForMs = options.retryForMs ?? 30_000;
+    this.onAppendFailed = options.onAppendFailed;
   }
 
   /** Queues an event; it is appended after every event queued before it. */
@@ -82,6 +86,7 @@ export class EventPipe {
             this.batch = [];
             return;
           }
+          this.onAppendFailed?.(error);
           failingSince ??= Date.now();
           if (!retryable(error) || Date.now() - failingSince >= this.retryForMs) throw error;
           this.batch = this.batch.length === 0 ? events : events.concat(this.batch);

@@ -16,6 +16,10 @@ import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
 import type { RunResult } from '../loop/run-scope.js';
 import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
+import type { WorkerLogEntry } from './worker-log.js';
+
+/** A fact of the work on a claimed thread; the worker adds its own ids (worker, claim, lease owner). */
+export type ThreadWorkFact = Omit<WorkerLogEntry, 'workerId'>;
 
 /** What a worker lends the work on one claimed thread. */
 export interface ThreadWorkContext {
@@ -27,6 +31,8 @@ export interface ThreadWorkContext {
   eventTtlMs: number;
   /** A submission the runtime refused as malformed: it is acknowledged and dropped. */
   onRejected(entry: InboxEntry, error: LunationError): void;
+  /** Told of each run started and ended here, of a lost lease and of failed event appends. */
+  report(fact: ThreadWorkFact): void;
 }
 
 /** How the work on a claimed thread ended. */
@@ -119,7 +125,7 @@ export class ThreadWork {
       await readLoggedRun(this.context.dispatcher, runId),
       loadedCalls,
     );
-    await this.follow(handle, prefix);
+    await this.follow(handle, 'recovered', prefix);
   }
 
   /** Applies one submission; a malformed one is reported and dropped. */
@@ -132,7 +138,7 @@ export class ThreadWork {
       if (request.type === 'decisions') {
         const signal = this.cancel ? await this.waitingRunSignal(entry.threadId) : {};
         const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions, signal);
-        if (outcome.run) await this.follow(outcome.run);
+        if (outcome.run) await this.follow(outcome.run, 'resumed');
         return;
       }
       if (request.runId !== undefined) {
@@ -153,7 +159,7 @@ export class ThreadWork {
         ...(request.frontendTools === undefined ? {} : { frontendTools: request.frontendTools }),
         ...this.signalOption(request.runId),
       });
-      await this.follow(handle);
+      await this.follow(handle, 'started', [], Math.max(0, this.claim.claimedAt - entry.submittedAt));
     } catch (error) {
       if (
         request.type === 'input' &&
@@ -180,24 +186,58 @@ export class ThreadWork {
    * the log, and the thread is handed back to whoever holds it now. A waiting run's log stays open, so a client
    * following it sees the resume's events whichever worker runs it.
    */
-  private async follow(handle: RunHandle, prefix: readonly UnnumberedEvent[] = []): Promise<void> {
-    const { dispatcher, eventTtlMs } = this.context;
+  private async follow(
+    handle: RunHandle,
+    how: 'started' | 'resumed' | 'recovered',
+    prefix: readonly UnnumberedEvent[] = [],
+    waitedMs?: number,
+  ): Promise<void> {
+    const { dispatcher, eventTtlMs, report } = this.context;
     const runId = handle.identity.runId;
     const fence = leaseTokenOf(handle);
+    const ids = { runId, ...(fence === undefined ? {} : { leaseToken: fence }) };
+    report({
+      level: 'info',
+      event: 'run-started',
+      message: `Run "${runId}" of thread "${this.claim.threadId}" ${how} here`,
+      how,
+      ...ids,
+      ...(waitedMs === undefined ? {} : { waitedMs }),
+    });
     this.active = handle;
     let piped: PipeOutcome;
     let result: RunResult;
     try {
-      piped = await pipeEvents(dispatcher, runId, handle.events, { fence, prefix, skip: leftRunning });
+      piped = await pipeEvents(dispatcher, runId, handle.events, {
+        fence,
+        prefix,
+        skip: leftRunning,
+        onAppendFailed: (error) => this.appendFailed(runId, error),
+      });
       result = await handle.result;
     } finally {
       this.active = undefined;
     }
     if (result.status === 'running') {
+      report({
+        level: 'warn',
+        event: 'lease-lost',
+        message: `Run "${runId}" stopped: this worker lost the lease of thread "${this.claim.threadId}"`,
+        ...ids,
+      });
       throw new LunationError('lease-lost', `Run "${runId}" stopped: this worker lost its thread's lease`, {
         details: { threadId: this.claim.threadId, runId },
       });
     }
+    report({
+      level: result.termination.type === 'error' ? 'warn' : 'info',
+      event: 'run-ended',
+      message: `Run "${runId}" of thread "${this.claim.threadId}" ended ${result.status} (${result.termination.type})`,
+      ...ids,
+      status: result.status,
+      termination: result.termination.type,
+      steps: result.steps,
+    });
     if (result.status === 'done' && piped === 'appended') {
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     }
@@ -251,13 +291,26 @@ export class ThreadWork {
       const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
       if (end) events.push(end);
       if (events.length === 0) return;
-      const pipe = new EventPipe(dispatcher, runId, { fence });
+      const pipe = new EventPipe(dispatcher, runId, {
+        fence,
+        onAppendFailed: (error) => this.appendFailed(runId, error),
+      });
       for (const event of events) pipe.push(event);
       if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     } finally {
       if (leases && fence !== undefined) await leases.release(threadId, fence);
     }
+  }
+
+  private appendFailed(runId: string, error: unknown): void {
+    this.context.report({
+      level: 'warn',
+      event: 'event-append-failed',
+      message: `An append to the event log of run "${runId}" failed (retried): ${messageOf(error)}`,
+      runId,
+      ...errorFields(error),
+    });
   }
 
   /** A cancel request: stops the active run it names (a request naming no run: the active one). */
@@ -301,4 +354,16 @@ export class ThreadWork {
 /** The `run-end` of a run that lost its lease: the run goes on elsewhere, so its log must not end here. */
 function leftRunning(event: AgentEvent): boolean {
   return event.type === 'run-end' && event.status === 'running';
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `error` and `errorCode` of a log entry. */
+export function errorFields(error: unknown): { error: string; errorCode?: string } {
+  return {
+    error: messageOf(error),
+    ...(LunationError.isInstance(error) ? { errorCode: error.code } : {}),
+  };
 }
