@@ -257,7 +257,7 @@ export class ThreadWork {
       const outcome = await this.context.executor.decide({ threadId: this.claim.threadId }, decisions, {
         signal,
       });
-      if (outcome.run) await this.follow(outcome.run);
+      if (outcome.run) await this.follow(outcome.run, 'resumed');
       return;
     }
     if (result.status !== 'done' && handled.runId === runId) return; // held until the run it names ends
