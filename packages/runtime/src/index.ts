@@ -60,6 +60,8 @@ export {
 export { EventStream } from './event-stream.js';
 export { AgentWorker, type AgentWorkerOptions, type StopWorkerOptions } from './fleet/agent-worker.js';
 export {
+  type FleetCancel,
+  type FleetCancelOptions,
   FleetClient,
   type FleetClientOptions,
   type FleetSendOptions,

@@ -402,7 +402,7 @@ describe('a run fenced out at its last commit', () => {
     };
     const result = await workerRuntime(store).generate({ threadId: 'f1', input: 'count' });
     expect(result.status).toBe('running');
-    expect(result.termination).toMatchObject({ type: 'error', error: { code: 'lease-lost' } });
+    expect(result.termination).toMatchObject({ type: 'error', error: { code: 'stale-lease' } });
     expect((await store.getLatestRun('f1'))?.status).toBe('running');
   });
 });

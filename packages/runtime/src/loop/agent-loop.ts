@@ -371,7 +371,7 @@ export class AgentLoop {
                 cause: error,
               });
         scope.options.controller?.abort(lost);
-        return await this.leftToOthers(lost);
+        return await this.leftToOthers(error);
       }
       scope.emitError(error);
       if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
