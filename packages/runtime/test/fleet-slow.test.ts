@@ -579,3 +579,68 @@ describe('a run cancelled with a call still waiting for its decision', () => {
     expect(results.sort()).toEqual(['note', 'slow']);
   });
 });
+
+describe('a worker that hears of a cancel late', () => {
+  it('still ends the waiting run it names when an approval reaches it first: nothing runs', async () => {
+    // A dispatcher whose cancel watch tells nothing (a notification lost or late): only a read can know.
+    const deaf = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'watchCancel') return async () => ({ close() {} });
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, store, admin, worker } = fleet({ wrap: deaf });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'c6', input: 'note tea' });
+    const first = await follow(client, runId);
+    const ticket = runEnd(first)?.openTickets[0];
+    await worker.stop();
+    // The user pressed Stop (the request names the run), then an approval arrived before the cancel's own.
+    await admin.requestCancel({ threadId: 'c6', runId, reason: 'stop pressed' });
+    await client.decide('c6', [{ decisionId: 'yes', ticketId: ticket?.id ?? '', action: 'resume' }]);
+    const again = new AgentWorker({ runtime: workerRuntime(store), dispatcher: deaf(admin), idleWaitMs: 50 });
+    workers.push(again);
+    again.start();
+    expect(runEnd(await follow(client, runId, first.at(-1)?.id))).toMatchObject({
+      termination: { type: 'cancelled' },
+    });
+    expect(started).toEqual([]);
+  });
+});
+
+describe('a claim lost as the work ends', () => {
+  it('is not a failure: the thread is not dead-lettered and its next message runs', async () => {
+    let lost = false;
+    const wrap = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'complete') {
+            return async (claim: Parameters<LocalDispatcher['complete']>[0]) => {
+              if (!lost) {
+                lost = true; // the claim's lock lapsed while the worker was slow: completing it says so
+                throw new LunationError(
+                  'claim-lost',
+                  `The claim of thread "${claim.threadId}" is no longer held`,
+                );
+              }
+              return target.complete(claim);
+            };
+          }
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, admin, worker } = fleet({ wrap });
+    worker.start();
+    const first = await client.send({ threadId: 'l1', input: 'hello' });
+    await follow(client, first.runId);
+    for (let tries = 0; tries < 100 && !lost; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(lost).toBe(true);
+    const next = await client.send({ threadId: 'l1', input: 'again' });
+    expect(runEnd(await follow(client, next.runId))).toMatchObject({ termination: { type: 'natural-end' } });
+    expect(await admin.deadLetters()).toEqual([]);
+  });
+});

@@ -238,6 +238,11 @@ export class AgentWorker {
         });
       }
     } catch (error) {
+      // A claim that lapsed (a stall, a slow extend) is not the work's failure: whoever holds it now goes on.
+      if (LunationError.hasCode(error, 'claim-lost')) {
+        this.report(error);
+        return;
+      }
       const failed = await dispatcher
         .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
         .catch((failure: unknown) => this.report(failure));

@@ -108,6 +108,7 @@ export class ThreadWork {
     const runId = latest.identity.runId;
     let handle: RunHandle;
     try {
+      await this.readCancel();
       handle = await executor.run({ threadId, ...this.signalOption(runId) });
     } catch (error) {
       // The previous holder finished it meanwhile (a redelivered claim): nothing to continue, only its log.
@@ -136,6 +137,7 @@ export class ThreadWork {
       // The claim's recovery has continued (or repaired the log of) the stranded run already.
       if (request.type === 'continue') return;
       if (request.type === 'decisions') {
+        await this.readCancel();
         const signal = this.cancel ? await this.waitingRunSignal(entry.threadId) : {};
         const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions, signal);
         if (outcome.run) await this.follow(outcome.run, 'resumed');
@@ -150,6 +152,7 @@ export class ThreadWork {
           return;
         }
       }
+      await this.readCancel();
       const handle = await executor.run({
         threadId: entry.threadId,
         input: request.input,
@@ -320,6 +323,16 @@ export class ThreadWork {
     if (active && (request.runId === undefined || request.runId === active.identity.runId)) {
       active.cancel(request.reason);
     }
+  }
+
+  /**
+   * The thread's cancel request as the dispatcher has it now: its watch tells of a request some time after it is
+   * filed, and a decision or a run filed after the cancel must not start before the cancel is known here.
+   */
+  private async readCancel(): Promise<void> {
+    if (this.cancel !== undefined) return;
+    const request = await this.context.dispatcher.cancelRequest(this.claim.threadId);
+    if (request !== undefined && this.cancel === undefined) this.cancel = request;
   }
 
   /** An already aborted `signal` when the pending cancel request names the run about to start. */
