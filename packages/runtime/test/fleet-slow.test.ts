@@ -644,3 +644,30 @@ describe('a claim lost as the work ends', () => {
     expect(await admin.deadLetters()).toEqual([]);
   });
 });
+
+describe('a worker whose claim lapsed', () => {
+  it("applies no further submission: the thread is the next claimer's", async () => {
+    let lapsed = true;
+    const wrap = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'extend') {
+            return async (claim: Parameters<LocalDispatcher['extend']>[0], lockMs?: number) => {
+              if (lapsed)
+                throw new LunationError('claim-lost', `The claim of thread "${claim.threadId}" lapsed`);
+              return target.extend(claim, lockMs);
+            };
+          }
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, store, worker } = fleet({ wrap });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'k1', input: 'hello' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await store.getRun(runId)).toBeUndefined();
+    lapsed = false;
+    expect(runEnd(await follow(client, runId))).toMatchObject({ termination: { type: 'natural-end' } });
+  });
+});

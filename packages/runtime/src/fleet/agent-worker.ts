@@ -215,6 +215,7 @@ export class AgentWorker {
           store: this.store,
           dispatcher,
           eventTtlMs: this.eventTtlMs,
+          claimLockMs: this.claimLockMs,
           onRejected: (entry, error) => this.options.onRejected?.(entry, error),
           report: (fact) => this.logClaim(claim, fact),
         },

@@ -29,6 +29,8 @@ export interface ThreadWorkContext {
   dispatcher: Dispatcher;
   /** How long a run's event log stays readable after the run ends (or waits). */
   eventTtlMs: number;
+  /** How long the claim holds: it is extended before each submission is applied. */
+  claimLockMs: number;
   /** A submission the runtime refused as malformed: it is acknowledged and dropped. */
   onRejected(entry: InboxEntry, error: LunationError): void;
   /** Told of each run started and ended here, of a lost lease and of failed event appends. */
@@ -79,6 +81,8 @@ export class ThreadWork {
         const entries = await dispatcher.pending(threadId);
         if (entries.length === 0) break;
         for (const entry of entries) {
+          // A worker that stalled past its claim applies nothing more (`claim-lost`): the thread is another's now.
+          await dispatcher.extend(this.claim, this.context.claimLockMs);
           const held = await this.busyFrom(() => this.apply(entry));
           if (held) return held;
           await dispatcher.acknowledge(threadId, [entry.id]);
