@@ -72,6 +72,7 @@ export interface WorkerLogFact {
 
 /** Where queue figures come from (a `Dispatcher`'s `depth()`). */
 export interface DepthSource {
+  /** The queue figures now (a dispatcher's `depth()`), read at each collection. */
   depth(): Promise<DispatchDepth>;
 }
 
