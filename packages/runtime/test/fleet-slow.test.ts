@@ -671,3 +671,40 @@ describe('a worker whose claim lapsed', () => {
     expect(runEnd(await follow(client, runId))).toMatchObject({ termination: { type: 'natural-end' } });
   });
 });
+
+describe('a cancel filed as the worker drains', () => {
+  it('holds for the waiting run it names: the approval that follows runs nothing', async () => {
+    let pendingReads = 0;
+    let runId = '';
+    const wrap = (dispatcher: LocalDispatcher) =>
+      new Proxy(dispatcher, {
+        get(target, key) {
+          if (key === 'pending') {
+            return async (threadId: string) => {
+              // The second look at the inbox comes after the run suspended: the user's Stop lands now.
+              if (++pendingReads === 2)
+                await target.requestCancel({ threadId, runId, reason: 'stop pressed' });
+              return target.pending(threadId);
+            };
+          }
+          const value = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const { client, worker } = fleet({ wrap });
+    runId = 'r-c7';
+    worker.start();
+    await client.send({ threadId: 'c7', input: 'note jam', runId });
+    const first = await follow(client, runId);
+    const ticket = runEnd(first)?.openTickets[0];
+    for (let tries = 0; tries < 100 && pendingReads < 2; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the worker drains and completes its claim
+    await client.decide('c7', [{ decisionId: 'yes', ticketId: ticket?.id ?? '', action: 'resume' }]);
+    expect(runEnd(await follow(client, runId, first.at(-1)?.id))).toMatchObject({
+      termination: { type: 'cancelled' },
+    });
+    expect(started).toEqual([]);
+  });
+});

@@ -88,8 +88,15 @@ export class ThreadWork {
           await dispatcher.acknowledge(threadId, [entry.id]);
         }
       }
-      // Nothing left to run: a cancel request still here names a run that has ended (or never came).
-      if (this.cancel) await dispatcher.clearCancel(threadId, this.cancel.id);
+      // Nothing left to run: a cancel request still here is cleared once the run it names has ended. One naming a
+      // run that waits for decisions holds until they come (they will find the run cancelled).
+      const request = this.cancel;
+      if (request) {
+        const named =
+          request.runId === undefined ? undefined : await this.context.store.getRun(request.runId);
+        if (named === undefined || named.status === 'done')
+          await dispatcher.clearCancel(threadId, request.id);
+      }
       return { type: 'drained' };
     } finally {
       watch.close();
