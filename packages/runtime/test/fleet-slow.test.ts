@@ -708,3 +708,31 @@ describe('a cancel filed as the worker drains', () => {
     expect(started).toEqual([]);
   });
 });
+
+describe('a run whose ending could not be committed', () => {
+  it('does not end its log: the worker that continues it logs its real ending', async () => {
+    const store = new MemoryStore();
+    const commit = store.commit.bind(store);
+    let failed = false;
+    store.commit = async (input) => {
+      if (!failed && input.run?.status === 'done') {
+        failed = true;
+        throw new LunationError('store-unavailable', 'the store timed out');
+      }
+      return commit(input);
+    };
+    const { client, admin, worker } = fleet({ store });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'e2', input: 'count' });
+    for (let tries = 0; tries < 250 && (await store.getRun(runId))?.status !== 'done'; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(failed).toBe(true);
+    expect((await store.getRun(runId))?.termination).toEqual({ type: 'natural-end' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ends = (await admin.readEvents(runId, { limit: 10_000 })).events.filter(
+      (record) => record.event.type === 'run-end',
+    );
+    expect(ends.at(-1)?.event).toMatchObject({ status: 'done', termination: { type: 'natural-end' } });
+  });
+});

@@ -252,6 +252,19 @@ export class ThreadWork {
       termination: result.termination.type,
       steps: result.steps,
     });
+    if (result.status === 'done' && result.termination.type === 'error') {
+      // An error ending whose own commit failed leaves the run going in the store: the log must not end here.
+      const stored = await this.context.store.getRun(runId);
+      if (stored?.status === 'running') {
+        throw new LunationError(
+          'lease-lost',
+          `Run "${runId}" could not commit its end; it goes on from the store`,
+          {
+            details: { threadId: this.claim.threadId, runId },
+          },
+        );
+      }
+    }
     if (result.status === 'done' && piped === 'appended') {
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     }
