@@ -6,7 +6,7 @@ import {
   runEventIdSchema,
 } from '@lunation/contract';
 import { FleetClient } from '@lunation/runtime';
-import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
+import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
 import { HttpError, noThread } from './http-error.js';
 import { isOwner } from './token-auth.js';
 
@@ -35,11 +35,12 @@ export class FleetFront implements RunFront {
     this.client = new FleetClient({ dispatcher: options.dispatcher, store: options.store });
   }
 
-  async send(request: FrontRequest, text: string): Promise<RunStream> {
+  async send(request: FrontRequest, text: string, options: FrontSendOptions = {}): Promise<RunStream> {
     const { runId } = await this.client.send({
       threadId: request.threadId,
       input: text,
       resourceId: request.resource,
+      ...(options.runId === undefined ? {} : { runId: options.runId }),
     });
     return { ...this.stream(runId, undefined), first: { event: 'run-submitted', data: { runId } } };
   }
@@ -71,8 +72,11 @@ export class FleetFront implements RunFront {
    * Cancels the thread's current run, naming it (a cancel never reaches a later run): 202 while the worker holding
    * it stops it (a waiting run is ended at once); 200 `cancelled: false` with how it ended when it had ended.
    */
-  async cancel({ threadId }: FrontRequest): Promise<FrontAnswer> {
-    const outcome = await this.client.cancel(threadId, { reason: 'cancelled by the client' });
+  async cancel({ threadId }: FrontRequest, runId?: string): Promise<FrontAnswer> {
+    const outcome = await this.client.cancel(threadId, {
+      reason: 'cancelled by the client',
+      ...(runId === undefined ? {} : { runId }),
+    });
     if (!outcome.cancelled) {
       return {
         status: 200,

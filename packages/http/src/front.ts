@@ -23,6 +23,12 @@ export interface RunStream {
   earlier?: RunEventRecord[];
 }
 
+/** What {@link RunFront.send} takes besides the text. */
+export interface FrontSendOptions {
+  /** The run's id, chosen by the client so that a retried send starts one run. @default a new id */
+  runId?: string;
+}
+
 /** A JSON answer of a front: status and body. */
 export interface FrontAnswer {
   status: number;
@@ -34,15 +40,21 @@ export interface FrontAnswer {
  * a dispatcher ({@link FleetFront}). A front runs or submits; the API turns its streams into HTTP answers.
  */
 export interface RunFront {
-  /** Starts a run with the text and streams its events. */
-  send(request: FrontRequest, text: string): Promise<RunStream>;
+  /**
+   * Starts a run with the text and streams its events. With `options.runId` the send is idempotent: a run of
+   * that id that exists already (a retried request) is streamed instead of starting another.
+   */
+  send(request: FrontRequest, text: string, options?: FrontSendOptions): Promise<RunStream>;
   /**
    * Answers open tickets: the resumed run's events, or a JSON answer while tickets stay open.
    * @throws 404 `not-found` when the caller does not own the thread (the front checks it, unlike other calls).
    */
   decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer>;
-  /** Cancels the thread's active run. */
-  cancel(request: FrontRequest): Promise<FrontAnswer>;
+  /**
+   * Cancels the thread's active run, or only the run `runId` (a cancel naming its run never reaches a later one:
+   * `cancelled: false` when that run is not active).
+   */
+  cancel(request: FrontRequest, runId?: string): Promise<FrontAnswer>;
   /**
    * The events of one of the thread's runs after `lastEventId` (a reconnecting client's), or from the start.
    * @throws HttpError 404 when the front cannot stream that run.

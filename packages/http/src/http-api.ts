@@ -82,7 +82,12 @@ export interface RouteContext {
 type Handler = (context: RouteContext) => Promise<Response>;
 
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
-const messageBodySchema = z.object({ text: z.string().min(1) }).strict();
+/** A run id a client chooses: a retried send with the same id (on any server) starts one run. */
+const clientRunIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'a run id is 1–128 letters, digits, ".", "_", ":" or "-"');
+const messageBodySchema = z.object({ text: z.string().min(1), runId: clientRunIdSchema.optional() }).strict();
+const cancelBodySchema = z.object({ runId: clientRunIdSchema.optional() }).strict().optional();
 const decisionsBodySchema = z
   // Only what the server needs to fill in decision ids: the runtime checks each decision at its boundary.
   .object({ decisions: z.array(z.looseObject({ decisionId: z.string().min(1).optional() })).min(1) })
@@ -325,7 +330,8 @@ class LunationHttpApi {
   private async postMessage({ request, params, resource }: RouteContext): Promise<Response> {
     const body = await readBody(messageBodySchema, request, this.parts.bodyLimits);
     const thread = await this.ownThread(params[0]!, resource);
-    return this.agentEvents(await this.front.send({ threadId: thread.id, resource }, body.text));
+    const send = body.runId === undefined ? {} : { runId: body.runId };
+    return this.agentEvents(await this.front.send({ threadId: thread.id, resource }, body.text, send));
   }
 
   /** Answers open tickets: streams the resumed run, or answers JSON while tickets are still open. */
@@ -340,9 +346,10 @@ class LunationHttpApi {
     return isRunStream(answer) ? this.agentEvents(answer) : jsonResponse(answer.status, answer.body);
   }
 
-  private async cancel({ params, resource }: RouteContext): Promise<Response> {
+  private async cancel({ request, params, resource }: RouteContext): Promise<Response> {
+    const body = await readBody(cancelBodySchema, request, this.parts.bodyLimits);
     const thread = await this.ownThread(params[0]!, resource);
-    const answer = await this.front.cancel({ threadId: thread.id, resource });
+    const answer = await this.front.cancel({ threadId: thread.id, resource }, body?.runId);
     return jsonResponse(answer.status, answer.body);
   }
 

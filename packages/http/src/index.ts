@@ -1,7 +1,14 @@
 export type { CorsOptions } from './cors.js';
 export { type EventStreamOptions, eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 export { FleetFront, type FleetFrontOptions } from './fleet-front.js';
-export { type FrontAnswer, type FrontRequest, isRunStream, type RunFront, type RunStream } from './front.js';
+export {
+  type FrontAnswer,
+  type FrontRequest,
+  type FrontSendOptions,
+  isRunStream,
+  type RunFront,
+  type RunStream,
+} from './front.js';
 export { createHttpApi, type HttpApi, type HttpApiOptions } from './http-api.js';
 export { HttpError, toHttpError } from './http-error.js';
 export { LocalFront, type LocalFrontOptions } from './local-front.js';

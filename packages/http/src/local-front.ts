@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LunationError, type ResumeDecision } from '@lunation/contract';
 import type { AgentRuntime, RunHandle } from '@lunation/runtime';
-import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
+import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
 import { HttpError, noThread } from './http-error.js';
 import { type LocalRunLog, LocalRunLogs } from './local-run-log.js';
 import { LOCAL_RESOURCE } from './token-auth.js';
@@ -31,8 +31,21 @@ export class LocalFront implements RunFront {
     this.logs = new LocalRunLogs(options.retainMs ?? 300_000);
   }
 
-  async send({ threadId, resource }: FrontRequest, text: string): Promise<RunStream> {
-    const run = await this.runtime.run({ threadId, input: text, resourceId: resource });
+  async send(
+    { threadId, resource }: FrontRequest,
+    text: string,
+    options: FrontSendOptions = {},
+  ): Promise<RunStream> {
+    const { runId } = options;
+    const retried = runId === undefined ? undefined : this.logs.get(runId);
+    // A retried send of a run this process streams: the client gets the same run, not a second one.
+    if (retried?.threadId === threadId) return this.read(retried, positionAfter(retried, undefined));
+    const run = await this.runtime.run({
+      threadId,
+      input: text,
+      resourceId: resource,
+      ...(runId === undefined ? {} : { runId }),
+    });
     return this.start(run);
   }
 
@@ -54,7 +67,11 @@ export class LocalFront implements RunFront {
     return { status: 200, body: { applied, ignored, openTickets } };
   }
 
-  async cancel({ threadId }: FrontRequest): Promise<FrontAnswer> {
+  async cancel({ threadId }: FrontRequest, runId?: string): Promise<FrontAnswer> {
+    // A cancel naming a run that is not the thread's active one (it ended) cancels nothing.
+    if (runId !== undefined && this.runtime.activeRun(threadId)?.runId !== runId) {
+      return { status: 200, body: { cancelled: false, runId } };
+    }
     return { status: 200, body: { cancelled: this.runtime.cancel(threadId, 'cancelled by the client') } };
   }
 

@@ -74,6 +74,63 @@ describe('a fleet server', () => {
     expect(await cancel.json()).toEqual({ cancelled: false, runId, termination: { type: 'natural-end' } });
   });
 
+  it('applies a cancel that names its run only to that run: a late cancel of an ended run leaves the next run alone', async () => {
+    // A client whose cancel reached a stalled server, retried elsewhere and then sent its next message: when the
+    // stalled server resumes, the cancel it still holds must not end the new run.
+    const { call, startWorker, thread } = fleetApi();
+    let open: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let calls = 0;
+    startWorker(
+      new ScriptedModel(async () => {
+        calls++;
+        if (calls === 2) await released;
+        return reply(`answer ${calls}`);
+      }),
+    );
+    const threadId = await thread();
+    const first = parseSse(
+      await (await call(`/threads/${threadId}/messages`, { json: { text: 'one' } })).text(),
+    );
+    const firstRun = (JSON.parse(first[0]?.data ?? '{}') as { runId: string }).runId;
+    const second = await call(`/threads/${threadId}/messages`, { json: { text: 'two' } });
+    const late = await call(`/threads/${threadId}/cancel`, { json: { runId: firstRun } });
+    expect(late.status).toBe(200);
+    expect(await late.json()).toMatchObject({ cancelled: false, runId: firstRun });
+    open();
+    const events = parseSse(await second.text());
+    expect(JSON.parse(events.at(-1)?.data ?? '{}')).toMatchObject({
+      status: 'done',
+      termination: { type: 'natural-end' },
+    });
+  });
+
+  it('starts one run for a message sent twice with the same client run id (a retry after a timeout, on any server)', async () => {
+    const { call, startWorker, store, thread } = fleetApi();
+    startWorker();
+    const threadId = await thread();
+    const send = () =>
+      call(`/threads/${threadId}/messages`, { json: { text: 'hello', runId: 'client-run-1' } });
+    const first = parseSse(await (await send()).text());
+    const retried = parseSse(await (await send()).text());
+    for (const events of [first, retried]) {
+      expect(JSON.parse(events[0]?.data ?? '{}')).toEqual({ runId: 'client-run-1' });
+      expect(events.at(-1)?.event).toBe('run-end');
+    }
+    const runs = (await store.listRuns(threadId)).items;
+    expect(runs.map((run) => run.identity.runId)).toEqual(['client-run-1']);
+    expect(
+      (await store.listMessages(threadId)).filter((record) => record.message.role === 'user'),
+    ).toHaveLength(1);
+    const other = await thread();
+    const stolen = await call(`/threads/${other}/messages`, { json: { text: 'hi', runId: 'client-run-1' } });
+    expect(stolen.status).toBe(409);
+    const invalid = await call(`/threads/${other}/messages`, { json: { text: 'hi', runId: '../x' } });
+    expect(invalid.status).toBe(400);
+  });
+
   it('answers a message to a dead-lettered thread with 409, lists its dead letters to its owner only, and resubmits it', async () => {
     const { admin, call, startWorker, thread } = fleetApi();
     const threadId = await thread();

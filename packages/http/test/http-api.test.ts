@@ -50,6 +50,20 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
     expect(reads).not.toContain('a.txt');
   });
 
+  it('streams one run for a message retried with the same run id, and lets a cancel that names an ended run cancel nothing', async () => {
+    const model = new ScriptedModel([reply('one'), reply('two')]);
+    api = await startApi(model);
+    const threadId = await createThread(api);
+    const send = () => api!.call(`/threads/${threadId}/messages`, { json: { text: 'hi', runId: 'mine-1' } });
+    const first = await readSse(await send());
+    const retried = await readSse(await send());
+    expect(retried).toEqual(first);
+    expect(runEndOf(first).identity.runId).toBe('mine-1');
+    expect((await api.store.listRuns(threadId)).items).toHaveLength(1);
+    const cancel = await api.call(`/threads/${threadId}/cancel`, { json: { runId: 'mine-1' } });
+    expect(await cancel.json()).toEqual({ cancelled: false, runId: 'mine-1' });
+  });
+
   it('streams a run with event ids, suspends it for approval, lists it in the inbox and resumes it', async () => {
     const model = new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')]);
     api = await startApi(model);

@@ -29,7 +29,11 @@ export interface FleetSendOptions {
   agentId?: string;
   /** The tenant of a new thread (and of the per-tenant figures and cap). */
   resourceId?: string;
-  /** The id of the run the input starts. @default a new id */
+  /**
+   * The id of the run the input starts, so that a retried send (after a timeout, on another server) starts one
+   * run: a submission naming a run that exists is applied as done. `store-conflict` when another thread has a run
+   * of that id. @default a new id
+   */
   runId?: string;
   /** Client-side tools for the run: a call suspends until a decision carries the client's result. */
   frontendTools?: FrontendTool[];
@@ -88,6 +92,15 @@ export class FleetClient {
     const input = normaliseInput(options.input);
     if (input.length === 0) throw new LunationError('invalid-argument', 'send() needs input');
     const runId = options.runId ?? createId();
+    if (options.runId !== undefined) {
+      // A retried send names the run it started: the worker applies it once. Another thread's run is refused.
+      const existing = await this.store.getRun(options.runId);
+      if (existing !== undefined && existing.identity.threadId !== options.threadId) {
+        throw new LunationError('store-conflict', `Run "${options.runId}" belongs to another thread`, {
+          details: { runId: options.runId, threadId: options.threadId },
+        });
+      }
+    }
     const submissionId = createId();
     const submitted = await this.dispatcher.submit({
       id: submissionId,

@@ -1,6 +1,8 @@
 import type { FleetExecution, FleetJournalLine } from '../../fixtures/fleet-journal.js';
 import { type FleetViolation, fleetInvariants, type ThreadEvidence } from './fleet-invariants.js';
 import type { FleetSettings } from './fleet-settings.js';
+import type { FleetUserClient } from './fleet-user-client.js';
+import type { FrontPool } from './front-pool.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /** What the test measures and counts, for its summary. */
@@ -10,12 +12,15 @@ export interface FleetFigures {
   threads: ThreadEvidence[];
   journal: FleetJournalLine[];
   pool: WorkerPool;
+  fronts: FrontPool;
+  users: FleetUserClient;
   violations: FleetViolation[];
 }
 
 /** The summary every run prints: size, disturbances, latencies, cancels, violations per invariant. */
 export function fleetSummary(settings: FleetSettings, figures: FleetFigures): string {
-  const { journal, pool, threads } = figures;
+  const { journal, pool, threads, fronts } = figures;
+  const frontKills = fronts.disturbances.filter((disturbance) => disturbance.kind === 'kill').length;
   const runs = threads.flatMap((thread) => thread.runs);
   const starts = journal.filter((line): line is FleetExecution => line.type === 'execution-start');
   const failures = journal.filter((line) => line.type === 'append-failure');
@@ -35,6 +40,7 @@ export function fleetSummary(settings: FleetSettings, figures: FleetFigures): st
   return [
     `fleet on ${figures.backend}: seed ${settings.seed}, ${threads.length} threads, ${runs.length} runs (${runs.length - threads.length} follow-ups), ${settings.workers} workers × ${settings.concurrency}, ${figures.seconds.toFixed(1)} s, ${(runs.length / figures.seconds).toFixed(2)} runs/s`,
     `  disturbances: workers killed ${pool.kills.length}; stalled ${pool.stalls.length} (${count(pool.stalls.filter((stall) => stall.long))} past the ${settings.leaseTtlMs} ms lease); CPU hogs ${settings.cpuHogs} at ${settings.cpuHogDuty}; append failures injected ${failures.length} (${count(failures.filter((line) => line.type === 'append-failure' && line.when === 'after'))} after appending); worker errors ${pool.workerErrors.length}; workers frozen (no heartbeat for 10 s, not stopped by the test) ${pool.freezes.length}`,
+    `  fronts (2, HTTP, in processes of their own): killed ${frontKills}; stalled ${fronts.disturbances.length - frontKills} (1–3 × the ${settings.requestTimeoutMs} ms request timeout); requests retried on the other front ${figures.users.retries}; front errors (500) ${fronts.frontErrors.length}`,
     `  tool executions ${starts.length} (re-runs ${count(starts.filter((start) => start.rerun))}); approvals ${runs.reduce((sum, run) => sum + run.driven.approvedAt.size, 0)} (calls asked again after their approval ${runs.reduce((sum, run) => sum + run.driven.askedAgain.length, 0)}); stream reconnects ${runs.reduce((sum, run) => sum + run.driven.reconnects, 0)}; events seen ${runs.reduce((sum, run) => sum + run.driven.seen.length, 0)}`,
     `  cancels ${cancels.length} (running ${count(cancels.filter(({ cancel }) => cancel.moment === 'running'))}, waiting ${count(cancels.filter(({ cancel }) => cancel.moment === 'waiting'))}, after-end ${count(cancels.filter(({ cancel }) => cancel.moment === 'after-end'))}): runs ended cancelled ${cancelledEnds}`,
     `  kill -> the cut-off call runs again on another worker: ${percentiles(killLatencies)}`,

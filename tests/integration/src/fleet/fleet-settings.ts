@@ -17,6 +17,10 @@ export const fleetSettings = {
   stalls: Number(process.env.LUNATION_FLEET_STALLS ?? 0.5),
   /** The share of stalls that outlast the lease (1.3–2.5 × its TTL); the others last 0.2–0.8 × the TTL. */
   longStalls: Number(process.env.LUNATION_FLEET_LONG_STALLS ?? 0.75),
+  /** The share of disturbances that kill or stall one of the two HTTP fronts instead of a worker. */
+  frontDisturbances: Number(process.env.LUNATION_FLEET_FRONTS ?? 0.3),
+  /** How long a user waits for a front's answer (or a stream's next byte) before retrying on the other front. */
+  requestTimeoutMs: Number(process.env.LUNATION_FLEET_REQUEST_TIMEOUT_MS ?? 5_000),
   /** CPU hog processes spinning beside the workers; 0: none. */
   cpuHogs: Number(process.env.LUNATION_FLEET_CPU_HOG ?? 1),
   /** The share of time a hog spins (in bursts of this share of a 2 s period); 1: all the time. */

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Dispatcher } from '@lunation/contract';
-import { FleetClient } from '@lunation/runtime';
 import { describe, expect, it } from 'vitest';
 import { openDispatcher } from '../../fixtures/fleet-connection.js';
 import { type FleetJournalLine, readJournal } from '../../fixtures/fleet-journal.js';
@@ -15,6 +14,8 @@ import { fleetSummary } from './fleet-figures.js';
 import { checkFleetThread, type FleetViolation, gatherEvidence } from './fleet-invariants.js';
 import { threadPlan } from './fleet-plans.js';
 import { fleetSettings as settings } from './fleet-settings.js';
+import { FleetUserClient } from './fleet-user-client.js';
+import { FrontPool } from './front-pool.js';
 import type { DrivenRun } from './run-driver.js';
 import { driveThread } from './thread-driver.js';
 import { WorkerPool, type WorkerStall } from './worker-pool.js';
@@ -45,33 +46,49 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
       openDispatcher(connections.dispatcher),
     ]);
     const stores = await Promise.all([openStore(connections.store), openStore(connections.store)]);
-    const fronts = [
-      new FleetClient({ dispatcher: dispatchers[0] as Dispatcher, store: stores[0]! }),
-      new FleetClient({ dispatcher: dispatchers[1] as Dispatcher, store: stores[1]! }),
-    ] as const;
+    // Two HTTP fronts (`@lunation/http` over `FleetFront`) in processes of their own, killed and stalled too.
+    const fronts = new FrontPool({
+      store: connections.store,
+      dispatcher: connections.dispatcher,
+      heartbeatMs: Math.max(200, Math.round(settings.requestTimeoutMs / 4)),
+    });
+    const users = new FleetUserClient(fronts, {
+      requestTimeoutMs: settings.requestTimeoutMs,
+      idleTimeoutMs: settings.requestTimeoutMs,
+    });
     const random = SeededRandom.derive(settings.seed, backend.name);
     const plans = Array.from({ length: settings.runs }, (_, index) => threadPlan(random, index, settings));
     const hogs = await startCpuHogs(settings.cpuHogs, settings.cpuHogDuty);
     const started = Date.now();
     let driven: DrivenRun[][] = [];
     try {
-      await pool.start(settings.workers);
-      const disturbing = disturb(pool, SeededRandom.derive(settings.seed, backend.name, 'disturbances'), {
-        minMs: settings.killMinMs,
-        maxMs: settings.killMaxMs,
-        leaseTtlMs: settings.leaseTtlMs,
-        stalls: settings.stalls,
-        longStalls: settings.longStalls,
-      });
+      await Promise.all([pool.start(settings.workers), fronts.start(2)]);
+      const disturbing = disturb(
+        pool,
+        fronts,
+        SeededRandom.derive(settings.seed, backend.name, 'disturbances'),
+        {
+          minMs: settings.killMinMs,
+          maxMs: settings.killMaxMs,
+          leaseTtlMs: settings.leaseTtlMs,
+          stalls: settings.stalls,
+          longStalls: settings.longStalls,
+          fronts: settings.frontDisturbances,
+          requestTimeoutMs: settings.requestTimeoutMs,
+        },
+      );
       try {
-        driven = await inPool(plans, settings.inFlight, (plan) =>
-          driveThread(fronts, `fleet-${label}-${plan.label}`, plan, settings.seed, settings.runTimeoutMs),
+        driven = await inPool(
+          plans,
+          settings.inFlight,
+          async (plan) => (await driveThread(users, plan, settings.seed, settings.runTimeoutMs)).runs,
         );
       } finally {
         await disturbing.stop();
       }
     } finally {
       await pool.stop();
+      await fronts.stop();
       await hogs.stop();
     }
     const seconds = (Date.now() - started) / 1000;
@@ -79,7 +96,11 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
     const journal = readJournal(journalPath);
     writeFileSync(
       join(directory, 'disturbances.json'),
-      JSON.stringify({ kills: pool.kills, stalls: pool.stalls, freezes: pool.freezes }, null, 1),
+      JSON.stringify(
+        { kills: pool.kills, stalls: pool.stalls, freezes: pool.freezes, fronts: fronts.disturbances },
+        null,
+        1,
+      ),
     );
     const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
     const threads = await inPool(driven, 16, (runs) =>
@@ -95,6 +116,8 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
       threads,
       journal,
       pool,
+      fronts,
+      users,
       violations,
     });
     console.log(summary);
@@ -102,12 +125,13 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
     await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
     await Promise.all(stores.map((store) => store.close()));
     await backend.cleanup(connections);
-    if (violations.length > 0 || pool.failures.length > 0 || freezes.length > 0) {
+    const failures = [...pool.failures, ...fronts.failures.map((failure) => `(front) ${failure}`)];
+    if (violations.length > 0 || failures.length > 0 || freezes.length > 0) {
       expect.fail(
         [
           summary,
           ...freezes.map((freeze) => `  worker froze: ${freeze}`),
-          ...pool.failures.map((failure) => `  worker failure: ${failure}`),
+          ...failures.map((failure) => `  process failure: ${failure}`),
           ...violations
             .slice(0, 60)
             .map((violation) => `  ${violation.invariant} (${violation.threadId}): ${violation.detail}`),

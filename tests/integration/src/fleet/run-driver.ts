@@ -1,15 +1,17 @@
-import { type AgentEvent, LunationError, type RunEventRecord } from '@lunation/contract';
-import type { FleetClient } from '@lunation/runtime';
+import type { AgentEvent, RunEventRecord } from '@lunation/contract';
 import { type FleetPlan, planText } from '../../fixtures/fleet-agent.js';
 import type { SeededRandom } from '../../fixtures/seeded-random.js';
 import type { CancelMoment, RunPlan } from './fleet-plans.js';
+import { type FleetUserClient, type FrontAnswer, StreamLost } from './fleet-user-client.js';
 
 /** A cancel the user asked for: when it was asked and when the front answered it. */
 export interface UserCancel {
   moment: CancelMoment;
   requestedAt: number;
-  /** When `FleetClient.cancel` resolved: the request was durable from then on. */
+  /** When a front answered it (after retries on the other front): the request was durable from then on. */
   answeredAt: number;
+  /** The front's answer: `cancelled` (202) or not (200, the run had ended). */
+  cancelled?: boolean;
   /** The user had already seen the run's final `run-end` (status `done`) when it cancelled. */
   sawEnd: boolean;
   error?: string;
@@ -22,8 +24,10 @@ export interface DrivenRun {
   runId: string;
   /** Every event the user's streams delivered, across drops and reconnections, in arrival order. */
   seen: RunEventRecord[];
-  /** How often the stream was dropped and resumed (after the last id seen) on the other front. */
+  /** How often the stream was dropped (or went silent) and resumed (after the last id seen) on the other front. */
   reconnects: number;
+  /** Requests of this run's user that a front did not answer in time and that were retried on the other. */
+  retried: number;
   /** When each call's first approval was submitted, by tool call id (before the submission). */
   approvedAt: Map<string, number>;
   /** Calls the run asked to approve again after their approval was submitted (a decision that did not hold). */
@@ -35,27 +39,30 @@ export interface DrivenRun {
 }
 
 /**
- * Plays a user of the fleet for one run: submits the plan through one front, follows the run's events, drops
- * the stream now and then and resumes it after the last id seen on the other front, approves every open ticket
- * through the other front until the run is done, and cancels it through the other front when the plan says.
+ * Plays a user of the fleet for one run, through its HTTP fronts: sends the message (with a run id of its own,
+ * so a retry on the other front starts one run) and reads the run's events from that answer, drops the stream now
+ * and then (and whenever a front goes silent) and resumes it after the last id seen on the other front, approves
+ * every open ticket through the other front until the run is done, and cancels it, naming the run, through the
+ * other front when the plan says. A front that does not answer in time gets the request retried on the other.
  */
 export async function driveRun(
-  fronts: readonly [FleetClient, FleetClient],
+  client: FleetUserClient,
   threadId: string,
   runPlan: RunPlan,
   random: SeededRandom,
   timeoutMs: number,
 ): Promise<DrivenRun> {
   const { plan } = runPlan;
+  const deadline = Date.now() + timeoutMs;
+  const runId = `${threadId}.${plan.label}`;
   let front = random.integer(0, 1);
-  const other = () => fronts[1 - front] as FleetClient;
-  const { runId } = await (fronts[front] as FleetClient).send({ threadId, input: planText(plan) });
   const driven: DrivenRun = {
     threadId,
     plan,
     runId,
     seen: [],
     reconnects: 0,
+    retried: 0,
     approvedAt: new Map(),
     askedAgain: [],
     cancels: [],
@@ -65,24 +72,41 @@ export async function driveRun(
     const requestedAt = Date.now();
     const sawEnd = driven.ended?.status === 'done';
     try {
-      await other().cancel(threadId, { runId, reason: `the fleet test cancels ${plan.label} (${moment})` });
-      driven.cancels.push({ moment, requestedAt, answeredAt: Date.now(), sawEnd });
+      const answer = await client.json(1 - front, `/threads/${threadId}/cancel`, { runId }, deadline);
+      driven.retried += answer.retried;
+      if (answer.status !== 200 && answer.status !== 202) {
+        throw new Error(`cancel answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      }
+      const { cancelled } = answer.body as { cancelled: boolean };
+      driven.cancels.push({ moment, requestedAt, answeredAt: Date.now(), sawEnd, cancelled });
     } catch (error) {
       driven.cancels.push({ moment, requestedAt, answeredAt: Date.now(), sawEnd, error: String(error) });
     }
   };
   let timer: NodeJS.Timeout | undefined;
   let cancelling: Promise<void> | undefined;
-  if (runPlan.cancel === 'running') {
-    timer = setTimeout(() => {
-      cancelling = cancel('running');
-    }, runPlan.cancelAfterMs);
-  }
-  const deadline = Date.now() + timeoutMs;
   try {
+    const sent = await client.call(
+      front,
+      `/threads/${threadId}/messages`,
+      { method: 'POST', body: { text: planText(plan), runId } },
+      deadline,
+    );
+    driven.retried += sent.retried;
+    front = sent.slot;
+    if (sent.response.status !== 200) {
+      throw new Error(`the message was answered ${sent.response.status}: ${await sent.response.text()}`);
+    }
+    if (runPlan.cancel === 'running') {
+      timer = setTimeout(() => {
+        cancelling = cancel('running');
+      }, runPlan.cancelAfterMs);
+    }
+    let answer: FrontAnswer | undefined = sent;
     for (;;) {
       const ended = await followUntilRunEnd(
-        fronts,
+        client,
+        answer,
         () => front,
         (next) => {
           front = next;
@@ -91,6 +115,7 @@ export async function driveRun(
         random,
         deadline,
       );
+      answer = undefined;
       driven.ended = ended;
       if (ended.status !== 'waiting') break;
       if (runPlan.cancel === 'waiting' && driven.cancels.length === 0) await cancel('waiting');
@@ -99,11 +124,22 @@ export async function driveRun(
         else driven.approvedAt.set(ticket.toolCallId, Date.now());
         return { decisionId: `approve-${ticket.id}`, ticketId: ticket.id, action: 'resume' as const };
       });
-      try {
-        await other().decide(threadId, decisions);
-      } catch (error) {
-        // A cancel may have ended the waiting run meanwhile: its `run-end` is still to come.
-        if (!LunationError.hasCode(error, 'not-found') || driven.cancels.length === 0) throw error;
+      const decided = await client.call(
+        1 - front,
+        `/threads/${threadId}/decisions`,
+        { method: 'POST', body: { decisions } },
+        deadline,
+      );
+      driven.retried += decided.retried;
+      const status = decided.response.status;
+      const text = (await decided.response.body?.cancel().then(() => '')) ?? '';
+      // The tickets were decided already: by this user's earlier attempt (a stalled front applied it late), or a
+      // cancel ended the waiting run meanwhile; either way the run's events go on in its log.
+      // (400 `unknown-ticket` when the front saw the run resumed or ended, 404 when it ended between its reads.)
+      const settled =
+        (status === 400 || status === 404) && (decided.retried > 0 || driven.cancels.length > 0);
+      if (status !== 200 && status !== 202 && !settled) {
+        throw new Error(`the decisions were answered ${status} ${text}`);
       }
     }
     clearTimeout(timer);
@@ -117,40 +153,67 @@ export async function driveRun(
   return driven;
 }
 
-/** Follows the run until its next `run-end`, dropping and resuming the stream on the other front at random. */
+/**
+ * Follows the run until its next `run-end`: from `answer` (the message's own stream) first, then through
+ * `GET …/runs/:runId/events` after the last id seen; drops the stream at random, and on a silent or broken one
+ * resumes on the other front.
+ */
 async function followUntilRunEnd(
-  fronts: readonly [FleetClient, FleetClient],
+  client: FleetUserClient,
+  first: FrontAnswer | undefined,
   current: () => number,
   switchTo: (front: number) => void,
   driven: DrivenRun,
   random: SeededRandom,
   deadline: number,
 ): Promise<Extract<AgentEvent, { type: 'run-end' }>> {
+  let answer = first;
   for (;;) {
     if (Date.now() > deadline) {
       throw new Error(
         `no run-end within the run's timeout (last event: ${driven.seen.at(-1)?.event.type ?? 'none'})`,
       );
     }
-    const dropAfter = random.chance(0.5) ? random.integer(1, 6) : Number.POSITIVE_INFINITY;
-    const stream = new AbortController();
-    const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
-    const signal = AbortSignal.any([stream.signal, timeout]);
-    const after = driven.seen.at(-1)?.id;
-    let received = 0;
-    for await (const record of (fronts[current()] as FleetClient).events(driven.runId, {
-      signal,
-      ...(after === undefined ? {} : { after }),
-    })) {
-      driven.seen.push(record);
-      if (record.event.type === 'run-end') return record.event;
-      if (++received >= dropAfter) {
-        stream.abort();
-        break;
+    if (answer === undefined) {
+      const after = driven.seen.at(-1)?.id;
+      answer = await client.call(
+        current(),
+        `/threads/${driven.threadId}/runs/${driven.runId}/events`,
+        { method: 'GET', ...(after === undefined ? {} : { headers: { 'last-event-id': after } }) },
+        deadline,
+      );
+      driven.retried += answer.retried;
+      switchTo(answer.slot);
+      if (answer.response.status === 404) {
+        // Not started by a worker yet (the run is found once its first commit lands): ask again shortly.
+        await answer.response.body?.cancel();
+        answer = undefined;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        continue;
+      }
+      if (answer.response.status !== 200) {
+        throw new Error(
+          `the run's events were answered ${answer.response.status}: ${await answer.response.text()}`,
+        );
       }
     }
-    if (timeout.aborted) continue;
-    // Dropped (or the subscription ended without a run-end): resume after the last id on the other front.
+    const dropAfter = random.chance(0.5) ? random.integer(1, 6) : Number.POSITIVE_INFINITY;
+    const stream = new AbortController();
+    let received = 0;
+    try {
+      for await (const record of client.records(answer, stream.signal)) {
+        driven.seen.push(record);
+        if (record.event.type === 'run-end') return record.event;
+        if (++received >= dropAfter) {
+          stream.abort();
+          break;
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof StreamLost)) throw error;
+    }
+    answer = undefined;
+    // Dropped, silent or broken: resume after the last id on the other front.
     driven.reconnects++;
     switchTo(1 - current());
   }
