@@ -50,6 +50,12 @@ export interface HttpApiOptions {
   dynamicTool?: (toolName: string) => boolean;
   /** Cross-origin requests from pages on other origins (answers preflights). Absent: same-origin only. */
   cors?: CorsOptions;
+  /**
+   * How long after a run ended `GET /chat/:id/stream` still answers its whole message (a page that read its
+   * history while the run went on, and asks to resume after it ended, holds only a part of it). 0: never.
+   * @default 30000
+   */
+  chatReplayMs?: number;
 }
 
 /** Lunation's HTTP API: a web-standard handler and its shutdown. */
@@ -100,6 +106,8 @@ export interface ApiParts {
   ownThread(threadId: string, resource: string): Promise<ThreadRecord>;
   /** Whether a tool's UI parts are `dynamic-tool`. */
   dynamicTool: (toolName: string) => boolean;
+  /** How long after a run ended the chat stream still replays its message. */
+  chatReplayMs: number;
 }
 
 class LunationHttpApi {
@@ -138,6 +146,7 @@ class LunationHttpApi {
         }),
       ownThread: (threadId, resource) => this.ownThread(threadId, resource),
       dynamicTool: options.dynamicTool ?? isDynamicToolName,
+      chatReplayMs: options.chatReplayMs ?? 30_000,
     };
     this.routes = [
       {
