@@ -126,7 +126,8 @@ export async function chatStream(parts: ApiParts, { params, resource }: RouteCon
 async function finishedStream(parts: ApiParts, threadId: string): Promise<Response> {
   const latest = await parts.store.getLatestRun(threadId);
   const ended = latest !== undefined && latest.status !== 'running' && latest.status !== 'created';
-  if (!ended || Date.now() - latest.updatedAt > parts.chatReplayMs) return new Response(null, { status: 204 });
+  if (!ended || Date.now() - latest.updatedAt > parts.chatReplayMs)
+    return new Response(null, { status: 204 });
   const runId = latest.identity.runId;
   const records = (await parts.store.listMessages(threadId)).filter((record) => record.runId === runId);
   const message = toChatUIMessages(records, {

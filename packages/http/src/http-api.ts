@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
 import { Cors, type CorsOptions } from './cors.js';
 import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
+import { forkRoute, threadCheckpoints } from './fork-route.js';
 import { isRunStream, type RunFront, type RunStream } from './front.js';
 import {
   CLIENT_CLOSED,
@@ -176,6 +177,11 @@ class LunationHttpApi {
       },
       { path: /^\/threads\/([^/]+)\/cancel$/, methods: { POST: (context) => this.cancel(context) } },
       { path: /^\/threads\/([^/]+)\/resubmit$/, methods: { POST: (context) => this.resubmit(context) } },
+      {
+        path: /^\/threads\/([^/]+)\/checkpoints$/,
+        methods: { GET: (context) => threadCheckpoints(this.parts, context) },
+      },
+      { path: /^\/threads\/([^/]+)\/fork$/, methods: { POST: (context) => forkRoute(this.parts, context) } },
       { path: /^\/dead-letters$/, methods: { GET: (context) => this.deadLetters(context) } },
       { path: /^\/threads\/([^/]+)\/runs$/, methods: { GET: (context) => this.listRuns(context) } },
       {

@@ -230,7 +230,15 @@ describe('a page whose history was read while the run went on, and that resumes 
       .split('\n\n')
       .filter((line) => line.startsWith('data: {'))
       .map((line) => (JSON.parse(line.slice(6)) as { type: string }).type);
-    expect(chunks).toEqual(['start', 'start-step', 'text-start', 'text-delta', 'text-end', 'finish-step', 'finish']);
+    expect(chunks).toEqual([
+      'start',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'finish-step',
+      'finish',
+    ]);
     const ended = (await api.store.getLatestRun(threadId))!.updatedAt;
     await new Promise((resolve) => setTimeout(resolve, ended + 2_100 - Date.now()));
     expect((await api.call(`/chat/${threadId}/stream`)).status).toBe(204);

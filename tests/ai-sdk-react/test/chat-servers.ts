@@ -53,7 +53,8 @@ export function readingModel(options: ScriptedModelOptions = {}): ScriptedModel 
         return { toolCalls: [{ toolName: 'read_file', arguments: { path: text.replace(/^read /, '') } }] };
       }
       const result = last?.role === 'tool' ? last.content[0] : undefined;
-      const path = result?.result.status === 'success' ? String(result.result.data).replace(/^contents of /, '') : '?';
+      const path =
+        result?.result.status === 'success' ? String(result.result.data).replace(/^contents of /, '') : '?';
       return { text: answerFor(path) };
     },
     { textChunkSize: 4, argumentsChunkSize: 6, partDelayMs: 15, ...options },
@@ -137,7 +138,8 @@ export async function startPageServer(): Promise<PageServer> {
     logLevel: 'silent',
   });
   const script = bundle.outputFiles[0]!.contents;
-  const html = '<!doctype html><html lang="en"><title>chat</title><div id="root"></div><script type="module" src="/app.js"></script>';
+  const html =
+    '<!doctype html><html lang="en"><title>chat</title><div id="root"></div><script type="module" src="/app.js"></script>';
   const server = await listen(
     createServer((request, response) => {
       if (request.url === '/app.js') {

@@ -89,17 +89,14 @@ async function chatState(page: Page): Promise<ChatPageState | undefined> {
   return page.evaluate(() => window.chatState);
 }
 
-/** Waits until the page's chat satisfies `condition` (checked in the page), up to 20 s. */
-async function waitForChat(page: Page, condition: string, argument: unknown = null): Promise<void> {
-  await page.waitForFunction(
-    ({ condition, argument }) => {
-      const state = window.chatState;
-      // biome-ignore lint/security/noGlobalEval: the condition is the test's own code, run in the page
-      return state !== undefined && (0, eval)(condition)(state, argument) === true;
-    },
-    { condition, argument },
-    { timeout: 20_000, polling: 20 },
-  );
+/** Waits until the page's chat satisfies `predicate` (run in the page: it may use only its arguments), up to 20 s. */
+async function waitForChat<Argument>(
+  page: Page,
+  predicate: (state: ChatPageState, argument: Argument) => boolean,
+  argument: Argument,
+): Promise<void> {
+  const expression = `window.chatState !== undefined && (${predicate.toString()})(window.chatState, ${JSON.stringify(argument)}) === true`;
+  await page.waitForFunction(expression, undefined, { timeout: 20_000, polling: 20 });
 }
 
 async function openThread(page: Page, threadId: string): Promise<void> {
@@ -111,7 +108,12 @@ async function openThread(page: Page, threadId: string): Promise<void> {
 async function approveIfAsked(page: Page): Promise<boolean> {
   await waitForChat(
     page,
-    `(state) => state.status === 'ready' || state.messages.some((message) => message.parts.some((part) => part.state === 'approval-requested'))`,
+    (state) =>
+      state.status === 'ready' ||
+      state.messages.some((message) =>
+        message.parts.some((part) => 'state' in part && part.state === 'approval-requested'),
+      ),
+    null,
   );
   const button = page.getByRole('button', { name: /^Approve / });
   if ((await button.count()) === 0) return false;
@@ -149,7 +151,11 @@ describe(`useChat from @ai-sdk/react (ai 7) in Chromium against @lunation/http o
         plans[plan.at]++;
         const where = `run ${run} (${JSON.stringify(plan)}); replay: ${replay}`;
         // The page is ready with the thread's history: every earlier run, each part once.
-        await waitForChat(page, `(state, count) => state.status === 'ready' && state.messages.length === count`, paths.length * 2);
+        await waitForChat(
+          page,
+          (state, count) => state.status === 'ready' && state.messages.length === count,
+          paths.length * 2,
+        );
         await page.getByRole('textbox', { name: 'Message' }).fill(`read ${path}`);
         await page.getByRole('button', { name: 'Send' }).click();
         if (plan.at === 'before-approval') {
@@ -166,7 +172,9 @@ describe(`useChat from @ai-sdk/react (ai 7) in Chromium against @lunation/http o
         paths.push(path);
         await waitForChat(
           page,
-          `(state, text) => state.status === 'ready' && state.messages.at(-1)?.parts.some((part) => part.type === 'text' && part.text === text)`,
+          (state, text) =>
+            state.status === 'ready' &&
+            state.messages.at(-1)?.parts.some((part) => part.type === 'text' && part.text === text) === true,
           answerFor(path),
         ).catch(async (error: unknown) => {
           const shown = JSON.stringify(await chatState(page));
@@ -187,7 +195,9 @@ describe(`useChat from @ai-sdk/react (ai 7) in Chromium against @lunation/http o
         expect(await page.locator('[data-part="tool"][data-state="output-available"]').count(), where).toBe(
           paths.length,
         );
-        expect(await page.locator('[data-role="assistant"] [data-part="text"]').count(), where).toBe(paths.length);
+        expect(await page.locator('[data-role="assistant"] [data-part="text"]').count(), where).toBe(
+          paths.length,
+        );
       }
       expect(consoleErrors).toEqual([]);
     } finally {
