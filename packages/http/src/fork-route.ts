@@ -41,9 +41,14 @@ export async function forkRoute(
   let runId: string | null = null;
   if (body.input !== undefined) {
     const stream = await parts.front.send({ threadId: fork.thread.id, resource }, body.input);
-    // Nobody reads this stream: the run goes on, and its events are followed by id.
+    // Nobody reads this stream: the run goes on, and its events are followed by id. Detached, the reader ends at
+    // its first read (and lets go of what it holds).
     stream.detach();
-    void stream.records[Symbol.asyncIterator]().return?.(undefined);
+    const reader = stream.records[Symbol.asyncIterator]();
+    void reader
+      .next()
+      .then(() => reader.return?.())
+      .catch(() => undefined);
     runId = stream.runId ?? null;
   }
   return jsonResponse(201, {

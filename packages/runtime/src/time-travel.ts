@@ -47,13 +47,16 @@ export interface ThreadStepCheckpoint {
    * decisions or still runs (a fork from it settles its open calls, see {@link ForkThreadOptions.openCalls}).
    */
   complete: boolean;
-  /** When the step's last message was committed (epoch ms). */
+  /** When the step's last message was committed (epoch ms; in a fork, when it was copied). */
   at: number;
   /** The text the model answered in the step. */
   text: string;
   /** The tool calls the model made in the step. */
   calls: CheckpointCall[];
-  /** The text of the user message the step's run started with, on the run's first step. */
+  /**
+   * The text of the user message just before the step: the run's input on its first step (or a message sent to
+   * the run before this step).
+   */
   input?: string;
   /** How long the step's model call took, in milliseconds (from the run journal, while it keeps the step). */
   modelMs?: number;
@@ -225,11 +228,10 @@ export async function forkThread(
     }
   }
   const origin: ForkOrigin = { threadId, checkpoint: position, messageCount: copied.length };
+  const owner = options.resourceId ?? original.resourceId;
   const thread = await store.createThread({
     id: options.threadId ?? randomUUID(),
-    ...((options.resourceId ?? original.resourceId)
-      ? { resourceId: (options.resourceId ?? original.resourceId) as string }
-      : {}),
+    ...(owner !== undefined ? { resourceId: owner } : {}),
     metadata: { ...original.metadata, ...options.metadata, forkedFrom: { ...origin } },
   });
   try {
