@@ -161,8 +161,8 @@ export async function listCheckpoints(
 /**
  * Forks a new thread from a checkpoint of another: the original's messages up to it (each with its run, so the
  * fork's first steps are the original's), its thread state (see {@link ForkThreadOptions.threadState}) and
- * `forkedFrom` in its metadata. The original is not changed. The fork has no runs yet: its next run continues
- * from the checkpoint, calling the model on the copied history.
+ * `forkedFrom` in its metadata. The original is not changed. The fork has no runs (unless `continueRun`): its next
+ * run, with new input, continues from the checkpoint, the model called on the copied history and the input.
  *
  * @remarks Side effects. A fork never replays a recorded side effect of the original unless asked: the copied
  * tool results are history, never run again; the calls of the checkpoint's step that have no result are settled
@@ -170,6 +170,7 @@ export async function listCheckpoints(
  * for them to run again. The original's ledger entries stay the original's. Calls the fork's later runs make are
  * the fork's own (its runs, its ledger entries and idempotency keys): a model that makes again a call the
  * original made after the checkpoint makes a new call, which runs like any other, through the agent's gates.
+ * A fork is written in one commit per run of the copied messages; one that fails part-way is deleted.
  * @throws LunationError `not-found` for a missing thread, `invalid-argument` for a checkpoint it does not have,
  * `store-conflict` when `threadId` is taken.
  */
@@ -298,7 +299,7 @@ export async function forkThread(
       ...(run ? { runId: run.identity.runId } : {}),
     };
   } catch (error) {
-    // A fork is whole or absent.
+    // A fork that failed part-way is removed, not left half-copied.
     await store.deleteThread(thread.id).catch(() => false);
     throw error;
   }
@@ -341,28 +342,16 @@ function checkpointsOf(records: MessageRecord[]): ThreadStepCheckpoint[] {
         else if (part.type === 'tool-call')
           current.calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, answered: false });
       }
+    } else if (message.role === 'tool') {
+      // The step's own results: its tool messages carry its run and step.
+      for (const result of message.content) {
+        const call = current.calls.find((candidate) => candidate.toolCallId === result.toolCallId);
+        if (call) call.answered = true;
+      }
     }
-  }
-  // A step's answers are those in the messages up to its checkpoint, so each is checked against its own prefix.
-  for (const checkpoint of checkpoints) {
-    const answered = new Set(resultsAfter(messagesOf(records, checkpoint.messageCount), 0));
-    for (const call of checkpoint.calls) call.answered = answered.has(call.toolCallId);
-    checkpoint.complete = checkpoint.calls.every((call) => call.answered);
+    current.complete = current.calls.every((call) => call.answered);
   }
   return checkpoints;
-}
-
-function messagesOf(records: MessageRecord[], count: number): Message[] {
-  return records.slice(0, count).map((record) => record.message);
-}
-
-/** The ids of the tool results in `messages` from index `from` on. */
-function resultsAfter(messages: Message[], from: number): string[] {
-  const ids: string[] = [];
-  for (const message of messages.slice(from)) {
-    if (message.role === 'tool') for (const part of message.content) ids.push(part.toolCallId);
-  }
-  return ids;
 }
 
 /** Consecutive messages of one run, for one commit each. */
