@@ -9,8 +9,8 @@ export { type RunSummary, runSummary } from './run-summary.js';
 export { INBOX_SCAN_LIMIT, type InboxThread, SEARCH_SCAN_LIMIT } from './thread-queries.js';
 export { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 export { type Authenticate, LOCAL_RESOURCE, tokenAuth } from './token-auth.js';
+export { isDynamicToolName } from './dynamic-tool-name.js';
 export {
-  isDynamicToolName,
   toUIMessageChunks,
   UI_MESSAGE_STREAM_HEADERS,
   type UIMessageChunk,
