@@ -1,8 +1,8 @@
 import type { ResumeDecision, RunEventRecord, SuspensionTicket } from '@lunation/contract';
 import { LunationError } from '@lunation/contract';
 import { z } from 'zod';
-import { isRunStream, type RunStream } from './front.js';
 import type { ApiParts, RouteContext } from './api-parts.js';
+import { isRunStream, type RunStream } from './front.js';
 import { HttpError, jsonResponse } from './http-error.js';
 import { readBody } from './request-body.js';
 import { toUIMessageChunks, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream.js';

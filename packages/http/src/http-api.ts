@@ -9,7 +9,8 @@ import { z } from 'zod';
 import type { ApiParts, RouteContext } from './api-parts.js';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
 import { Cors, type CorsOptions } from './cors.js';
-import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
+import { isDynamicToolName } from './dynamic-tool-name.js';
+import { eventStreamResponse } from './event-stream.js';
 import { isRunStream, type RunFront, type RunStream } from './front.js';
 import {
   CLIENT_CLOSED,
@@ -19,12 +20,11 @@ import {
   noThread,
   toHttpError,
 } from './http-error.js';
-import { type BodyLimits, readBody } from './request-body.js';
+import { readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
 import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
-import { isDynamicToolName } from './dynamic-tool-name.js';
 
 /** Options of {@link createHttpApi}. */
 export interface HttpApiOptions {

@@ -1,4 +1,5 @@
 export type { CorsOptions } from './cors.js';
+export { isDynamicToolName } from './dynamic-tool-name.js';
 export { type EventStreamOptions, eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 export { FleetFront, type FleetFrontOptions } from './fleet-front.js';
 export { type FrontAnswer, type FrontRequest, isRunStream, type RunFront, type RunStream } from './front.js';
@@ -9,7 +10,6 @@ export { type RunSummary, runSummary } from './run-summary.js';
 export { INBOX_SCAN_LIMIT, type InboxThread, SEARCH_SCAN_LIMIT } from './thread-queries.js';
 export { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 export { type Authenticate, LOCAL_RESOURCE, tokenAuth } from './token-auth.js';
-export { isDynamicToolName } from './dynamic-tool-name.js';
 export {
   toUIMessageChunks,
   UI_MESSAGE_STREAM_HEADERS,
