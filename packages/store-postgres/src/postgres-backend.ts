@@ -6,11 +6,7 @@ import {
   type CompleteToolExecutionInput,
   type CreateThreadInput,
   type Lease,
-  type ListMessagesOptions,
-  type ListRunsOptions,
-  type ListThreadsOptions,
   LunationError,
-  type LunationStore,
   type MessageRecord,
   type Page,
   type ReleaseLeaseInput,
@@ -21,107 +17,37 @@ import {
   type ToolEffectInput,
   type ToolExecution,
   type ToolResult,
-  type TransactionalToolEffects,
 } from '@lunation/contract';
+import { postgresErrorCode } from '@lunation/contract/postgres-utils';
 import {
-  assertBeginToolExecution,
-  assertCheckpointCommit,
-  assertEffectSignal,
   assertId,
   assertInteger,
   assertObject,
+  type CheckedListMessagesOptions,
+  type CheckedListRunsOptions,
+  type CheckedListThreadsOptions,
   decodeCursor,
   encodeCursor,
   leaseHeldElsewhere,
   ledgerEntriesToWrite,
-  pageLimit,
   runEffectUntilAborted,
+  type StoreBackend,
   toJsonText,
   unissuedLeaseToken,
 } from '@lunation/contract/store-utils';
-import {
-  CompiledQuery,
-  Kysely,
-  type PostgresPool as KyselyPostgresPool,
-  type PostgresPoolClient as KyselyPostgresPoolClient,
-  PostgresDialect,
-  type Transaction,
-} from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
-import { CallBatcher, type CallBatching, type Executor } from './call-batcher.js';
-import { createMigrator, migrate } from './postgres-migrations.js';
+import { CallBatcher, type Executor } from './call-batcher.js';
+import { migrate, schemaVersion } from './postgres-migrations.js';
 import { assertSchemaName, defaultSchema } from './postgres-schema.js';
 import { createStatements, type Statement, type Statements } from './postgres-statements.js';
-import { errorCode, toStoreError } from './to-store-error.js';
-
-/** A query as the store sends it: a named (prepared) statement, its values, rows as arrays. */
-export interface PostgresQueryConfig {
-  name: string;
-  text: string;
-  values: unknown[];
-  rowMode: 'array';
-}
-
-/** The part of a pg pool client the store and kysely's `PostgresDialect` use (a `pg.PoolClient` fits). */
-export interface PostgresPoolClient extends KyselyPostgresPoolClient {
-  /** Runs a query: kysely's plain queries, and the store's named statements with array rows. */
-  query: KyselyPostgresPoolClient['query'] &
-    ((config: PostgresQueryConfig) => Promise<{ rows: unknown[][] }>);
-  /** Returns the connection to the pool; with an error, the pool ends it instead. */
-  release(error?: Error | boolean): void;
-}
-
-/**
- * The part of a pg `Pool` the store uses: `connect` for each call and for migrations (through kysely's
- * `PostgresDialect`). A `pg.Pool` fits.
- */
-export interface PostgresPool extends KyselyPostgresPool {
-  /** Checks a client out of the pool. */
-  connect(): Promise<PostgresPoolClient>;
-}
-
-interface PostgresStoreCommonOptions {
-  /**
-   * The PostgreSQL schema holding the store's tables and functions, created if missing, so several apps or
-   * stores can share one database. @default 'lunation'
-   */
-  schema?: string;
-  /**
-   * Group commit. `'auto'`: while every connection is busy, the calls that wait (commits, lease acquire and
-   * release, thread creation, checkpoint loads) go to the server together, one round trip and one transaction
-   * for up to 32 calls, each rolled back alone if it is rejected; a call alone is sent as before. `'off'`:
-   * every call is its own round trip. `'always'`: every such call goes through the batch function, even alone
-   * (what the conformance suite runs to cover that path). @default 'auto'
-   */
-  callBatching?: CallBatching;
-}
-
-/** {@link PostgresStore} options that connect with a connection string: the store owns its pool. */
-export interface PostgresStoreConnectionOptions extends PostgresStoreCommonOptions {
-  /** e.g. `postgres://user:password@host:5432/database`; the store opens and closes its own pool. */
-  connectionString: string;
-  /** The most connections the store's pool opens. @default 10 */
-  maxConnections?: number;
-}
-
-/** {@link PostgresStore} options with a pg `Pool` you own. */
-export interface PostgresStorePoolOptions extends PostgresStoreCommonOptions {
-  /** A pg `Pool` you own, left open by `close()`. */
-  pool: PostgresPool;
-}
-
-/** {@link PostgresStore} options with a Kysely instance you own. */
-export interface PostgresStoreKyselyOptions extends PostgresStoreCommonOptions {
-  /** A Kysely instance on kysely's `PostgresDialect` that you own (its plugins are bypassed), left open by `close()`. */
-  // biome-ignore lint/suspicious/noExplicitAny: an application's Kysely of any schema
-  database: Kysely<any>;
-}
-
-/** What {@link PostgresStore} takes: a connection string, a pg `Pool`, or a Kysely instance, and a `schema`. */
-export type PostgresStoreOptions =
-  | PostgresStoreConnectionOptions
-  | PostgresStorePoolOptions
-  | PostgresStoreKyselyOptions;
+import type {
+  PostgresPool,
+  PostgresQueryConfig,
+  PostgresStoreConnectionOptions,
+  PostgresStoreOptions,
+} from './postgres-store-options.js';
+import { toStoreError } from './to-store-error.js';
 
 /** Maps a rejection the store's SQL raised (an `LN...` SQLSTATE, with its DETAIL) to the contract's error. */
 type Rejection = (state: string, detail: string) => LunationError | undefined;
@@ -166,13 +92,10 @@ interface LeaseRow {
 }
 
 /**
- * A `LunationStore` in PostgreSQL (kysely migrations, node-postgres). Every call is one statement, so one round
- * trip: writes call SQL functions the migrations install, each atomic.
- *
- * @remarks The schema is migrated on first use; call `init()` (or use `PostgresStore.open`) to do it up front.
+ * The atomic operations of `PostgresStore`: every call is one statement, so one round trip; writes call SQL
+ * functions the migrations install, each atomic. `CheckedStore` checks their input and the closed state first.
  */
-export class PostgresStore implements LunationStore, TransactionalToolEffects {
-  readonly specificationVersion = 'v1' as const;
+export class PostgresBackend implements StoreBackend {
   readonly kind = 'postgres';
   /** The PostgreSQL schema of the store's tables. */
   readonly schema: string;
@@ -219,18 +142,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     }
   }
 
-  /** Opens the store and brings its schema up to date. */
-  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
-    const store = new PostgresStore(options);
-    try {
-      await store.init();
-    } catch (error) {
-      await store.close();
-      throw error;
-    }
-    return store;
-  }
-
   /** Connects and applies pending migrations; idempotent, and done lazily by every method. */
   async init(): Promise<void> {
     await this.#ready();
@@ -240,25 +151,18 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   async schemaVersion(): Promise<string | undefined> {
     await this.#ready();
     try {
-      const migrations = await createMigrator(this.#kysely!, this.schema).getMigrations();
-      return migrations.filter((migration) => migration.executedAt !== undefined).at(-1)?.name;
+      return await schemaVersion(this.#kysely!, this.schema);
     } catch (error) {
       throw toStoreError(error);
     }
   }
 
-  /**
-   * Drops the store's schema with everything in it (threads, messages, runs, ledger, leases, the migration
-   * records), then closes the store. For tests and uninstalls; other stores on the schema stop working.
-   */
+  /** Drops the store's schema with everything in it; `PostgresStore.dropSchema` closes the store after it. */
   async dropSchema(): Promise<void> {
-    if (this.#closed) throw closedError();
     try {
       await this.#connection().execute(this.#statements.dropSchema, []);
     } catch (error) {
       throw toStoreError(error, this.#lastPoolError);
-    } finally {
-      await this.close();
     }
   }
 
@@ -274,11 +178,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
-    assertId(input.id, 'id');
-    if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
-    const metadata = input.metadata ?? {};
-    assertObject(metadata, 'metadata');
-    const metadataJson = toJsonText(metadata, 'metadata');
+    const metadataJson = toJsonText(input.metadata ?? {}, 'metadata');
     const now = Date.now();
     const rows = await this.#query(this.#statements.createThread, [
       input.id,
@@ -305,14 +205,12 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async getThread(threadId: string): Promise<ThreadRecord | undefined> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.getThread, [threadId]);
     return row === undefined ? undefined : toThread(JSON.parse(row));
   }
 
-  async listThreads(options: ListThreadsOptions = {}): Promise<Page<ThreadRecord>> {
-    const limit = pageLimit(options.limit);
-    if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
+  async listThreads(options: CheckedListThreadsOptions): Promise<Page<ThreadRecord>> {
+    const { limit } = options;
     const [createdAt, id] = options.cursor === undefined ? [-1, ''] : decodeCursor(options.cursor, 'string');
     const rows =
       options.resourceId === undefined
@@ -328,8 +226,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
-    assertId(threadId, 'threadId');
-    assertObject(metadata, 'metadata');
     const metadataJson = toJsonText(metadata, 'metadata');
     const [row] = await this.#query(this.#statements.updateThreadMetadata, [
       threadId,
@@ -341,17 +237,12 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async deleteThread(threadId: string): Promise<boolean> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.deleteThread, [threadId]);
     return row === 'true';
   }
 
-  async listMessages(threadId: string, options: ListMessagesOptions = {}): Promise<MessageRecord[]> {
-    assertId(threadId, 'threadId');
-    const fromSeq = options.fromSeq ?? 1;
-    assertInteger(fromSeq, 'fromSeq', 1);
-    if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
-    if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
+  async listMessages(threadId: string, options: CheckedListMessagesOptions): Promise<MessageRecord[]> {
+    const { fromSeq } = options;
     const rows = await this.#query(this.#statements.listMessages, [
       threadId,
       fromSeq,
@@ -362,20 +253,17 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    assertId(runId, 'runId');
     const [row] = await this.#query(this.#statements.getRun, [runId]);
     return row === undefined ? undefined : (JSON.parse(row) as RunRecord);
   }
 
   async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.getLatestRun, [threadId]);
     return row === undefined ? undefined : (JSON.parse(row) as RunRecord);
   }
 
-  async listRuns(threadId: string, options: ListRunsOptions = {}): Promise<Page<RunRecord>> {
-    assertId(threadId, 'threadId');
-    const limit = pageLimit(options.limit);
+  async listRuns(threadId: string, options: CheckedListRunsOptions): Promise<Page<RunRecord>> {
+    const { limit } = options;
     const [createdAt, seq] = options.cursor === undefined ? [-1, 0] : decodeCursor(options.cursor, 'number');
     const rows = await this.#query(this.#statements.listRuns, [threadId, createdAt, seq, limit + 1]);
     const page = toPage(
@@ -390,13 +278,11 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async getThreadState(threadId: string): Promise<Record<string, unknown>> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.getThreadState, [threadId]);
     return row === undefined ? {} : JSON.parse(row);
   }
 
   async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
-    assertCheckpointCommit(commit);
     const { threadId, expectedMessageCount, leaseToken, run, threadState } = commit;
     const messagesJson = `[${commit.messages.map((message, index) => toJsonText(message, `messages[${index}]`)).join(',')}]`;
     const executions = ledgerEntriesToWrite(commit.toolExecutions ?? []);
@@ -444,7 +330,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.loadCheckpoint, [threadId]);
     if (row === undefined) return undefined;
     const checkpoint = JSON.parse(row) as {
@@ -462,7 +347,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
-    assertBeginToolExecution(input);
     const [row] = await this.#query(
       this.#statements.beginToolExecution,
       [
@@ -490,10 +374,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
-    assertId(input.runId, 'runId');
-    assertId(input.toolCallId, 'toolCallId');
-    assertObject(input.result, 'result');
-    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     const [row] = await this.#query(
       this.#statements.completeToolExecution,
       completionValues(input),
@@ -511,14 +391,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     input: ToolEffectInput,
     effect: (transaction: unknown) => Promise<ToolResult>,
   ): Promise<ToolExecution> {
-    assertId(input.runId, 'runId');
-    assertId(input.toolCallId, 'toolCallId');
-    if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
-    if (typeof effect !== 'function')
-      throw new LunationError('invalid-argument', 'effect must be a function');
-    assertEffectSignal(input.signal);
     const { signal } = input;
-    signal?.throwIfAborted();
     await this.#ready();
     const statements = this.#statements;
     let failure: { error: unknown } | undefined;
@@ -556,7 +429,7 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     } catch (error) {
       if (failure) throw failure.error;
       if (LunationError.isInstance(error)) throw error;
-      const state = errorCode(error);
+      const state = postgresErrorCode(error);
       if (state?.startsWith('LN')) {
         const rejection = completionRejection({ ...input, result: { status: 'success' } })(
           state,
@@ -570,24 +443,16 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
-    assertId(runId, 'runId');
-    assertId(toolCallId, 'toolCallId');
     const [row] = await this.#query(this.#statements.getToolExecution, [runId, toolCallId]);
     return row === undefined ? undefined : toToolExecution(JSON.parse(row));
   }
 
   async listToolExecutions(runId: string): Promise<ToolExecution[]> {
-    assertId(runId, 'runId');
     const rows = await this.#query(this.#statements.listToolExecutions, [runId]);
     return rows.map((row) => toToolExecution(JSON.parse(row)));
   }
 
   async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
-    assertId(input.threadId, 'threadId');
-    assertId(input.owner, 'owner');
-    assertId(input.runId, 'runId');
-    assertInteger(input.ttlMs, 'ttlMs', 1);
-    if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
     const [row] = await this.#query(
       this.#statements.acquireLease,
       [input.threadId, input.owner, input.incarnation ?? null, input.runId, input.ttlMs],
@@ -621,9 +486,6 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async renewLease(input: RenewLeaseInput): Promise<Lease> {
-    assertId(input.threadId, 'threadId');
-    assertInteger(input.token, 'token', 1);
-    assertInteger(input.ttlMs, 'ttlMs', 1);
     const [row] = await this.#query(this.#statements.renewLease, [input.threadId, input.token, input.ttlMs]);
     const { lease, currentToken } = JSON.parse(row!) as {
       lease: LeaseRow | null;
@@ -641,14 +503,11 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
   }
 
   async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
-    assertId(input.threadId, 'threadId');
-    assertInteger(input.token, 'token', 1);
     const rows = await this.#query(this.#statements.releaseLease, [input.threadId, input.token]);
     return rows.length > 0;
   }
 
   async getLease(threadId: string): Promise<Lease | undefined> {
-    assertId(threadId, 'threadId');
     const [row] = await this.#query(this.#statements.getLease, [threadId]);
     return row === undefined ? undefined : toLease(JSON.parse(row));
   }
@@ -659,15 +518,18 @@ export class PostgresStore implements LunationStore, TransactionalToolEffects {
     try {
       return await execute(statement, values);
     } catch (error) {
-      const state = errorCode(error);
+      const state = postgresErrorCode(error);
       if (state?.startsWith('LN')) {
         const detail = (error as { detail?: string }).detail ?? '';
         const rejection = reject?.(state, detail);
         if (rejection) throw rejection;
       }
-      if (this.#closed) throw closedError();
-      throw toStoreError(error, this.#lastPoolError);
+      throw error;
     }
+  }
+
+  toStoreError(error: unknown): LunationError {
+    return toStoreError(error, this.#lastPoolError);
   }
 
   #ready(): Promise<Executor> {
