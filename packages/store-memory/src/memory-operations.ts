@@ -57,7 +57,7 @@ export class MemoryOperations implements StoreBackend {
     this.now = now;
   }
 
-  async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
+  createThread(input: CreateThreadInput): ThreadRecord {
     const { threads, threadOrder: ordered, threadsByResource } = this.backend;
     if (threads.has(input.id)) {
       throw new LunationError(
@@ -94,12 +94,12 @@ export class MemoryOperations implements StoreBackend {
     return toThreadRecord(slot);
   }
 
-  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+  getThread(threadId: string): ThreadRecord | undefined {
     const slot = this.backend.threads.get(threadId);
     return slot === undefined ? undefined : toThreadRecord(slot);
   }
 
-  async listThreads(options: CheckedListThreadsOptions): Promise<Page<ThreadRecord>> {
+  listThreads(options: CheckedListThreadsOptions): Page<ThreadRecord> {
     const list =
       options.resourceId === undefined
         ? this.backend.threadOrder
@@ -118,14 +118,14 @@ export class MemoryOperations implements StoreBackend {
     return { items, nextCursor: encodeCursor({ createdAt: last.createdAt, id: last.id }) };
   }
 
-  async updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
+  updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): ThreadRecord {
     const slot = this.requireThread(threadId);
     slot.metadata = toJson(metadata) as JsonObject;
     slot.updatedAt = this.now();
     return toThreadRecord(slot);
   }
 
-  async deleteThread(threadId: string): Promise<boolean> {
+  deleteThread(threadId: string): boolean {
     const {
       threads,
       threadOrder: ordered,
@@ -159,7 +159,7 @@ export class MemoryOperations implements StoreBackend {
     return true;
   }
 
-  async listMessages(threadId: string, options: CheckedListMessagesOptions): Promise<MessageRecord[]> {
+  listMessages(threadId: string, options: CheckedListMessagesOptions): MessageRecord[] {
     const slot = this.backend.threads.get(threadId);
     if (slot === undefined) return [];
     const first = options.fromSeq;
@@ -169,17 +169,17 @@ export class MemoryOperations implements StoreBackend {
     return copyList(slot.messages.slice(first - 1, last));
   }
 
-  async getRun(runId: string): Promise<RunRecord | undefined> {
+  getRun(runId: string): RunRecord | undefined {
     const slot = this.backend.runs.get(runId);
     return slot === undefined ? undefined : copyJson(slot.record);
   }
 
-  async getLatestRun(threadId: string): Promise<RunRecord | undefined> {
+  getLatestRun(threadId: string): RunRecord | undefined {
     const latest = this.backend.threads.get(threadId)?.runs.at(-1);
     return latest === undefined ? undefined : copyJson(latest.record);
   }
 
-  async listRuns(threadId: string, options: CheckedListRunsOptions): Promise<Page<RunRecord>> {
+  listRuns(threadId: string, options: CheckedListRunsOptions): Page<RunRecord> {
     const list = this.backend.threads.get(threadId)?.runs ?? [];
     const { limit } = options;
     const start =
@@ -195,12 +195,12 @@ export class MemoryOperations implements StoreBackend {
     return { items, nextCursor: encodeCursor({ createdAt: last.createdAt, order: last.order }) };
   }
 
-  async getThreadState(threadId: string): Promise<Record<string, unknown>> {
+  getThreadState(threadId: string): Record<string, unknown> {
     const state = this.backend.threads.get(threadId)?.state;
     return state === undefined ? {} : copyJson(state);
   }
 
-  async commit(commit: CheckpointCommit): Promise<CheckpointResult> {
+  commit(commit: CheckpointCommit): CheckpointResult {
     const { threadId } = commit;
     const slot = this.requireThread(threadId);
     this.assertCommitLease(threadId, commit.leaseToken);
@@ -253,7 +253,7 @@ export class MemoryOperations implements StoreBackend {
     return { messageCount: slot.messageCount };
   }
 
-  async loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
+  loadCheckpoint(threadId: string): ThreadCheckpoint | undefined {
     const slot = this.backend.threads.get(threadId);
     if (slot === undefined) return undefined;
     const latest = slot.runs.at(-1);
@@ -265,7 +265,7 @@ export class MemoryOperations implements StoreBackend {
     };
   }
 
-  async beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
+  beginToolExecution(input: BeginToolExecutionInput): ToolExecution {
     this.assertFreshLease(input.threadId, input.leaseToken);
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
     if (existing !== undefined && existing.threadId !== input.threadId) {
@@ -290,7 +290,7 @@ export class MemoryOperations implements StoreBackend {
     return copyJson(existing.entry);
   }
 
-  async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
+  completeToolExecution(input: CompleteToolExecutionInput): ToolExecution {
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);
     if (existing === undefined) {
       throw new LunationError(
@@ -310,12 +310,12 @@ export class MemoryOperations implements StoreBackend {
     return copyJson(existing.entry);
   }
 
-  async getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
+  getToolExecution(runId: string, toolCallId: string): ToolExecution | undefined {
     const slot = this.backend.ledger.get(runId)?.get(toolCallId);
     return slot === undefined ? undefined : copyJson(slot.entry);
   }
 
-  async listToolExecutions(runId: string): Promise<ToolExecution[]> {
+  listToolExecutions(runId: string): ToolExecution[] {
     const entries = this.backend.ledger.get(runId);
     if (entries === undefined) return [];
     const slots = [...entries.values()].sort((a, b) =>
@@ -324,7 +324,7 @@ export class MemoryOperations implements StoreBackend {
     return slots.map((slot) => copyJson(slot.entry));
   }
 
-  async acquireLease(input: AcquireLeaseInput): Promise<Lease> {
+  acquireLease(input: AcquireLeaseInput): Lease {
     const now = this.now();
     const slot = this.leaseSlot(input.threadId);
     const active = slot.lease;
@@ -358,7 +358,7 @@ export class MemoryOperations implements StoreBackend {
     return { ...lease };
   }
 
-  async renewLease(input: RenewLeaseInput): Promise<Lease> {
+  renewLease(input: RenewLeaseInput): Lease {
     const slot = this.backend.leases.get(input.threadId);
     const held = slot?.lease;
     if (
@@ -382,14 +382,14 @@ export class MemoryOperations implements StoreBackend {
     return { ...lease };
   }
 
-  async releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
+  releaseLease(input: ReleaseLeaseInput): boolean {
     const slot = this.backend.leases.get(input.threadId);
     if (slot?.lease === undefined || slot.lease.token !== input.token) return false;
     slot.lease = undefined;
     return true;
   }
 
-  async getLease(threadId: string): Promise<Lease | undefined> {
+  getLease(threadId: string): Lease | undefined {
     const lease = this.backend.leases.get(threadId)?.lease;
     return lease === undefined || lease.expiresAt <= this.now() ? undefined : { ...lease };
   }

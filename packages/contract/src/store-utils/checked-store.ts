@@ -46,21 +46,41 @@ export interface CheckedListMessagesOptions extends ListMessagesOptions {
 }
 
 /**
+ * The contract's store operations as a backend may implement them: each may answer synchronously (an in-memory
+ * backend spares a promise per call) or with a promise.
+ */
+export type StoreOperations = {
+  [Name in Exclude<
+    keyof LunationStore,
+    'specificationVersion' | 'kind' | 'close'
+  >]: LunationStore[Name] extends (...args: infer Args) => Promise<infer Result>
+    ? (...args: Args) => Result | Promise<Result>
+    : never;
+};
+
+/**
  * What a store implements beneath {@link CheckedStore}: the contract's operations, each atomic, called only
  * while the store is open and only with input that passed the contract's checks (ids, counts, tokens, page
  * sizes, the shape of a commit). A backend still checks what only its data can tell (a cursor it issued, a
- * value it cannot store) and raises the contract's errors for its rules (conflicts, leases).
+ * value it cannot store) and raises the contract's errors for its rules (conflicts, leases). An operation may
+ * answer synchronously or with a promise, and may throw either way.
  */
-export interface StoreBackend
-  extends Omit<LunationStore, 'specificationVersion' | 'listThreads' | 'listRuns' | 'listMessages'> {
+export interface StoreBackend extends Omit<StoreOperations, 'listThreads' | 'listRuns' | 'listMessages'> {
+  /** A short name for diagnostics, e.g. `sqlite`. */
+  readonly kind: string;
   /** Threads in creation order (see `ThreadStore.listThreads`). */
-  listThreads(options: CheckedListThreadsOptions): Promise<Page<ThreadRecord>>;
+  listThreads(options: CheckedListThreadsOptions): Page<ThreadRecord> | Promise<Page<ThreadRecord>>;
   /** Runs of a thread, oldest first (see `RunStore.listRuns`). */
-  listRuns(threadId: string, options: CheckedListRunsOptions): Promise<Page<RunRecord>>;
+  listRuns(threadId: string, options: CheckedListRunsOptions): Page<RunRecord> | Promise<Page<RunRecord>>;
   /** Committed messages in seq order (see `MessageStore.listMessages`). */
-  listMessages(threadId: string, options: CheckedListMessagesOptions): Promise<MessageRecord[]>;
+  listMessages(
+    threadId: string,
+    options: CheckedListMessagesOptions,
+  ): MessageRecord[] | Promise<MessageRecord[]>;
   /** The contract's error for anything else the backend's driver threw (a LunationError never gets here). */
   toStoreError(error: unknown): LunationError;
+  /** Releases what the backend opened (injected clients stay open); called once, by the first `close()`. */
+  close(): Promise<void>;
 }
 
 /**
@@ -91,7 +111,8 @@ export class CheckedStore implements LunationStore {
     if (input.resourceId !== undefined) assertId(input.resourceId, 'resourceId');
     if (input.metadata !== undefined) assertObject(input.metadata, 'metadata');
     try {
-      return await this.#backend.createThread(input);
+      const result = this.#backend.createThread(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -101,7 +122,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.getThread(threadId);
+      const result = this.#backend.getThread(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -113,7 +135,8 @@ export class CheckedStore implements LunationStore {
     if (options.resourceId !== undefined) assertId(options.resourceId, 'resourceId');
     assertCursor(options.cursor);
     try {
-      return await this.#backend.listThreads({ ...options, limit });
+      const result = this.#backend.listThreads({ ...options, limit });
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -124,7 +147,8 @@ export class CheckedStore implements LunationStore {
     assertId(threadId, 'threadId');
     assertObject(metadata, 'metadata');
     try {
-      return await this.#backend.updateThreadMetadata(threadId, metadata);
+      const result = this.#backend.updateThreadMetadata(threadId, metadata);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -134,7 +158,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.deleteThread(threadId);
+      const result = this.#backend.deleteThread(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -148,7 +173,8 @@ export class CheckedStore implements LunationStore {
     if (options.toSeq !== undefined) assertInteger(options.toSeq, 'toSeq', 0);
     if (options.limit !== undefined) assertInteger(options.limit, 'limit', 1);
     try {
-      return await this.#backend.listMessages(threadId, { ...options, fromSeq });
+      const result = this.#backend.listMessages(threadId, { ...options, fromSeq });
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -158,7 +184,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(runId, 'runId');
     try {
-      return await this.#backend.getRun(runId);
+      const result = this.#backend.getRun(runId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -168,7 +195,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.getLatestRun(threadId);
+      const result = this.#backend.getLatestRun(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -180,7 +208,8 @@ export class CheckedStore implements LunationStore {
     const limit = pageLimit(options.limit);
     assertCursor(options.cursor);
     try {
-      return await this.#backend.listRuns(threadId, { ...options, limit });
+      const result = this.#backend.listRuns(threadId, { ...options, limit });
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -190,7 +219,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.getThreadState(threadId);
+      const result = this.#backend.getThreadState(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -200,7 +230,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertCheckpointCommit(commit);
     try {
-      return await this.#backend.commit(commit);
+      const result = this.#backend.commit(commit);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -210,7 +241,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.loadCheckpoint(threadId);
+      const result = this.#backend.loadCheckpoint(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -220,7 +252,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertBeginToolExecution(input);
     try {
-      return await this.#backend.beginToolExecution(input);
+      const result = this.#backend.beginToolExecution(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -233,7 +266,8 @@ export class CheckedStore implements LunationStore {
     assertObject(input.result, 'result');
     if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
     try {
-      return await this.#backend.completeToolExecution(input);
+      const result = this.#backend.completeToolExecution(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -244,7 +278,8 @@ export class CheckedStore implements LunationStore {
     assertId(runId, 'runId');
     assertId(toolCallId, 'toolCallId');
     try {
-      return await this.#backend.getToolExecution(runId, toolCallId);
+      const result = this.#backend.getToolExecution(runId, toolCallId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -254,7 +289,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(runId, 'runId');
     try {
-      return await this.#backend.listToolExecutions(runId);
+      const result = this.#backend.listToolExecutions(runId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -268,7 +304,8 @@ export class CheckedStore implements LunationStore {
     assertInteger(input.ttlMs, 'ttlMs', 1);
     if (input.incarnation !== undefined) assertId(input.incarnation, 'incarnation');
     try {
-      return await this.#backend.acquireLease(input);
+      const result = this.#backend.acquireLease(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -280,7 +317,8 @@ export class CheckedStore implements LunationStore {
     assertInteger(input.token, 'token', 1);
     assertInteger(input.ttlMs, 'ttlMs', 1);
     try {
-      return await this.#backend.renewLease(input);
+      const result = this.#backend.renewLease(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -291,7 +329,8 @@ export class CheckedStore implements LunationStore {
     assertId(input.threadId, 'threadId');
     assertInteger(input.token, 'token', 1);
     try {
-      return await this.#backend.releaseLease(input);
+      const result = this.#backend.releaseLease(input);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }
@@ -301,7 +340,8 @@ export class CheckedStore implements LunationStore {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.getLease(threadId);
+      const result = this.#backend.getLease(threadId);
+      return result instanceof Promise ? await result : result;
     } catch (error) {
       throw this.toStoreError(error);
     }

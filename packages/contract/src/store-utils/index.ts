@@ -8,6 +8,7 @@ export {
   type CheckedListThreadsOptions,
   CheckedStore,
   type StoreBackend,
+  type StoreOperations,
 } from './checked-store.js';
 export { type CursorPosition, decodeCursor, encodeCursor } from './page-cursor.js';
 export {
