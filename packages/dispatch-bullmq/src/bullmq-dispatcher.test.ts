@@ -204,7 +204,10 @@ describe('BullMQDispatcher', () => {
     await expectCode(dispatcher.handBack({ threadId: 't1', token: '' } as never), 'invalid-argument');
     await dispatcher.submit(makeSubmission('t1'));
     const claim = (await dispatcher.claim({ workerId: 'w1' }))!;
-    await expectCode(dispatcher.fail(claim, new Error('boom'), { retryable: 'yes' as never }), 'invalid-argument');
+    await expectCode(
+      dispatcher.fail(claim, new Error('boom'), { retryable: 'yes' as never }),
+      'invalid-argument',
+    );
     await expectCode(dispatcher.watchCancel('t1', 'not a function' as never), 'invalid-argument');
     // Nothing was settled: the claim still holds.
     await dispatcher.extend(claim);
