@@ -195,6 +195,25 @@ describe('BullMQDispatcher', () => {
     await expectCode(dispatcher.depth(), 'store-unavailable');
   });
 
+  it('checks a handed-back claim, retryable and a cancel listener as PostgresDispatcher does (it passed them on unchecked)', async () => {
+    const { dispatcher } = open();
+    const forged = { threadId: '', token: 'x' } as never;
+    await expectCode(dispatcher.extend(forged), 'invalid-argument');
+    await expectCode(dispatcher.complete(null as never), 'invalid-argument');
+    await expectCode(dispatcher.fail(forged, new Error('boom')), 'invalid-argument');
+    await expectCode(dispatcher.handBack({ threadId: 't1', token: '' } as never), 'invalid-argument');
+    await dispatcher.submit(makeSubmission('t1'));
+    const claim = (await dispatcher.claim({ workerId: 'w1' }))!;
+    await expectCode(
+      dispatcher.fail(claim, new Error('boom'), { retryable: 'yes' as never }),
+      'invalid-argument',
+    );
+    await expectCode(dispatcher.watchCancel('t1', 'not a function' as never), 'invalid-argument');
+    // Nothing was settled: the claim still holds.
+    await dispatcher.extend(claim);
+    expect(await dispatcher.complete(claim)).toEqual({ rewoken: true });
+  });
+
   it('refuses bad settings with invalid-argument', () => {
     for (const options of [
       { queueName: 'a:b' },

@@ -1,15 +1,4 @@
-import { LunationError } from '@lunation/contract';
-import {
-  type DatabaseIntrospector,
-  Kysely,
-  type Migration,
-  Migrator,
-  PostgresDialect,
-  type PostgresPool,
-  sql,
-  type TableMetadata,
-} from 'kysely';
-import { quoteIdentifier } from './dispatch-schema.js';
+import { migratePostgresSchema, quoteIdentifier } from '@lunation/contract/postgres-utils';
 import type { PostgresDispatcherClient } from './postgres-connection.js';
 
 /** Kysely's bookkeeping tables in the dispatcher's schema, named apart from `@lunation/store-postgres`'s. */
@@ -197,22 +186,14 @@ $fn$;
 }
 
 /**
- * Every version of the dispatcher's own tables, oldest first. Forward-only: a released migration never changes;
- * a change is a new entry. pg-boss migrates its own tables (in the same schema) when it starts.
+ * Every version of the dispatcher's own tables, oldest first, as SQL. Forward-only: a released migration never
+ * changes; a change is a new entry. pg-boss migrates its own tables (in the same schema) when it starts.
  */
-export function dispatchMigrations(schema: string): Record<string, Migration> {
+export function dispatchMigrations(schema: string): Record<string, string> {
   const s = quoteIdentifier(schema);
   return {
-    '001_initial': {
-      async up(db) {
-        await sql.raw(initialTables(s)).execute(db);
-      },
-    },
-    '002_run_event_fences': {
-      async up(db) {
-        await sql.raw(runEventFences(s)).execute(db);
-      },
-    },
+    '001_initial': initialTables(s),
+    '002_run_event_fences': runEventFences(s),
   };
 }
 
@@ -224,80 +205,18 @@ export const latestSchemaVersion = Object.keys(dispatchMigrations('lunation_disp
  * at once migrate it once: the others wait, then find nothing to do. `alsoUnderLock` runs before the lock is
  * released (pg-boss's install and its queue). `migration-failed` leaves the previous version.
  */
-export async function migrate(
+export function migrate(
   client: PostgresDispatcherClient,
   schema: string,
   alsoUnderLock: () => Promise<void>,
 ): Promise<void> {
-  await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [advisoryLockKey, schema]);
-  try {
-    const db = kyselyOn(client);
-    const migrator = new Migrator({
-      db: withSchemaIntrospection(db, schema),
-      provider: { getMigrations: async () => dispatchMigrations(schema) },
-      migrationTableSchema: schema,
-      migrationTableName,
-      migrationLockTableName,
-    });
-    const result = await migrator.migrateToLatest();
-    if (result.error !== undefined) throw migrationFailed(result, schema);
-    await alsoUnderLock();
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [advisoryLockKey, schema]);
-  }
-}
-
-/** A Kysely instance whose every query runs on `client` (released by the caller, never by kysely). */
-function kyselyOn(client: PostgresDispatcherClient): Kysely<unknown> {
-  const pool = {
-    connect: async () => ({ query: client.query.bind(client), release: () => {} }),
-    end: async () => {},
-  } as unknown as PostgresPool;
-  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-}
-
-/**
- * `db` whose introspection (what the Migrator uses it for: does the schema, does a table exist) looks at `schema`
- * only; kysely's own reads every schema of the database, which fails while another app drops one.
- */
-function withSchemaIntrospection(db: Kysely<unknown>, schema: string): Kysely<unknown> {
-  const tables = async (): Promise<TableMetadata[]> => {
-    const { rows } = await sql<{ name: string }>`
-      SELECT c.relname AS name FROM pg_catalog.pg_class c
-      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p')`.execute(db);
-    return rows.map((row) => ({ name: row.name, schema, isView: false, columns: [] }));
-  };
-  const introspection: DatabaseIntrospector = {
-    getSchemas: async () => {
-      const { rows } = await sql<{ name: string }>`
-        SELECT nspname AS name FROM pg_catalog.pg_namespace WHERE nspname = ${schema}`.execute(db);
-      return rows;
-    },
-    getTables: tables,
-    getMetadata: async () => ({ tables: await tables() }),
-  };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'introspection') return introspection;
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  return migratePostgresSchema((text, values) => client.query(text, values as unknown[] | undefined), {
+    schema,
+    migrations: dispatchMigrations(schema),
+    migrationTable: migrationTableName,
+    lockTable: migrationLockTableName,
+    lockKey: advisoryLockKey,
+    owner: '@lunation/dispatch-postgres',
+    alsoUnderLock,
   });
-}
-
-function migrationFailed(
-  result: Awaited<ReturnType<Migrator['migrateToLatest']>>,
-  schema: string,
-): LunationError {
-  const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
-  let reason = result.error instanceof Error ? result.error.message : String(result.error);
-  if (/previously executed migration .* is missing/.test(reason)) {
-    reason += ' (the schema was migrated by a newer @lunation/dispatch-postgres; upgrade the package)';
-  }
-  return new LunationError(
-    'migration-failed',
-    `PostgreSQL schema "${schema}" migration${failed ? ` ${failed}` : ''} of the dispatcher failed: ${reason}; the schema keeps its previous version`,
-    { cause: result.error },
-  );
 }

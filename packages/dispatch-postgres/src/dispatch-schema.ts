@@ -36,14 +36,6 @@ export function assertQueueName(name: unknown): asserts name is string {
   }
 }
 
-/** `name` as a quoted SQL identifier. */
-export function quoteIdentifier(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-/** Epoch milliseconds on the server's clock, which every lock, delay and expiry uses. */
-export const serverNowMs = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
-
 /**
  * The LISTEN/NOTIFY channels of one schema. A channel name is at most 63 bytes, so each is `ld_` plus a hash of
  * the schema and its subject: `wake` (a thread may be claimable), `cancel` (a thread's cancel request) and one

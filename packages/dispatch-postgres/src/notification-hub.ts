@@ -1,4 +1,4 @@
-import { quoteIdentifier } from './dispatch-schema.js';
+import { quoteIdentifier } from '@lunation/contract/postgres-utils';
 import type {
   PostgresDispatcherClient,
   PostgresDispatcherPool,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CancelRequest, CancelRequestInput, CancelWatch } from '@lunation/contract';
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 
 interface Watch {
   threadId: string;

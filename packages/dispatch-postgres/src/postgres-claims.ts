@@ -1,7 +1,7 @@
 import type { DispatchClaim } from '@lunation/contract';
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import { claimToken, clearClaim, jobAttemptOf } from './claim-token.js';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction, Rollback, type Transaction } from './postgres-connection.js';
 import { hasPending } from './postgres-inbox.js';
 import { Waker } from './waker.js';

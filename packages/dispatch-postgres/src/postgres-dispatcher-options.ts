@@ -1,5 +1,6 @@
 import { type DispatchPolicy, LunationError } from '@lunation/contract';
 import { assertId, assertInteger, resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
+import { quoteIdentifier } from '@lunation/contract/postgres-utils';
 import pg from 'pg';
 import type { DispatchContext, PostgresSettings } from './dispatch-context.js';
 import {
@@ -8,7 +9,6 @@ import {
   DispatchChannels,
   defaultQueueName,
   defaultSchema,
-  quoteIdentifier,
 } from './dispatch-schema.js';
 import { NotificationHub } from './notification-hub.js';
 import type { PostgresDispatcherPool } from './postgres-connection.js';

@@ -1,7 +1,7 @@
 import type { InboxEntry, Submission, SubmitResult } from '@lunation/contract';
 import { overloadedError, toJsonText } from '@lunation/contract/dispatch-utils';
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction, type Transaction } from './postgres-connection.js';
 
 /**

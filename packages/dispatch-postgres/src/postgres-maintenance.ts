@@ -1,5 +1,5 @@
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction } from './postgres-connection.js';
 
 /** The first key of the maintenance lock, so one instance of a schema maintains it at a time: "LnMt". */

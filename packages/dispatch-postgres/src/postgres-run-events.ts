@@ -1,7 +1,7 @@
 import type { AgentEvent, RunEventPage, RunEventRecord } from '@lunation/contract';
 import { eventLogEndedError, staleEventFenceError } from '@lunation/contract/dispatch-utils';
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 import { Waker } from './waker.js';
 
 /** Events read per round by a subscription. */

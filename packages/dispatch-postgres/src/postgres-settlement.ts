@@ -7,9 +7,9 @@ import {
   toErrorInfo,
 } from '@lunation/contract';
 import { claimLostError, dispatchRetryDelay } from '@lunation/contract/dispatch-utils';
+import { serverNowMs } from '@lunation/contract/postgres-utils';
 import { clearClaim, jobAttemptOf } from './claim-token.js';
 import type { DispatchContext } from './dispatch-context.js';
-import { serverNowMs } from './dispatch-schema.js';
 import { inTransaction } from './postgres-connection.js';
 import { hasPending } from './postgres-inbox.js';
 

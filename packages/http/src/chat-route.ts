@@ -1,8 +1,8 @@
 import type { ResumeDecision, RunEventRecord, SuspensionTicket } from '@lunation/contract';
 import { LunationError } from '@lunation/contract';
 import { z } from 'zod';
+import type { ApiParts, RouteContext } from './api-parts.js';
 import { isRunStream, type RunStream } from './front.js';
-import type { ApiParts, RouteContext } from './http-api.js';
 import { HttpError, jsonResponse } from './http-error.js';
 import { readBody } from './request-body.js';
 import {

@@ -1,7 +1,7 @@
 import { jsonObjectSchema } from '@lunation/contract';
 import { forkThread, listCheckpoints } from '@lunation/runtime';
 import { z } from 'zod';
-import type { ApiParts, RouteContext } from './http-api.js';
+import type { ApiParts, RouteContext } from './api-parts.js';
 import { jsonResponse } from './http-error.js';
 import { readBody } from './request-body.js';
 

@@ -6,9 +6,11 @@ import {
   type ThreadRecord,
 } from '@lunation/contract';
 import { z } from 'zod';
+import type { ApiParts, RouteContext } from './api-parts.js';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
 import { Cors, type CorsOptions } from './cors.js';
-import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
+import { isDynamicToolName } from './dynamic-tool-name.js';
+import { eventStreamResponse } from './event-stream.js';
 import { forkRoute, threadCheckpoints } from './fork-route.js';
 import { isRunStream, type RunFront, type RunStream } from './front.js';
 import {
@@ -19,12 +21,11 @@ import {
   noThread,
   toHttpError,
 } from './http-error.js';
-import { type BodyLimits, readBody } from './request-body.js';
+import { readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
 import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
-import { isDynamicToolName } from './ui-message-stream.js';
 
 /** Options of {@link createHttpApi}. */
 export interface HttpApiOptions {
@@ -76,16 +77,6 @@ export function createHttpApi(options: HttpApiOptions): HttpApi {
   return { handle: (request) => api.handle(request), close: () => api.close() };
 }
 
-/** A request as a route sees it. */
-export interface RouteContext {
-  request: Request;
-  url: URL;
-  /** Whose threads the caller may see. */
-  resource: string;
-  /** The decoded path parameters, in order. */
-  params: string[];
-}
-
 type Handler = (context: RouteContext) => Promise<Response>;
 
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
@@ -100,21 +91,6 @@ const decisionsBodySchema = z
   .object({ decisions: z.array(z.looseObject({ decisionId: z.string().min(1).optional() })).min(1) })
   .strict();
 const limitSchema = z.coerce.number().int().min(1).max(100);
-
-/** What the routes share. */
-export interface ApiParts {
-  store: LunationStore;
-  front: RunFront;
-  bodyLimits: BodyLimits;
-  /** An SSE response of a stream, tracked until it ends. */
-  sse(events: AsyncIterable<ServerSentEvent>, detach: () => void, headers?: Record<string, string>): Response;
-  /** The caller's thread; another resource's thread is "not found", as if it did not exist. */
-  ownThread(threadId: string, resource: string): Promise<ThreadRecord>;
-  /** Whether a tool's UI parts are `dynamic-tool`. */
-  dynamicTool: (toolName: string) => boolean;
-  /** How long after a run ended the chat stream still replays its message. */
-  chatReplayMs: number;
-}
 
 class LunationHttpApi {
   private readonly parts: ApiParts;

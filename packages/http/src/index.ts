@@ -1,4 +1,5 @@
 export type { CorsOptions } from './cors.js';
+export { isDynamicToolName } from './dynamic-tool-name.js';
 export { type EventStreamOptions, eventStreamResponse, type ServerSentEvent } from './event-stream.js';
 export { FleetFront, type FleetFrontOptions } from './fleet-front.js';
 export {
@@ -17,7 +18,6 @@ export { INBOX_SCAN_LIMIT, type InboxThread, SEARCH_SCAN_LIMIT } from './thread-
 export { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 export { type Authenticate, LOCAL_RESOURCE, tokenAuth } from './token-auth.js';
 export {
-  isDynamicToolName,
   toUIMessageChunks,
   UI_MESSAGE_STREAM_HEADERS,
   type UIMessageChunk,

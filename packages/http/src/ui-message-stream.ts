@@ -1,4 +1,5 @@
 import type { AgentEvent, RunEventRecord, RunRecord, TerminationReason } from '@lunation/contract';
+import { isDynamicToolName } from './dynamic-tool-name.js';
 import type { ChatUIMessage } from './ui-messages.js';
 
 /** A chunk of the AI SDK UI message stream protocol (v1), as JSON. */
@@ -24,11 +25,6 @@ export interface UIMessageChunksOptions {
    * static `tool-<name>` parts. @default {@link isDynamicToolName}: MCP tools' `<server>__<tool>` names
    */
   dynamicTool?: (toolName: string) => boolean;
-}
-
-/** The default of `dynamicTool`: MCP tools (named `<server>__<tool>`, found at run time) are dynamic. */
-export function isDynamicToolName(toolName: string): boolean {
-  return toolName.includes('__');
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { LunationStore, Message, MessageRecord, SuspensionTicket } from '@lunation/contract';
-import { isDynamicToolName } from './ui-message-stream.js';
+import { isDynamicToolName } from './dynamic-tool-name.js';
 
 /**
  * A message as the AI SDK's `useChat` keeps it (`UIMessage` of `ai` 6 and 7), built without depending on `ai`:

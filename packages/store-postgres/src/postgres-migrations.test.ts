@@ -1,6 +1,6 @@
 import { LunationError } from '@lunation/contract';
 import { makeRunRecord, makeUserMessage } from '@lunation/store-testkit';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -9,7 +9,13 @@ import {
   sharedTestPostgres,
   uniqueSchema,
 } from './__fixtures__/postgres-test-server.js';
-import { latestSchemaVersion, migrate, postgresMigrations } from './postgres-migrations.js';
+import {
+  latestSchemaVersion,
+  migrate,
+  migrationLockTableName,
+  migrationTableName,
+  postgresMigrations,
+} from './postgres-migrations.js';
 import { PostgresStore } from './postgres-store.js';
 
 const server = sharedTestPostgres();
@@ -175,6 +181,41 @@ describe('PostgreSQL migrations', () => {
       await store.close();
     }
     expect(await functionNames()).toContain('acquire_lease');
+  });
+
+  it("continues a schema that kysely's Migrator migrated (as releases before the shared runner did)", async () => {
+    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: admin }) });
+    const released = Object.entries(postgresMigrations(schema)).slice(0, 3);
+    const migrator = new Migrator({
+      db,
+      provider: {
+        getMigrations: async () =>
+          Object.fromEntries(
+            released.map(([name, text]) => [
+              name,
+              { up: async (on: Kysely<unknown>) => void (await sql.raw(text).execute(on)) },
+            ]),
+          ),
+      },
+      migrationTableSchema: schema,
+      migrationTableName,
+      migrationLockTableName,
+    });
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect(await appliedMigrations()).toEqual([
+      '001_initial',
+      '002_store_functions',
+      '003_lease_incarnation',
+    ]);
+    const store = await PostgresStore.open({ connectionString: postgresUrl, schema });
+    try {
+      expect(await store.schemaVersion()).toBe(latestSchemaVersion);
+      await store.createThread({ id: 't1' });
+      expect((await store.getThread('t1'))?.messageCount).toBe(0);
+    } finally {
+      await store.close();
+    }
+    expect(await appliedMigrations()).toEqual(Object.keys(postgresMigrations(schema)));
   });
 
   it('fails with migration-failed and leaves the schema untouched when a newer version migrated it', async () => {

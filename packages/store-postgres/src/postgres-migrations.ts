@@ -1,15 +1,14 @@
-import { LunationError } from '@lunation/contract';
 import {
-  type DatabaseIntrospector,
-  type Kysely,
-  type Migration,
-  Migrator,
-  sql,
-  type TableMetadata,
-} from 'kysely';
-import { quoteIdentifier } from './postgres-schema.js';
+  migratePostgresSchema,
+  type PostgresMigrationOptions,
+  type PostgresQuery,
+  postgresSchemaVersion,
+  quoteIdentifier,
+  serverNowMs,
+} from '@lunation/contract/postgres-utils';
+import { CompiledQuery, type Kysely } from 'kysely';
 
-/** Kysely's bookkeeping tables inside the store's schema, named so they never clash with an application's. */
+/** The bookkeeping tables inside the store's schema (kysely's Migrator's), named apart from an application's. */
 export const migrationTableName = 'lunation_migration';
 export const migrationLockTableName = 'lunation_migration_lock';
 
@@ -79,9 +78,6 @@ CREATE TABLE ${s}.leases (
 );
 `;
 }
-
-/** Epoch milliseconds on the server's clock, which every lease expiry uses. */
-export const serverNowMs = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /**
  * The store's writes as functions, one statement (and so one round trip and one transaction) per call. A
@@ -488,84 +484,39 @@ $lunation$;
 }
 
 /**
- * Every schema version for the schema `schema`, oldest first. Migrations are forward-only: once released, a
- * migration never changes; a new version gets a new entry (a changed function: `CREATE OR REPLACE` in a new one).
+ * Every schema version for the schema `schema`, oldest first, as SQL. Migrations are forward-only: once
+ * released, a migration never changes; a new version gets a new entry (a changed function: `CREATE OR
+ * REPLACE` in a new one).
  */
-export function postgresMigrations(schema: string): Record<string, Migration> {
+export function postgresMigrations(schema: string): Record<string, string> {
   const s = quoteIdentifier(schema);
   return {
-    '001_initial': {
-      async up(db) {
-        await sql.raw(initialTables(s)).execute(db);
-      },
-    },
-    '002_store_functions': {
-      async up(db) {
-        await sql.raw(storeFunctions(s)).execute(db);
-      },
-    },
-    '003_lease_incarnation': {
-      async up(db) {
-        await sql.raw(leaseIncarnation(s)).execute(db);
-      },
-    },
-    '004_batched_calls': {
-      async up(db) {
-        await sql.raw(batchedCalls(s)).execute(db);
-      },
-    },
-    '005_commit_fences': {
-      async up(db) {
-        await sql.raw(commitFences(s)).execute(db);
-      },
-    },
+    '001_initial': initialTables(s),
+    '002_store_functions': storeFunctions(s),
+    '003_lease_incarnation': leaseIncarnation(s),
+    '004_batched_calls': batchedCalls(s),
+    '005_commit_fences': commitFences(s),
   };
 }
 
 /** The newest schema version this package knows. */
 export const latestSchemaVersion = Object.keys(postgresMigrations('lunation')).sort().at(-1)!;
 
-/** A Migrator over `db` with the store's migrations and bookkeeping tables in `schema`. */
-export function createMigrator(db: Kysely<unknown>, schema: string): Migrator {
-  const migrations = postgresMigrations(schema);
-  return new Migrator({
-    db: withSchemaIntrospection(db, schema),
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: schema,
-    migrationTableName,
-    migrationLockTableName,
-  });
+function migrationOptions(schema: string): PostgresMigrationOptions {
+  return {
+    schema,
+    migrations: postgresMigrations(schema),
+    migrationTable: migrationTableName,
+    lockTable: migrationLockTableName,
+    lockKey: advisoryLockKey,
+    owner: '@lunation/store-postgres',
+  };
 }
 
-/**
- * `db` whose introspection (all the Migrator uses it for: does the schema, does a table exist) looks at
- * `schema` only. Kysely's own introspector reads every schema of the database and checks each one's privileges
- * by name, which fails ("schema … does not exist") while another app sharing the database drops a schema.
- */
-function withSchemaIntrospection(db: Kysely<unknown>, schema: string): Kysely<unknown> {
-  const tables = async (): Promise<TableMetadata[]> => {
-    const { rows } = await sql<{ name: string }>`
-      SELECT c.relname AS name FROM pg_catalog.pg_class c
-      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p')`.execute(db);
-    return rows.map((row) => ({ name: row.name, schema, isView: false, columns: [] }));
-  };
-  const introspection: DatabaseIntrospector = {
-    getSchemas: async () => {
-      const { rows } = await sql<{ name: string }>`
-        SELECT nspname AS name FROM pg_catalog.pg_namespace WHERE nspname = ${schema}`.execute(db);
-      return rows;
-    },
-    getTables: tables,
-    getMetadata: async () => ({ tables: await tables() }),
-  };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'introspection') return introspection;
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+/** `db`'s statements as the contract's migration runner takes them. */
+function queryOn(db: Kysely<unknown>): PostgresQuery {
+  return (text, values = []) =>
+    db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...values]));
 }
 
 /**
@@ -574,35 +525,16 @@ function withSchemaIntrospection(db: Kysely<unknown>, schema: string): Kysely<un
  * do. All pending migrations run in one transaction; `migration-failed` leaves the previous version.
  */
 export async function migrate(db: Kysely<unknown>, schema: string, target?: string): Promise<void> {
+  const options = migrationOptions(schema);
   await db
     .withoutPlugins()
     .connection()
-    .execute(async (connection) => {
-      const lock = sql`(${sql.lit(advisoryLockKey)}, hashtext(${schema}))`;
-      await sql`SELECT pg_advisory_lock${lock}`.execute(connection);
-      try {
-        const migrator = createMigrator(connection, schema);
-        const result =
-          target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
-        if (result.error !== undefined) throw migrationFailed(result, schema);
-      } finally {
-        await sql`SELECT pg_advisory_unlock${lock}`.execute(connection);
-      }
-    });
+    .execute((connection) =>
+      migratePostgresSchema(queryOn(connection), target === undefined ? options : { ...options, target }),
+    );
 }
 
-function migrationFailed(
-  result: Awaited<ReturnType<Migrator['migrateToLatest']>>,
-  schema: string,
-): LunationError {
-  const failed = result.results?.find((migration) => migration.status === 'Error')?.migrationName;
-  let reason = result.error instanceof Error ? result.error.message : String(result.error);
-  if (/previously executed migration .* is missing/.test(reason)) {
-    reason += ' (the schema was migrated by a newer @lunation/store-postgres; upgrade the package)';
-  }
-  return new LunationError(
-    'migration-failed',
-    `PostgreSQL schema "${schema}" migration${failed ? ` ${failed}` : ''} failed: ${reason}; the schema keeps its previous version`,
-    { cause: result.error },
-  );
+/** The newest version applied to `schema`, undefined before the first. */
+export function schemaVersion(db: Kysely<unknown>, schema: string): Promise<string | undefined> {
+  return postgresSchemaVersion(queryOn(db.withoutPlugins()), migrationOptions(schema));
 }

@@ -15,8 +15,3 @@ export function assertSchemaName(schema: unknown): asserts schema is string {
     );
   }
 }
-
-/** `name` as a quoted SQL identifier (case is kept). */
-export function quoteIdentifier(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { serverNowMs } from './postgres-migrations.js';
-import { quoteIdentifier } from './postgres-schema.js';
+import { quoteIdentifier, serverNowMs } from '@lunation/contract/postgres-utils';
 
 /**
  * One SQL statement of the store. Every statement answers rows of one text column `j` holding JSON, so the

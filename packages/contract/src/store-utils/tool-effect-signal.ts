@@ -1,9 +1,25 @@
 import { LunationError } from '../errors.js';
+import type { ToolEffectInput } from '../tool-effects.js';
+import { assertId, assertInteger } from './store-input.js';
 
 /** Checks `ToolEffectInput.signal`: absent, or an AbortSignal (`invalid-argument` otherwise). */
 export function assertEffectSignal(signal: unknown): asserts signal is AbortSignal | undefined {
   if (signal !== undefined && !(signal instanceof AbortSignal))
     throw new LunationError('invalid-argument', 'signal must be an AbortSignal');
+}
+
+/**
+ * The checks every store makes on `completeToolExecutionWithEffect` before opening its transaction: the ids,
+ * the lease token, that `effect` is a function and `signal` an AbortSignal (`invalid-argument`), and that the
+ * signal has not aborted yet (its reason is thrown).
+ */
+export function assertToolEffect(input: ToolEffectInput, effect: unknown): void {
+  assertId(input.runId, 'runId');
+  assertId(input.toolCallId, 'toolCallId');
+  if (input.leaseToken !== undefined) assertInteger(input.leaseToken, 'leaseToken', 1);
+  if (typeof effect !== 'function') throw new LunationError('invalid-argument', 'effect must be a function');
+  assertEffectSignal(input.signal);
+  input.signal?.throwIfAborted();
 }
 
 /**
