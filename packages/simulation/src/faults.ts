@@ -29,7 +29,8 @@ export function drawCallFault(
   const delayMs = random.chance(faults.late ?? 0) ? random.int(1, faults.lateMs ?? 1_000) : 0;
   if (random.chance(faults.unavailable ?? 0)) return { fault: 'unavailable', delayMs };
   if (write && random.chance(faults.lostWrite ?? 0)) return { fault: 'lost-write', delayMs };
-  if (write && random.chance(faults.unacknowledgedWrite ?? 0)) return { fault: 'unacknowledged-write', delayMs };
+  if (write && random.chance(faults.unacknowledgedWrite ?? 0))
+    return { fault: 'unacknowledged-write', delayMs };
   return { fault: 'none', delayMs };
 }
 

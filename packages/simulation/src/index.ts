@@ -11,6 +11,17 @@ export {
   SimulatedProcess,
   unavailableError,
 } from './scheduler.js';
+export { SeededIds } from './seeded-ids.js';
 export { SeededRandom } from './seeded-random.js';
+export {
+  type CancelWatcher,
+  type ClaimWaiter,
+  SimulatedDispatchBackend,
+} from './simulated-dispatch-backend.js';
+export {
+  type DispatchFaults,
+  SimulatedDispatcher,
+  type SimulatedDispatcherOptions,
+} from './simulated-dispatcher.js';
 export { SimulatedStore, type SimulatedStoreOptions, type StoreFaults } from './simulated-store.js';
 export { Trace, type TraceOptions } from './trace.js';

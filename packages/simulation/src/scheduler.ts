@@ -1,5 +1,13 @@
-import { type Clock, type ClockTimer, type IdSource, LunationError, sleepOn, systemClock } from '@lunation/contract';
+import {
+  type Clock,
+  type ClockTimer,
+  type IdSource,
+  LunationError,
+  sleepOn,
+  systemClock,
+} from '@lunation/contract';
 import { PriorityQueue } from './priority-queue.js';
+import { SeededIds } from './seeded-ids.js';
 import { SeededRandom } from './seeded-random.js';
 import { Trace, type TraceOptions } from './trace.js';
 
@@ -108,6 +116,11 @@ export class Scheduler {
     this.world = this.process('world');
   }
 
+  /** A seeded id source of its own stream (`ids:<name>`): the same seed gives the same ids. */
+  ids(name = 'default'): IdSource {
+    return new SeededIds(this.stream(`ids:${name}`));
+  }
+
   /** Virtual time now (epoch ms); in `live` mode the real time. */
   now(): number {
     return this.mode === 'live' ? Date.now() : this.time;
@@ -126,8 +139,11 @@ export class Scheduler {
     let stream = this.streams.get(name);
     if (stream === undefined) {
       let hash = this.seed % 0x1_0000_0000;
-      for (let index = 0; index < name.length; index++) hash = Math.imul(hash ^ name.charCodeAt(index), 0x01000193);
-      stream = new SeededRandom(Math.abs(hash) * 0x20_0000 + (Math.floor(this.seed / 0x1_0000_0000) & 0x1f_ffff));
+      for (let index = 0; index < name.length; index++)
+        hash = Math.imul(hash ^ name.charCodeAt(index), 0x01000193);
+      stream = new SeededRandom(
+        Math.abs(hash) * 0x20_0000 + (Math.floor(this.seed / 0x1_0000_0000) & 0x1f_ffff),
+      );
       this.streams.set(name, stream);
     }
     return stream;
@@ -156,7 +172,8 @@ export class Scheduler {
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (!owner.alive) return;
-      const latency = this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
+      const latency =
+        this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
       this.enqueue(owner, label, latency, this.random.uint32(), () => {
         let result: T | Promise<T>;
         try {
@@ -201,7 +218,8 @@ export class Scheduler {
 
   /** Runs tasks until nothing is left, `until` holds, or a bound is hit. Virtual mode only. */
   async run(options: RunOptions = {}): Promise<RunOutcome> {
-    if (this.mode !== 'virtual') throw new Error('run() drives virtual time; a live scheduler runs by itself');
+    if (this.mode !== 'virtual')
+      throw new Error('run() drives virtual time; a live scheduler runs by itself');
     const maxSteps = options.maxSteps ?? 1_000_000;
     let steps = 0;
     await settled();
@@ -230,7 +248,13 @@ export class Scheduler {
     owner.tasks.clear();
   }
 
-  private enqueue(owner: SimulatedProcess, label: string, delay: number, priority: number, run: () => void): Task {
+  private enqueue(
+    owner: SimulatedProcess,
+    label: string,
+    delay: number,
+    priority: number,
+    run: () => void,
+  ): Task {
     const task: Task = {
       seq: this.seq++,
       dueAt: this.now() + delay,
@@ -377,8 +401,12 @@ export function describeValue(value: unknown): string {
 
 /** A {@link LunationError} for an answer that never came: the caller cannot tell whether the call applied. */
 export function unavailableError(label: string): LunationError {
-  return new LunationError('store-unavailable', `Simulated fault: no answer to ${label}; the call may or may not have applied, retry it`, {
-    retryable: true,
-    details: { simulated: true, operation: label },
-  });
+  return new LunationError(
+    'store-unavailable',
+    `Simulated fault: no answer to ${label}; the call may or may not have applied, retry it`,
+    {
+      retryable: true,
+      details: { simulated: true, operation: label },
+    },
+  );
 }

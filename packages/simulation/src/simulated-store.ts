@@ -200,9 +200,13 @@ export class SimulatedStore implements LunationStore {
       if (!this.random.chance(this.faults[kind] ?? 0)) continue;
       countFault(this.faultCounts, kind);
       return kind === 'busy'
-        ? new LunationError('thread-busy', `Simulated fault: thread "${threadId}" reported busy; retry later`, {
-            details: { threadId, simulated: true },
-          })
+        ? new LunationError(
+            'thread-busy',
+            `Simulated fault: thread "${threadId}" reported busy; retry later`,
+            {
+              details: { threadId, simulated: true },
+            },
+          )
         : new LunationError(
             'store-conflict',
             `Simulated fault: a commit to thread "${threadId}" reported a conflict; reload and retry`,
@@ -220,9 +224,13 @@ export class SimulatedStore implements LunationStore {
   ): Promise<T> {
     if (this.closed) {
       return Promise.reject(
-        new LunationError('store-unavailable', 'This SimulatedStore is closed; make a new one on its backend', {
-          retryable: false,
-        }),
+        new LunationError(
+          'store-unavailable',
+          'This SimulatedStore is closed; make a new one on its backend',
+          {
+            retryable: false,
+          },
+        ),
       );
     }
     const name = `store.${label}`;

@@ -5,7 +5,8 @@ import { createHash, type Hash } from 'node:crypto';
  * ids: the trace names each by the order it first appeared in (`#1`, `#2`, ...), so a trace depends on what
  * happened, not on which random id it happened to.
  */
-const randomId = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-[0-9a-z]+)?|\b[0-9a-f]{32}\b/g;
+const randomId =
+  /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-[0-9a-z]+)?|\b[0-9a-f]{32}\b/g;
 
 /** Options of {@link Trace}. */
 export interface TraceOptions {
