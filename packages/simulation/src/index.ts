@@ -1,4 +1,10 @@
 export { type CallFault, type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
+export {
+  type InboxMutation,
+  type InboxWorldOptions,
+  runInboxWorld,
+  type WorldReport,
+} from './inbox-world.js';
 export { PriorityQueue } from './priority-queue.js';
 export {
   describeError,
@@ -25,3 +31,4 @@ export {
 } from './simulated-dispatcher.js';
 export { SimulatedStore, type SimulatedStoreOptions, type StoreFaults } from './simulated-store.js';
 export { Trace, type TraceOptions } from './trace.js';
+export { type WorldEffect, WorldLedger } from './world-ledger.js';
