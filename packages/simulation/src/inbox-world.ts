@@ -49,6 +49,8 @@ export interface WorldReport {
   trace: string[];
   /** Invariant violations, the first one first; empty when none. */
   violations: string[];
+  /** Things worth a look that break no invariant of the protocol (they do not fail a seed). */
+  findings: string[];
   /** Faults injected, by kind. */
   faults: FaultCounts;
   /** Real effects the world ledger counted. */
@@ -250,6 +252,7 @@ export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldRe
     traceHash: scheduler.trace.hash(),
     trace: scheduler.trace.lines(),
     violations: [...new Set(violations)],
+    findings: [],
     faults: {
       ...prefixed('store.', store.faultCounts),
       ...prefixed('dispatch.', dispatcher.faultCounts),

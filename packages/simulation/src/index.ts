@@ -6,6 +6,7 @@ export {
   type WorldReport,
 } from './inbox-world.js';
 export { PriorityQueue } from './priority-queue.js';
+export { type RuntimeWorldOptions, runRuntimeWorld } from './runtime-world.js';
 export {
   describeError,
   describeValue,

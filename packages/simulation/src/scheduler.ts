@@ -323,12 +323,24 @@ export class SimulatedProcess {
     this.clock = scheduler.mode === 'live' ? systemClock : new VirtualClock(scheduler, this);
   }
 
-  /** Stops the process at once: nothing it issued runs, nothing it issues later runs. */
+  private readonly crashHooks: (() => void)[] = [];
+
+  /**
+   * Stops the process at once: nothing it issued runs, nothing it issues later runs, and what the simulated parts
+   * kept for it (a waiting claim, a cancel watch: its connections) goes, through the hooks given to `onCrash`.
+   */
   crash(): void {
     if (!this.alive) return;
     this.alive = false;
     this.scheduler.trace.record(`${this.scheduler.elapsed()} ${this.name} crash`);
     this.scheduler.dropTasksOf(this);
+    for (const hook of this.crashHooks.splice(0)) hook();
+  }
+
+  /** Runs `hook` when the process crashes (a simulated part dropping what it holds for the process). */
+  onCrash(hook: () => void): void {
+    if (this.alive) this.crashHooks.push(hook);
+    else hook();
   }
 }
 

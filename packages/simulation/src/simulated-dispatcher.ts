@@ -127,6 +127,16 @@ export class SimulatedDispatcher implements Dispatcher {
     this.faults = faults ?? {};
     this.faultCounts = faultCounts ?? {};
     this.random = scheduler.stream('dispatch-faults');
+    // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
+    // their locks run out, as an engine's would).
+    this.owner.onCrash(() => {
+      this.backend.takeWaiters(this);
+      for (const watcher of this.watches) {
+        watcher.closed = true;
+        this.backend.unwatch(watcher);
+      }
+      this.watches.clear();
+    });
   }
 
   /** The same backend, used by another process (its calls vanish when it crashes). */
