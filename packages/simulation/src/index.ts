@@ -1,3 +1,4 @@
+export { type FaultProfile, faultProfiles } from './fault-profiles.js';
 export { type CallFault, type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
 export {
   type InboxMutation,
