@@ -100,6 +100,7 @@ export class SimulatedDispatchBackend {
     readonly ids: IdSource,
   ) {}
 
+  /** Adds a submission to its thread's inbox and wakes the thread (`SubmissionQueue.submit`). */
   submit(submission: Submission, policy: ResolvedDispatchPolicy): SubmitResult {
     const now = this.clock.now();
     this.forget(now, policy.dedupeWindowMs);
@@ -163,11 +164,13 @@ export class SimulatedDispatchBackend {
     return claim;
   }
 
+  /** Registers a waiting claim, settled when a thread becomes claimable (or by its caller). */
   wait(waiter: ClaimWaiter): void {
     this.waiters.push(waiter);
     this.arm();
   }
 
+  /** Removes a waiting claim; false when it was already served. */
   unwait(waiter: ClaimWaiter): boolean {
     const index = this.waiters.indexOf(waiter);
     if (index < 0) return false;
@@ -188,6 +191,7 @@ export class SimulatedDispatchBackend {
     return [...this.claims.values()].filter((held) => held.owner === owner).map((held) => held.claim);
   }
 
+  /** Keeps a live claim for `lockMs` more; `claim-lost` when it lapsed or was released. */
   extend(claim: DispatchClaim, lockMs: number): void {
     const now = this.clock.now();
     this.current(claim, now).expiresAt = now + lockMs;
@@ -207,10 +211,12 @@ export class SimulatedDispatchBackend {
     return true;
   }
 
+  /** The thread's unacknowledged submissions, in submission order. */
   pending(threadId: string): InboxEntry[] {
     return this.threads.get(threadId)?.entries.slice() ?? [];
   }
 
+  /** Removes committed submissions from the inbox; resolves how many it removed. */
   acknowledge(threadId: string, ids: readonly string[], dedupeWindowMs: number): number {
     const now = this.clock.now();
     const slot = this.threads.get(threadId);
@@ -232,6 +238,7 @@ export class SimulatedDispatchBackend {
     return removed;
   }
 
+  /** Ends a claim; true when submissions arrived meanwhile (the thread waits to be claimed again). */
   complete(claim: DispatchClaim): boolean {
     const { slot } = this.release(claim);
     slot.failures = 0;
@@ -243,6 +250,7 @@ export class SimulatedDispatchBackend {
     return rewoken;
   }
 
+  /** Ends a claim with a failure: retried after a backoff, or dead-lettered. */
   fail(
     claim: DispatchClaim,
     error: ErrorInfo,
@@ -266,6 +274,7 @@ export class SimulatedDispatchBackend {
     return { deadLettered: true };
   }
 
+  /** Gives the thread back without a failure; claimable again after `delayMs`. */
   handBack(claim: DispatchClaim, delayMs: number): void {
     const now = this.clock.now();
     const { slot } = this.release(claim);
@@ -274,6 +283,7 @@ export class SimulatedDispatchBackend {
     this.serve();
   }
 
+  /** Makes a dead-lettered thread claimable again; false when it was not dead-lettered. */
   resubmit(threadId: string): boolean {
     const slot = this.threads.get(threadId);
     if (slot?.state !== 'dead') return false;
@@ -285,6 +295,7 @@ export class SimulatedDispatchBackend {
     return true;
   }
 
+  /** Queue figures now. */
   depth(): DispatchDepth {
     const now = this.clock.now();
     this.promote(now);
@@ -315,6 +326,7 @@ export class SimulatedDispatchBackend {
     };
   }
 
+  /** Dead-lettered threads, oldest first, at most `limit`. */
   deadLetters(limit: number): DeadLetter[] {
     const letters: DeadLetter[] = [];
     for (const slot of this.threads.values()) {
@@ -331,6 +343,7 @@ export class SimulatedDispatchBackend {
     return letters.sort((a, b) => a.deadLetteredAt - b.deadLetteredAt).slice(0, limit);
   }
 
+  /** Records a cancel request for the thread and tells its watchers. */
   requestCancel(input: CancelRequestInput): CancelRequest {
     const request: CancelRequest = {
       id: this.ids.id(),
@@ -344,10 +357,12 @@ export class SimulatedDispatchBackend {
     return request;
   }
 
+  /** The thread's current cancel request, if any. */
   cancelRequest(threadId: string): CancelRequest | undefined {
     return this.requests.get(threadId);
   }
 
+  /** Starts a watch of the thread's cancel requests; a request already there is delivered at once. */
   watch(watcher: CancelWatcher): void {
     let set = this.watchers.get(watcher.threadId);
     if (set === undefined) {
@@ -359,11 +374,13 @@ export class SimulatedDispatchBackend {
     if (existing !== undefined) watcher.deliver(existing);
   }
 
+  /** Stops a watch. */
   unwatch(watcher: CancelWatcher): void {
     const set = this.watchers.get(watcher.threadId);
     if (set?.delete(watcher) && set.size === 0) this.watchers.delete(watcher.threadId);
   }
 
+  /** Clears the thread's request (only the one `requestId` names, when given); false when nothing was cleared. */
   clearCancel(threadId: string, requestId: string | undefined): boolean {
     const request = this.requests.get(threadId);
     if (request === undefined || (requestId !== undefined && request.id !== requestId)) return false;
@@ -371,6 +388,7 @@ export class SimulatedDispatchBackend {
     return true;
   }
 
+  /** Appends events to a run's log under the fencing rules of `RunEventLog`; the ids of what it appended. */
   appendEvents(
     runId: string,
     events: readonly AgentEvent[],
@@ -413,6 +431,7 @@ export class SimulatedDispatchBackend {
     return ids;
   }
 
+  /** Events of a run's log after id `after`, at most `limit`. */
   readEvents(runId: string, after: number, limit: number): RunEventPage {
     const log = this.logs.get(runId);
     if (log === undefined) return { events: [], ended: false };
@@ -422,6 +441,7 @@ export class SimulatedDispatchBackend {
     return { events: log.records.slice(from, end), ended: log.ended && end === log.records.length };
   }
 
+  /** Marks a run's log ended; it is forgotten `ttlMs` later. */
   endEvents(runId: string, ttlMs: number, fence: number | undefined): void {
     let log = this.logs.get(runId);
     if (log !== undefined && fence !== undefined && log.fence !== undefined && fence < log.fence) {
