@@ -1,0 +1,33 @@
+import type { InboxWorldOptions } from './inbox-world.js';
+import type { RuntimeWorldOptions } from './runtime-world.js';
+
+/** The fault profiles `pnpm simulate --faults` knows. */
+export type FaultProfile = 'none' | 'crash' | 'all';
+
+/** For each profile, the options of each world. */
+export const faultProfiles: Record<
+  FaultProfile,
+  { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<RuntimeWorldOptions, 'seed'> }
+> = {
+  none: { inbox: {}, runtime: {} },
+  crash: { inbox: { crashRate: 0.05 }, runtime: { crashRate: 0.01 } },
+  all: {
+    inbox: {
+      crashRate: 0.05,
+      storeFaults: {
+        lostWrite: 0.02,
+        unacknowledgedWrite: 0.02,
+        unavailable: 0.02,
+        busy: 0.02,
+        conflict: 0.02,
+        late: 0.05,
+      },
+      dispatchFaults: { duplicateDelivery: 0.1, lostClaim: 0.05, lostAcknowledgement: 0.05, late: 0.05 },
+    },
+    runtime: {
+      crashRate: 0.01,
+      storeFaults: { lostWrite: 0.01, unacknowledgedWrite: 0.01, unavailable: 0.01, late: 0.02 },
+      dispatchFaults: { duplicateDelivery: 0.05, lostClaim: 0.02, lostAcknowledgement: 0.02, late: 0.02 },
+    },
+  },
+};

@@ -1,0 +1,36 @@
+export { type FaultProfile, faultProfiles } from './fault-profiles.js';
+export { type CallFault, type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
+export {
+  type InboxMutation,
+  type InboxWorldOptions,
+  runInboxWorld,
+  type WorldReport,
+} from './inbox-world.js';
+export { PriorityQueue } from './priority-queue.js';
+export { type RuntimeWorldOptions, runRuntimeWorld } from './runtime-world.js';
+export {
+  describeError,
+  describeValue,
+  type OperationOptions,
+  type RunOptions,
+  type RunOutcome,
+  Scheduler,
+  type SchedulerOptions,
+  SimulatedProcess,
+  unavailableError,
+} from './scheduler.js';
+export { SeededIds } from './seeded-ids.js';
+export { SeededRandom } from './seeded-random.js';
+export {
+  type CancelWatcher,
+  type ClaimWaiter,
+  SimulatedDispatchBackend,
+} from './simulated-dispatch-backend.js';
+export {
+  type DispatchFaults,
+  SimulatedDispatcher,
+  type SimulatedDispatcherOptions,
+} from './simulated-dispatcher.js';
+export { SimulatedStore, type SimulatedStoreOptions, type StoreFaults } from './simulated-store.js';
+export { Trace, type TraceOptions } from './trace.js';
+export { type WorldEffect, WorldLedger } from './world-ledger.js';
