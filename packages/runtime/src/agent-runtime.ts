@@ -47,7 +47,7 @@ export interface Session {
 /** The executor behind each runtime, for the fleet's workers (not part of the public surface). */
 const executors = new WeakMap<AgentRuntime, ThreadExecutor>();
 
-/** @internal The executor a runtime submits to: a fleet worker runs what it claims through it. */
+/** @internal The executor a runtime opens its runs on: a fleet worker runs what it claims through it. */
 export function executorOf(runtime: AgentRuntime): ThreadExecutor {
   const executor = executors.get(runtime);
   if (executor === undefined) throw new LunationError('invalid-argument', 'Not an AgentRuntime');
@@ -85,7 +85,7 @@ export class AgentRuntime {
    * here or in another process sharing the store.
    */
   async run(options: RunOptions): Promise<RunHandle> {
-    return observed(await this.dispatch.submit(options, options.stream !== false));
+    return observed(await this.dispatch.open(options, options.stream !== false));
   }
 
   /**
@@ -97,7 +97,7 @@ export class AgentRuntime {
   ): Promise<RunResult<z.infer<Schema>>> {
     // Not async: a run started at once hands back its own result promise, with no promise around it.
     try {
-      const started = this.dispatch.submit(options, options.stream ?? false);
+      const started = this.dispatch.open(options, options.stream ?? false);
       const result = started instanceof Promise ? started.then(resultOfRun) : started.result;
       return result as Promise<RunResult<z.infer<Schema>>>;
     } catch (error) {

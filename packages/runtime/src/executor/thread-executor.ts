@@ -33,8 +33,8 @@ import { LocalTaskHost } from './task-host.js';
 /**
  * Executes threads' work in this process: each run opens under its thread's lease (with a store), loads the
  * thread, settles what it waits on and runs the agent loop; it hosts the runs' background tasks and delegate
- * agents. `AgentRuntime` submits to it directly; a fleet's `AgentWorker` runs what it claims from a dispatcher
- * through it, so a thread's work executes one way wherever it was submitted.
+ * agents. `AgentRuntime` opens its runs on it directly; a fleet's `AgentWorker` runs what it claims from a
+ * dispatcher through it, so a thread's work executes one way wherever it was submitted.
  */
 export class ThreadExecutor implements ExecutorCore, RunDispatch {
   readonly registry: AgentRegistry;
@@ -91,7 +91,7 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
     );
   }
 
-  submit(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle> {
+  open(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle> {
     return openRun(this, options, buffer);
   }
 
