@@ -5,6 +5,7 @@ import {
   type ResumeDecision,
   type ThreadRecord,
 } from '@lunation/contract';
+import { ownsThread } from '@lunation/runtime';
 import { z } from 'zod';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
 import { Cors, type CorsOptions } from './cors.js';
@@ -22,7 +23,7 @@ import { type BodyLimits, readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
-import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
+import { type Authenticate, LOCAL_RESOURCE, threadCaller } from './token-auth.js';
 import { isDynamicToolName } from './ui-message-stream.js';
 
 /** Options of {@link createHttpApi}. */
@@ -257,7 +258,7 @@ class LunationHttpApi {
 
   private async ownThread(threadId: string, resource: string): Promise<ThreadRecord> {
     const thread = await this.store.getThread(threadId);
-    if (!thread || !isOwner(thread, resource)) throw noThread(threadId);
+    if (!thread || !ownsThread(thread, threadCaller(resource))) throw noThread(threadId);
     return thread;
   }
 

@@ -52,6 +52,7 @@ export {
   summaryRange,
   truncateMessages,
 } from './context-policy.js';
+export { ownsThread, type ThreadCaller } from './decision-admission.js';
 export {
   LocalDispatchBackend,
   LocalDispatcher,
@@ -64,6 +65,7 @@ export {
   type FleetCancelOptions,
   FleetClient,
   type FleetClientOptions,
+  type FleetDecision,
   type FleetSendOptions,
   type FleetSubmission,
 } from './fleet/fleet-client.js';

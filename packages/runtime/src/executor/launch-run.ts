@@ -6,6 +6,7 @@ import {
   type TraceCarrier,
 } from '@lunation/contract';
 import type { ResolvedAgent } from '../agent.js';
+import type { TaskRecord } from '../background-tasks.js';
 import { AgentLoop } from '../loop/agent-loop.js';
 import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
 import type { FrontendTool, RunLoopOptions } from '../loop/run-scope.js';
@@ -44,7 +45,8 @@ export function launchRun(core: ExecutorCore, opening: LoadedOpening): LiveRun {
     ? startInstrumentation(core.instrumentation, opening, identity, agent)
     : undefined;
   if (leases && leaseToken !== undefined) leases.keep(threadId, leaseToken, run.controller, instrumentation);
-  const ended = AgentLoop.start(loopOptions(core, opening, agent, instrumentation), (loop) => {
+  const launch: Launch = { agent, instrumentation, finishedTasks };
+  const ended = AgentLoop.start(loopOptions(core, opening, launch), (loop) => {
     // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
     if (finishedTasks) tasks.taken(threadId);
     run.loop = loop;
@@ -93,16 +95,18 @@ function identityOf({ run, request, previous }: LoadedOpening, agent: ResolvedAg
   };
 }
 
+/** What the launch resolved for the loop: its agent, its observer, and the background results it takes. */
+interface Launch {
+  agent: ResolvedAgent;
+  instrumentation: RunInstrumentation | undefined;
+  finishedTasks: TaskRecord[] | undefined;
+}
+
 /** What the run's loop starts from. */
-function loopOptions(
-  core: ExecutorCore,
-  opening: LoadedOpening,
-  agent: ResolvedAgent,
-  instrumentation: RunInstrumentation | undefined,
-): RunLoopOptions {
+function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch): RunLoopOptions {
   const { run, request, thread, snapshot, leaseToken, previous, decisions, input } = opening;
   const { tasks, leases } = core;
-  const finishedTasks = tasks.waiting(run.identity.threadId);
+  const { agent, instrumentation, finishedTasks } = launch;
   const listening = run.listening;
   return {
     identity: run.identity,

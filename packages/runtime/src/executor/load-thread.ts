@@ -1,4 +1,5 @@
 import { LunationError, type RunRecord } from '@lunation/contract';
+import { ownsThread } from '../decision-admission.js';
 import { upgradeThreadState } from '../loop/call-records.js';
 import type { LoadedThread } from '../persistence.js';
 import type { ExecutorCore } from './executor-core.js';
@@ -42,11 +43,7 @@ export function loadThreadNow(core: ExecutorCore, opening: Opening): LoadedOpeni
 
 /** The run's thread with its owner checked and its state upgraded to the current layout. */
 function opened(threadId: string, thread: LoadedThread, owner: Owner): LoadedThread {
-  const { resourceId } = owner;
-  if (
-    resourceId !== undefined &&
-    (thread.resourceId === undefined ? owner.ownedOnly : thread.resourceId !== resourceId)
-  ) {
+  if (!ownsThread(thread, owner)) {
     throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
   }
   const threadState = upgradeThreadState(thread.threadState);

@@ -1,15 +1,12 @@
 import type { Message, ResumeDecision, RunRecord } from '@lunation/contract';
+import type { ThreadCaller } from '../decision-admission.js';
 import type { LoadedThread } from '../persistence.js';
 import type { RegistrySnapshot } from '../registry.js';
 import type { LiveRun } from './live-run.js';
 import type { RunOptions } from './run-options.js';
 
-/** Who asks to open a thread, and what the thread must be for them. */
-export interface Owner {
-  /** The caller's owner: a thread of another owner is `not-found`. */
-  resourceId: string | undefined;
-  /** With `resourceId`: a thread without an owner is `not-found` too. */
-  ownedOnly: boolean;
+/** Who asks to open a thread (a thread not theirs is `not-found`), and whether a missing one is created. */
+export interface Owner extends ThreadCaller {
   /** Whether a missing thread is created (a run's), or `not-found` (decisions name a thread that must exist). */
   create: boolean;
 }

@@ -4,9 +4,8 @@ import {
   type RunRecord,
   type SuspensionTicket,
 } from '@lunation/contract';
-import { checkDecisions } from '../decisions.js';
+import { admitDecisions } from '../decision-admission.js';
 import { openTickets, type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
-import { appliedDecisionsKey } from '../runtime-keys.js';
 import type { LoadedOpening } from './opening.js';
 import type { DecisionOutcome, RunHandle } from './run-options.js';
 import { settledHandle } from './settled-handle.js';
@@ -16,7 +15,6 @@ import { settledHandle } from './settled-handle.js';
 
 const NO_DECISIONS: ResumeDecision[] = [];
 const NO_TICKETS: SuspensionTicket[] = [];
-const NO_RECORDS: Readonly<Record<string, ToolCallRecord>> = Object.freeze({});
 
 /** What the settle stage decided: the opening to launch, or a handle when there is nothing to run. */
 export type Settlement =
@@ -29,10 +27,10 @@ export type Settlement =
  * continues (one cut off, one that waited for its tasks), or the waiting run its new input supersedes.
  */
 export function settleThread(opening: LoadedOpening): Settlement {
+  if (opening.decisions.length > 0) return settleDecisions(opening);
   const { thread } = opening;
   const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
   const tickets = stored ? openTickets(stored) : NO_TICKETS;
-  if (opening.decisions.length > 0) return settleDecisions(opening, stored ?? NO_RECORDS, tickets);
   const latest = thread.latestRun;
   const previous = continuedRun(latest);
   const outcome = { applied: [], ignored: [], openTickets: tickets === NO_TICKETS ? [] : tickets };
@@ -50,22 +48,16 @@ export function settleThread(opening: LoadedOpening): Settlement {
   return { launch: { ...opening, decisions: NO_DECISIONS, superseded: latest }, outcome };
 }
 
-/** Decisions checked against the thread's open tickets; the waiting run's loop applies the fresh ones (C0). */
-function settleDecisions(
-  opening: LoadedOpening,
-  records: Readonly<Record<string, ToolCallRecord>>,
-  tickets: SuspensionTicket[],
-): Settlement {
+/** Decisions admitted against the thread's open tickets; the waiting run's loop applies the fresh ones (C0). */
+function settleDecisions(opening: LoadedOpening): Settlement {
   const { thread } = opening;
   const latest = thread.latestRun;
-  const applied = new Set((thread.threadState[appliedDecisionsKey.name] ?? []) as string[]);
-  const { fresh, ignored } = checkDecisions(opening.decisions, records, applied);
+  const { fresh, ignored, open, undecided } = admitDecisions(thread.threadState, opening.decisions);
   if (fresh.length === 0) {
     // Every decision was applied before: nothing to continue.
-    const outcome = { applied: [], ignored, openTickets: tickets };
-    return { settled: settledHandle(opening.run.identity.threadId, latest, tickets), outcome };
+    const outcome = { applied: [], ignored, openTickets: open };
+    return { settled: settledHandle(opening.run.identity.threadId, latest, open), outcome };
   }
-  const undecided = tickets.filter((ticket) => !fresh.some((decision) => decision.ticketId === ticket.id));
   // The waiting run's loop applies them (its resume stage, C0), also when some tickets stay open.
   const previous = latest && latest.status !== 'done' ? latest : undefined;
   const outcome = { applied: fresh.map((decision) => decision.decisionId), ignored, openTickets: undecided };
