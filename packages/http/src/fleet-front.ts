@@ -5,7 +5,8 @@ import {
   type RunEventRecord,
   runEventIdSchema,
 } from '@lunation/contract';
-import { FleetClient, ownsThread } from '@lunation/runtime';
+import { FleetClient } from '@lunation/fleet';
+import { ownsThread } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, RunFront, RunStream } from './front.js';
 import { HttpError } from './http-error.js';
 import { threadCaller } from './token-auth.js';

@@ -122,11 +122,6 @@ export interface RunLaunch {
   loadedCalls: Readonly<Record<string, ToolCallRecord>> | undefined;
 }
 
-/** The fencing token of the lease a run (a live one of this runtime) holds its thread under. */
-export function leaseTokenOf(handle: RunHandle): number | undefined {
-  return handle instanceof LiveRun ? (handle.leaseToken ?? handle.releasedToken) : undefined;
-}
-
 /** The `emit` of a run nobody listens to: the loop builds no events then. */
 export function ignoreEvent(): void {}
 

@@ -16,10 +16,11 @@ import { AgentRegistry, type RegistrySnapshot } from '../registry.js';
 import { busyHere, ThreadLeases } from '../thread-lease.js';
 import { delegateTool } from './delegation.js';
 import type { ExecutorCore } from './executor-core.js';
-import { observed } from './live-run.js';
+import { LiveRun, observed } from './live-run.js';
 import { LiveRuns } from './live-runs.js';
 import { decideOn, openRun } from './open-run.js';
 import type { RunDispatch } from './run-dispatch.js';
+import type { LoadedRun, RunExecutor } from './run-executor.js';
 import type {
   DecisionOutcome,
   DecisionTarget,
@@ -36,7 +37,7 @@ import { LocalTaskHost } from './task-host.js';
  * agents. `AgentRuntime` opens its runs on it directly; a fleet's `AgentWorker` runs what it claims from a
  * dispatcher through it, so a thread's work executes one way wherever it was submitted.
  */
-export class ThreadExecutor implements ExecutorCore, RunDispatch {
+export class ThreadExecutor implements ExecutorCore, RunDispatch, RunExecutor {
   readonly registry: AgentRegistry;
   readonly store: LunationStore | undefined;
   readonly owner: string;
@@ -157,6 +158,27 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
     if (active) throw busyHere(threadId, active.identity.runId);
     this.tasks.taken(threadId);
     return this.persistence.deleteThread(threadId);
+  }
+
+  get incarnation(): string | undefined {
+    return this.leases?.incarnation;
+  }
+
+  acquireLease(threadId: string, runId: string): Promise<number | undefined> {
+    return this.leases ? this.leases.acquire(threadId, runId) : Promise.resolve(undefined);
+  }
+
+  releaseLease(threadId: string, token: number): Promise<void> {
+    return this.leases ? this.leases.release(threadId, token) : Promise.resolve();
+  }
+
+  loadedRun(handle: RunHandle): LoadedRun | undefined {
+    if (!(handle instanceof LiveRun)) return undefined;
+    return {
+      leaseToken: handle.leaseToken ?? handle.releasedToken,
+      messageCount: handle.loadedMessages,
+      callRecords: handle.loadedCalls,
+    };
   }
 
   resolverOf(snapshot: RegistrySnapshot): (agentId: string) => ResolvedAgent {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Dispatcher } from '@lunation/contract';
-import { FleetClient } from '@lunation/runtime';
+import { FleetClient } from '@lunation/fleet';
 import { describe, expect, it } from 'vitest';
 import { openDispatcher } from '../../fixtures/fleet-connection.js';
 import { type FleetJournalLine, readJournal } from '../../fixtures/fleet-journal.js';

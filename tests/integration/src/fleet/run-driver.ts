@@ -1,5 +1,5 @@
 import { type AgentEvent, LunationError, type RunEventRecord } from '@lunation/contract';
-import type { FleetClient } from '@lunation/runtime';
+import type { FleetClient } from '@lunation/fleet';
 import { type FleetPlan, planText } from '../../fixtures/fleet-agent.js';
 import type { SeededRandom } from '../../fixtures/seeded-random.js';
 import type { CancelMoment, RunPlan } from './fleet-plans.js';

@@ -1,4 +1,4 @@
-import type { FleetClient } from '@lunation/runtime';
+import type { FleetClient } from '@lunation/fleet';
 import { SeededRandom } from '../../fixtures/seeded-random.js';
 import type { ThreadPlan } from './fleet-plans.js';
 import { type DrivenRun, driveRun } from './run-driver.js';

@@ -1,18 +1,10 @@
-import type { AgentEvent, RunEventRecord } from '@lunation/contract';
+import type { RunEventRecord } from '@lunation/contract';
+import { createRuntime, defineTool, ownsThread, permissionPlugin, toolCallsKey } from '@lunation/runtime';
+import { reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  AgentWorker,
-  createRuntime,
-  defineTool,
-  FleetClient,
-  LocalDispatcher,
-  ownsThread,
-  permissionPlugin,
-  toolCallsKey,
-} from '../src/index.js';
-import { reply, ScriptedModel } from '../src/testing/index.js';
+import { AgentWorker, FleetClient, LocalDispatcher } from '../src/index.js';
 
 // The fleet admits decisions as the runtime does (issue #37): one rule for the owner, open tickets, payloads,
 // repeats and what stays undecided — before anything is submitted. Before, the fleet's client only looked for a
@@ -69,7 +61,9 @@ async function waitingThread() {
   const client = new FleetClient({ dispatcher, store });
   const { runId } = await client.send({ threadId: 't1', input: 'note milk', resourceId: 'alice' });
   const first = await follow(client, runId);
-  const [milk, eggs] = (first.at(-1)?.event as Extract<AgentEvent, { type: 'run-end' }>).openTickets;
+  const end = first.at(-1)?.event;
+  if (end?.type !== 'run-end') throw new Error('the run did not end');
+  const [milk, eggs] = end.openTickets;
   if (!milk || !eggs) throw new Error('the run did not wait for two approvals');
   return { store, dispatcher, client, runId, ticketId: milk.id, otherTicketId: eggs.id, first };
 }

@@ -1,5 +1,5 @@
 import type { Dispatcher, LunationStore } from '@lunation/contract';
-import { threadsWithLatestRun } from '../thread-scan.js';
+import { threadsWithLatestRun } from '@lunation/runtime/executor';
 
 /** What {@link submitStrandedRuns} takes. */
 export interface StrandedRunsScan {

@@ -10,10 +10,8 @@ import {
   type SuspensionTicket,
   type TerminationReason,
 } from '@lunation/contract';
-import { admitDecisions, ownsThread, type ThreadCaller } from '../decision-admission.js';
-import { normaliseInput, type RunInput, validateDecisionShapes } from '../executor/run-options.js';
-import { createId } from '../id.js';
-import type { FrontendTool } from '../loop/run-scope.js';
+import { type FrontendTool, ownsThread, type RunInput, type ThreadCaller } from '@lunation/runtime';
+import { admitDecisions, createId, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
 
 /** What {@link FleetClient} takes. */
 export interface FleetClientOptions {
