@@ -1,5 +1,6 @@
 import type { Dispatcher } from '@lunation/contract';
-import { type AgentRuntime, AgentWorker, type WorkerLogEntry } from '@lunation/runtime';
+import { AgentWorker, type WorkerLogEntry } from '@lunation/fleet';
+import type { AgentRuntime } from '@lunation/runtime';
 import { nextSignal } from './run-server.js';
 
 export interface WorkerOptions {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection, createServer, type Server } from 'node:net';
-import { LocalDispatchBackend, LocalDispatcher } from '@lunation/runtime';
+import { LocalDispatchBackend, LocalDispatcher } from '@lunation/fleet';
 import { MemoryStore } from '@lunation/store-memory';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AssistantServer } from '../src/assistant-server.js';

@@ -3,7 +3,7 @@
  * dispatcher (Redis + BullMQ, or PostgreSQL + pg-boss) until SIGTERM; prints `ready`. Started without
  * `--conditions=@lunation/source`, so Lunation loads from its built dist/, like the other benchmarks' children.
  */
-import { AgentWorker } from '@lunation/runtime';
+import { AgentWorker } from '@lunation/fleet';
 import { createW5Runtime } from './w5-agent.js';
 import { openW5Backend, type W5Backend } from './w5-backend.js';
 

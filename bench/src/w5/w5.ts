@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { AgentEvent } from '@lunation/contract';
-import { FleetClient } from '@lunation/runtime';
+import { FleetClient } from '@lunation/fleet';
 import { benchDir, lunationFrom } from '../machine.js';
 import { cleanupW5Backend, openW5Backend, type W5Backend } from './w5-backend.js';
 import type { W5WorkerConfig } from './w5-worker.js';

@@ -5,10 +5,11 @@ import {
   type RunEventRecord,
   runEventIdSchema,
 } from '@lunation/contract';
-import { FleetClient } from '@lunation/runtime';
+import { FleetClient } from '@lunation/fleet';
+import { ownsThread } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
-import { HttpError, noThread } from './http-error.js';
-import { isOwner } from './token-auth.js';
+import { HttpError } from './http-error.js';
+import { threadCaller } from './token-auth.js';
 
 /** Options of {@link FleetFront}. */
 export interface FleetFrontOptions {
@@ -46,24 +47,12 @@ export class FleetFront implements RunFront {
   }
 
   async decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
-    const thread = await this.store.getThread(request.threadId);
-    if (!thread || !isOwner(thread, request.resource)) throw noThread(request.threadId);
-    const latest = await this.store.getLatestRun(request.threadId);
-    const open = latest?.status === 'waiting' ? latest.openTickets : [];
-    const unknown = decisions.find((decision) => !open.some((ticket) => ticket.id === decision.ticketId));
-    if (unknown || !latest) {
-      throw new HttpError(
-        400,
-        'unknown-ticket',
-        `Ticket "${unknown?.ticketId}" is not open on thread "${request.threadId}"; open: ${open.map((ticket) => ticket.id).join(', ') || 'none'}`,
-      );
-    }
-    const after = await this.lastEventId(latest.identity.runId);
-    const { runId } = await this.client.decide(request.threadId, decisions);
-    const undecided = open.filter((ticket) => !decisions.some((decision) => decision.ticketId === ticket.id));
-    if (undecided.length > 0) {
+    const decided = await this.client.decide(request.threadId, decisions, threadCaller(request.resource));
+    const { runId, applied, ignored, openTickets, after } = decided;
+    if (decided.submissionId === undefined) return { status: 200, body: { applied, ignored, openTickets } };
+    if (openTickets.length > 0) {
       // The run resumes once every ticket is decided: nothing to stream yet.
-      return { status: 202, body: { submitted: decisions.length, openTickets: undecided, runId } };
+      return { status: 202, body: { submitted: applied.length, openTickets, runId } };
     }
     return this.stream(runId, after);
   }
@@ -92,10 +81,11 @@ export class FleetFront implements RunFront {
 
   async deadLetters(resource: string): Promise<FrontAnswer> {
     const letters = await this.dispatcher.deadLetters({ limit: 100 });
+    const caller = threadCaller(resource);
     const threads = await Promise.all(letters.map((letter) => this.store.getThread(letter.threadId)));
     const own = letters.filter((_, index) => {
       const thread = threads[index];
-      return thread !== undefined && isOwner(thread, resource);
+      return thread !== undefined && ownsThread(thread, caller);
     });
     return { status: 200, body: { deadLetters: own } };
   }
@@ -153,17 +143,6 @@ export class FleetFront implements RunFront {
       })(),
       detach: () => detach.abort(),
     };
-  }
-
-  /** The id of the run's last logged event, or `'0'`. */
-  private async lastEventId(runId: string): Promise<string> {
-    let last = '0';
-    for (;;) {
-      const page = await this.dispatcher.readEvents(runId, { after: last });
-      const tail = page.events.at(-1);
-      if (!tail) return last;
-      last = tail.id;
-    }
   }
 
   /**

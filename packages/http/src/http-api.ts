@@ -5,6 +5,7 @@ import {
   type ResumeDecision,
   type ThreadRecord,
 } from '@lunation/contract';
+import { ownsThread } from '@lunation/runtime';
 import { z } from 'zod';
 import type { ApiParts, RouteContext } from './api-parts.js';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
@@ -25,7 +26,7 @@ import { readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline } from './timeline.js';
-import { type Authenticate, isOwner, LOCAL_RESOURCE } from './token-auth.js';
+import { type Authenticate, LOCAL_RESOURCE, threadCaller } from './token-auth.js';
 
 /** Options of {@link createHttpApi}. */
 export interface HttpApiOptions {
@@ -253,7 +254,7 @@ class LunationHttpApi {
 
   private async ownThread(threadId: string, resource: string): Promise<ThreadRecord> {
     const thread = await this.store.getThread(threadId);
-    if (!thread || !isOwner(thread, resource)) throw noThread(threadId);
+    if (!thread || !ownsThread(thread, threadCaller(resource))) throw noThread(threadId);
     return thread;
   }
 

@@ -4,7 +4,7 @@ import type { AgentRuntime, RunHandle } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
 import { HttpError, noThread } from './http-error.js';
 import { type LocalRunLog, LocalRunLogs } from './local-run-log.js';
-import { LOCAL_RESOURCE } from './token-auth.js';
+import { threadCaller } from './token-auth.js';
 
 /** Options of {@link LocalFront}. */
 export interface LocalFrontOptions {
@@ -55,10 +55,7 @@ export class LocalFront implements RunFront {
   ): Promise<RunStream | FrontAnswer> {
     // The runtime checks the owner on the thread it loads: an unowned thread is only the local caller's.
     const outcome = await this.runtime
-      .sendDecisions({ threadId }, decisions, {
-        resourceId: resource,
-        ownedOnly: resource !== LOCAL_RESOURCE,
-      })
+      .sendDecisions({ threadId }, decisions, threadCaller(resource))
       .catch((error: unknown) => {
         throw LunationError.hasCode(error, 'not-found') ? noThread(threadId) : error;
       });

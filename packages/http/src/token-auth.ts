@@ -1,11 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ThreadCaller } from '@lunation/runtime';
 
 /** The resource id of every caller when the API has no `authenticate` hook. */
 export const LOCAL_RESOURCE = 'local';
 
-/** Whether the caller owns the thread: a thread without an owner is the local caller's (no `authenticate`). */
-export function isOwner(thread: { resourceId?: string | undefined }, resource: string): boolean {
-  return (thread.resourceId ?? LOCAL_RESOURCE) === resource;
+/**
+ * The runtime's caller for an authenticated resource id, for its owner rule (`ownsThread`): the local caller
+ * (no `authenticate`) also acts on threads without an owner; a tenant only on its own.
+ */
+export function threadCaller(resource: string): ThreadCaller {
+  return { resourceId: resource, ownedOnly: resource !== LOCAL_RESOURCE };
 }
 
 /** Who the caller is: its resource id (tenant), or undefined to answer 401. */

@@ -1,5 +1,5 @@
 import { LunationError } from '@lunation/contract';
-import { AgentWorker, LocalDispatchBackend, LocalDispatcher } from '@lunation/runtime';
+import { AgentWorker, LocalDispatchBackend, LocalDispatcher } from '@lunation/fleet';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../store-memory/src/index.js';

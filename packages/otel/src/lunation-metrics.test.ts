@@ -1,4 +1,5 @@
-import { createRuntime, defineTool, LocalDispatchBackend, LocalDispatcher } from '@lunation/runtime';
+import { LocalDispatchBackend, LocalDispatcher } from '@lunation/fleet';
+import { createRuntime, defineTool } from '@lunation/runtime';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { MemoryStore } from '@lunation/store-memory';
 import { MeterProvider, type MetricData, MetricReader } from '@opentelemetry/sdk-metrics';

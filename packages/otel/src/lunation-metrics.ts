@@ -61,7 +61,7 @@ const CLAIM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 
 
 /**
  * What `LunationMetrics.workerLog` reads of a worker's log entry (`AgentWorker`'s `log` option hands it
- * `WorkerLogEntry` objects of `@lunation/runtime`, which fit).
+ * `WorkerLogEntry` objects of `@lunation/fleet`, which fit).
  */
 export interface WorkerLogFact {
   event: string;

@@ -5,6 +5,7 @@ import { type ResumeCutOffRunsOptions, type ResumedCutOffRuns, resumeCutOffRuns 
 import type { EventStream } from './event-stream.js';
 import { observed } from './executor/live-run.js';
 import type { RunDispatch } from './executor/run-dispatch.js';
+import type { RunExecutor } from './executor/run-executor.js';
 import {
   type DecisionOutcome,
   type DecisionTarget,
@@ -68,16 +69,6 @@ export interface Session {
   close(): Promise<RunResult | undefined>;
 }
 
-/** The executor behind each runtime, for the fleet's workers (not part of the public surface). */
-const executors = new WeakMap<AgentRuntime, ThreadExecutor>();
-
-/** @internal The executor a runtime submits to: a fleet worker runs what it claims through it. */
-export function executorOf(runtime: AgentRuntime): ThreadExecutor {
-  const executor = executors.get(runtime);
-  if (executor === undefined) throw new LunationError('invalid-argument', 'Not an AgentRuntime');
-  return executor;
-}
-
 /**
  * Runs agents on threads: one active run per thread, cancellation, decisions, durable when given a store. It
  * accepts requests and hands them to its executor (the loop under each thread's lease) in this process; a fleet
@@ -88,11 +79,16 @@ export class AgentRuntime {
   readonly store: LunationStore | undefined;
   /** Hosts this process's background tasks. */
   readonly tasks: TaskHost;
+  /**
+   * The executor this runtime opens its runs on, for a process that runs work it did not accept itself (a
+   * fleet's `AgentWorker`): see `@lunation/runtime/executor`.
+   */
+  readonly executor: RunExecutor;
   private readonly dispatch: RunDispatch;
 
   constructor(options: AgentRuntimeOptions) {
     const executor = new ThreadExecutor(options);
-    executors.set(this, executor);
+    this.executor = executor;
     this.dispatch = executor;
     this.store = executor.store;
     this.registry = executor.registry;
@@ -109,7 +105,7 @@ export class AgentRuntime {
    * here or in another process sharing the store.
    */
   async run(options: RunOptions): Promise<RunHandle> {
-    return observed(await this.dispatch.submit(options, options.stream !== false));
+    return observed(await this.dispatch.open(options, options.stream !== false));
   }
 
   /**
@@ -121,7 +117,7 @@ export class AgentRuntime {
   ): Promise<RunResult<z.infer<Schema>>> {
     // Not async: a run started at once hands back its own result promise, with no promise around it.
     try {
-      const started = this.dispatch.submit(options, options.stream ?? false);
+      const started = this.dispatch.open(options, options.stream ?? false);
       const result = started instanceof Promise ? started.then(resultOfRun) : started.result;
       return result as Promise<RunResult<z.infer<Schema>>>;
     } catch (error) {

@@ -1,6 +1,6 @@
 import { LunationError, type LunationStore } from '@lunation/contract';
-import { continuedRun } from './executor/open-run.js';
 import type { RunHandle, RunOptions } from './executor/run-options.js';
+import { continuedRun } from './executor/settle-thread.js';
 import { threadsWithLatestRun } from './thread-scan.js';
 
 /** Options of {@link AgentRuntime.resumeCutOffRuns}. */

@@ -29,7 +29,6 @@ export {
   type TaskHost,
   type TaskRecord,
   type TaskStatus,
-  taskMessageText,
   tasksKey,
 } from './background-tasks.js';
 export { AgentRuntimeBuilder, createRuntime } from './builder.js';
@@ -41,7 +40,6 @@ export {
   type EffectType,
   type EmittedEffect,
   emitEffect,
-  isEmptyCommand,
   type ScheduledAction,
   scheduleAction,
 } from './command.js';
@@ -49,27 +47,12 @@ export {
   applyCompaction,
   type CompactionPolicy,
   type ContextPolicy,
-  DEFAULT_COMPACTION_PROMPT,
   estimateTokens,
   summaryRange,
   truncateMessages,
 } from './context-policy.js';
-export {
-  LocalDispatchBackend,
-  LocalDispatcher,
-  type LocalDispatcherOptions,
-} from './dispatch/local-dispatcher.js';
+export { ownsThread, type ThreadCaller } from './decision-admission.js';
 export { EventStream } from './event-stream.js';
-export { AgentWorker, type AgentWorkerOptions, type StopWorkerOptions } from './fleet/agent-worker.js';
-export {
-  type FleetCancel,
-  type FleetCancelOptions,
-  FleetClient,
-  type FleetClientOptions,
-  type FleetSendOptions,
-  type FleetSubmission,
-} from './fleet/fleet-client.js';
-export type { WorkerLogEntry, WorkerLogEvent, WorkerLogLevel } from './fleet/worker-log.js';
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
 export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';
@@ -103,9 +86,7 @@ export {
 } from './plugin.js';
 export { backgroundTasksPlugin } from './plugins/background-tasks-plugin.js';
 export {
-  approvalPayloadSchema,
   evaluateInterruptPolicy,
-  evaluatePermission,
   type PermissionConfig,
   type PermissionDecision,
   type PermissionRule,

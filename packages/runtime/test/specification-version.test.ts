@@ -1,13 +1,7 @@
 import { LunationError, type ModelProvider } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  AgentRuntime,
-  createRuntime,
-  FleetClient,
-  LocalDispatchBackend,
-  LocalDispatcher,
-} from '../src/index.js';
+import { AgentRuntime, createRuntime } from '../src/index.js';
 import { ScriptedModel } from '../src/testing/index.js';
 
 /** The error `act` throws; fails the test when it throws nothing. */
@@ -46,13 +40,6 @@ describe('specification versions', () => {
     );
     expect(error.code).toBe('specification-mismatch');
     expect(error.message).toContain('store "memory" implements no specificationVersion');
-  });
-
-  it('a fleet client refuses a dispatcher of another version', () => {
-    const dispatcher = declaring(new LocalDispatcher({ backend: new LocalDispatchBackend() }), 'v0');
-    const error = thrown(() => new FleetClient({ dispatcher, store: new MemoryStore() }));
-    expect(error.code).toBe('specification-mismatch');
-    expect(error.details).toEqual({ kind: 'dispatcher', expected: 'v2', actual: 'v0' });
   });
 
   it("adapters declaring this contract's versions are accepted", () => {

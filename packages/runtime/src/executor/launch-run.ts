@@ -1,123 +1,56 @@
 import {
   type Instrumentation,
   LunationError,
-  type Message,
-  type ResumeDecision,
   type RunIdentity,
   type RunInstrumentation,
-  type RunRecord,
   type TraceCarrier,
 } from '@lunation/contract';
 import type { ResolvedAgent } from '../agent.js';
+import type { TaskRecord } from '../background-tasks.js';
 import { AgentLoop } from '../loop/agent-loop.js';
-import type { FrontendTool } from '../loop/run-scope.js';
-import type { LoadedThread } from '../persistence.js';
-import type { RegistrySnapshot } from '../registry.js';
+import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
+import type { FrontendTool, RunLoopOptions } from '../loop/run-scope.js';
 import { traceContextKey } from '../runtime-keys.js';
 import type { ExecutorCore } from './executor-core.js';
 import { ignoreEvent, type LiveRun } from './live-run.js';
-import type { RunOptions } from './run-options.js';
+import type { LoadedOpening } from './opening.js';
+
+// Stage "launch": the run's agent and final identity resolved, its lease kept renewed, and its loop started;
+// the run is active until its loop ends.
 
 const NO_FRONTEND_TOOLS: FrontendTool[] = [];
 
-/**
- * Runs the loop on an opened thread with nothing left to settle: resolves the run's agent and identity, keeps
- * its lease renewed, and the run becomes active until its loop ends.
- */
-export function launchRun(
-  core: ExecutorCore,
-  run: LiveRun,
-  options: RunOptions,
-  thread: LoadedThread,
-  input: Message[],
-  previous: RunRecord | undefined,
-  decisions: ResumeDecision[],
-  snapshot: RegistrySnapshot,
-  superseded?: RunRecord,
-): LiveRun {
-  const { threadId, runId } = run.identity;
+/** Runs the loop of an opening with nothing left to settle; the run, now active. */
+export function launchRun(core: ExecutorCore, opening: LoadedOpening): LiveRun {
+  const { run, request, thread, leaseToken } = opening;
   const { tasks, leases } = core;
+  const { threadId } = run.identity;
   const finishedTasks = tasks.waiting(threadId);
-  if (
-    !previous &&
-    input.length === 0 &&
-    decisions.length === 0 &&
-    !finishedTasks &&
-    !options.taskResults?.length
-  ) {
-    throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
+  if (!opening.previous && !opening.input.length && !opening.decisions.length && !finishedTasks) {
+    if (!request.taskResults?.length) {
+      throw new LunationError('invalid-argument', `run() on thread "${threadId}" needs input or decisions`);
+    }
   }
-  const activeAgent = thread.threadState['runtime.activeAgent'];
-  const agentId =
-    options.agentId ??
-    previous?.identity.agentId ??
-    (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
-    snapshot.firstAgentId;
-  if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
-  const agent = snapshot.agent(
-    previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,
-  );
-  const { parent } = options;
-  if (previous) run.identity = previous.identity;
-  else if (parent) {
-    run.identity = {
-      threadId,
-      runId,
-      agentId: agent.id,
-      parentRunId: parent.runId,
-      parentToolCallId: parent.toolCallId,
-      origin: parent.origin,
-    };
-  } else run.identity.agentId = agent.id; // the reservation's identity, complete now
+  const agent = agentOf(opening);
+  run.start({
+    identity: identityOf(opening, agent),
+    leaseToken,
+    loadedMessages: thread.messages.length,
+    loadedCalls: thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined,
+  });
   const { identity } = run;
   core.runs.byRun.set(identity.runId, run);
-  if (options.signal) run.follow(options.signal);
+  if (request.signal) run.follow(request.signal);
   const instrumentation = core.instrumentation
-    ? startInstrumentation(core.instrumentation, identity, agent, input, previous, run.leaseToken)
+    ? startInstrumentation(core.instrumentation, opening, identity, agent)
     : undefined;
-  if (leases && run.leaseToken !== undefined) {
-    leases.keep(threadId, run.leaseToken, run.controller, instrumentation);
-  }
-  const listening = run.listening;
-  const ended = AgentLoop.start(
-    {
-      identity,
-      agent,
-      resolveAgent: core.resolverOf(snapshot),
-      persistence: core.persistence,
-      leaseToken: run.leaseToken,
-      leases,
-      runner: { owner: core.owner, incarnation: core.leases?.incarnation },
-      history: thread.messages,
-      input,
-      threadState: thread.threadState,
-      previous,
-      decisions,
-      superseded,
-      frontendTools: options.frontendTools ?? NO_FRONTEND_TOOLS,
-      signal: run.controller.signal,
-      controller: run.controller,
-      emit: listening ? (event) => run.emit(event) : ignoreEvent,
-      registryVersion: snapshot.version,
-      emitStateSnapshots: core.emitStateSnapshots,
-      tasks,
-      taskResults: finishedTasks
-        ? options.taskResults
-          ? [...options.taskResults, ...finishedTasks]
-          : finishedTasks
-        : options.taskResults,
-      listening,
-      keepAlive: options.keepAlive,
-      onTurnEnd: options.onTurnEnd,
-      output: options.output,
-      instrumentation,
-    },
-    (loop) => {
-      // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
-      if (finishedTasks) tasks.taken(threadId);
-      run.loop = loop;
-    },
-  );
+  if (leases && leaseToken !== undefined) leases.keep(threadId, leaseToken, run.controller, instrumentation);
+  const launch: Launch = { agent, instrumentation, finishedTasks };
+  const ended = AgentLoop.start(loopOptions(core, opening, launch), (loop) => {
+    // The loop has the results now; taken only here, so a run that fails to start leaves them for the next.
+    if (finishedTasks) tasks.taken(threadId);
+    run.loop = loop;
+  });
   run.result = ended.then(
     (result) => {
       const releasing = core.runs.release(run, leases);
@@ -132,14 +65,89 @@ export function launchRun(
   return run;
 }
 
+/** The agent that runs: the continued run's (while registered), else the request's, the thread's active one, or the first. */
+function agentOf({ request, previous, thread, snapshot }: LoadedOpening): ResolvedAgent {
+  const activeAgent = thread.threadState['runtime.activeAgent'];
+  const agentId =
+    request.agentId ??
+    previous?.identity.agentId ??
+    (typeof activeAgent === 'string' && snapshot.hasAgent(activeAgent) ? activeAgent : undefined) ??
+    snapshot.firstAgentId;
+  if (agentId === undefined) throw new LunationError('invalid-argument', 'The runtime has no agents');
+  return snapshot.agent(
+    previous && snapshot.hasAgent(previous.identity.agentId) ? previous.identity.agentId : agentId,
+  );
+}
+
+/** The run's final identity: the continued run's, else the reservation's with its agent (and parent). */
+function identityOf({ run, request, previous }: LoadedOpening, agent: ResolvedAgent): RunIdentity {
+  if (previous) return previous.identity;
+  const { threadId, runId } = run.identity;
+  const { parent } = request;
+  if (!parent) return { ...run.identity, agentId: agent.id };
+  return {
+    threadId,
+    runId,
+    agentId: agent.id,
+    parentRunId: parent.runId,
+    parentToolCallId: parent.toolCallId,
+    origin: parent.origin,
+  };
+}
+
+/** What the launch resolved for the loop: its agent, its observer, and the background results it takes. */
+interface Launch {
+  agent: ResolvedAgent;
+  instrumentation: RunInstrumentation | undefined;
+  finishedTasks: TaskRecord[] | undefined;
+}
+
+/** What the run's loop starts from. */
+function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch): RunLoopOptions {
+  const { run, request, thread, snapshot, leaseToken, previous, decisions, input } = opening;
+  const { tasks, leases } = core;
+  const { agent, instrumentation, finishedTasks } = launch;
+  const listening = run.listening;
+  return {
+    identity: run.identity,
+    agent,
+    resolveAgent: core.resolverOf(snapshot),
+    persistence: core.persistence,
+    leaseToken,
+    leases,
+    runner: { owner: core.owner, incarnation: leases?.incarnation },
+    history: thread.messages,
+    input,
+    threadState: thread.threadState,
+    previous,
+    decisions,
+    superseded: opening.superseded,
+    frontendTools: request.frontendTools ?? NO_FRONTEND_TOOLS,
+    signal: run.controller.signal,
+    controller: run.controller,
+    emit: listening ? (event) => run.emit(event) : ignoreEvent,
+    registryVersion: snapshot.version,
+    emitStateSnapshots: core.emitStateSnapshots,
+    tasks,
+    taskResults: finishedTasks
+      ? request.taskResults
+        ? [...request.taskResults, ...finishedTasks]
+        : finishedTasks
+      : request.taskResults,
+    listening,
+    keepAlive: request.keepAlive,
+    onTurnEnd: request.onTurnEnd,
+    output: request.output,
+    instrumentation,
+  };
+}
+
 /** The run's observer from the runtime's instrumentation (an instrumentation that throws observes nothing). */
 function startInstrumentation(
   instrumentation: Instrumentation,
+  { previous, input, leaseToken }: LoadedOpening,
   identity: RunIdentity,
   agent: ResolvedAgent,
-  input: Message[],
-  previous: RunRecord | undefined,
-  leaseToken: number | undefined,
 ): RunInstrumentation | undefined {
   const suspendedBy = previous?.state[traceContextKey.name] as TraceCarrier | null | undefined;
   const { description } = agent.definition;

@@ -16,7 +16,7 @@ export class LiveRun implements RunHandle {
   loop: AgentLoop | undefined;
   /** Set once the loop runs. */
   result!: Promise<RunResult>;
-  /** @internal the fencing token of the thread's lease (with a store), until the run releases it. */
+  /** @internal the fencing token of the thread's lease (with a store) from its launch until it releases it. */
   leaseToken: number | undefined;
   /** @internal the token the run released its lease under: its events' fence after it ended. */
   releasedToken: number | undefined;
@@ -29,7 +29,7 @@ export class LiveRun implements RunHandle {
   private ended = false;
 
   constructor(
-    /** The run's identity; a run that continues an earlier one takes that run's identity. */
+    /** The run's identity: the reservation's, then (set by {@link LiveRun.start}) its final one. */
     public identity: RunIdentity,
     private readonly sinks: readonly EventSink[],
     /** Whether `events` buffers the run's events. */
@@ -59,6 +59,17 @@ export class LiveRun implements RunHandle {
       if (this.ended) this.stream.close();
     }
     return this.stream;
+  }
+
+  /**
+   * @internal the launch stage starts the run: its final identity (a run that continues an earlier one takes
+   * that run's), the lease it holds and what it loaded.
+   */
+  start(launch: RunLaunch): void {
+    this.identity = launch.identity;
+    this.leaseToken = launch.leaseToken;
+    this.loadedMessages = launch.loadedMessages;
+    this.loadedCalls = launch.loadedCalls;
   }
 
   cancel(reason?: string): void {
@@ -103,9 +114,12 @@ export class LiveRun implements RunHandle {
   }
 }
 
-/** The fencing token of the lease a run (a live one of this runtime) holds its thread under. */
-export function leaseTokenOf(handle: RunHandle): number | undefined {
-  return handle instanceof LiveRun ? (handle.leaseToken ?? handle.releasedToken) : undefined;
+/** What the launch stage decided for a run it starts ({@link LiveRun.start}). */
+export interface RunLaunch {
+  identity: RunIdentity;
+  leaseToken: number | undefined;
+  loadedMessages: number;
+  loadedCalls: Readonly<Record<string, ToolCallRecord>> | undefined;
 }
 
 /** The `emit` of a run nobody listens to: the loop builds no events then. */

@@ -22,14 +22,15 @@ export class LiveRuns {
 
   /**
    * Ends the run's hold on its thread: closes its events, frees the thread here and releases its lease; the
-   * promise of that release, if it has a lease (nothing to wait for otherwise).
+   * promise of that release, if it has a lease (nothing to wait for otherwise). `held`: the token of a lease
+   * taken for a run that was not launched.
    */
-  release(run: LiveRun, leases: ThreadLeases | undefined): Promise<void> | undefined {
+  release(run: LiveRun, leases: ThreadLeases | undefined, held?: number): Promise<void> | undefined {
     run.end();
     const { threadId, runId } = run.identity;
     if (this.byThread.get(threadId) === run) this.byThread.delete(threadId);
     this.byRun.delete(runId);
-    const token = run.leaseToken;
+    const token = run.leaseToken ?? held;
     run.leaseToken = undefined;
     run.releasedToken = token;
     return leases && token !== undefined ? leases.release(threadId, token) : undefined;

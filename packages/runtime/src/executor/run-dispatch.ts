@@ -11,9 +11,9 @@ import type {
 } from './run-options.js';
 
 /**
- * The seam between the runtime's front (`AgentRuntime`) and the executor, in a dispatcher's terms: work for a
- * thread is submitted (a run, decisions, follow-up messages), a cancel is signalled, and a run's events are
- * followed through its handle. In one process the executor is this seam itself, with no queue between: the
+ * The seam between the runtime's front (`AgentRuntime`) and the executor: a run is opened (or decisions or
+ * follow-up messages reach a thread), a cancel is signalled, and a run's events are followed through its
+ * handle. In one process the executor is this seam itself, with no queue between: the
  * front's semantics (a run starts at once or fails with `thread-busy`; handles carry signals, callbacks and
  * schemas) are the executor's own. Across processes the fleet puts a `Dispatcher` in front of the same executor
  * (`AgentWorker`).
@@ -22,10 +22,11 @@ export interface RunDispatch {
   readonly registry: AgentRegistry;
   readonly tasks: TaskHost;
   /**
-   * Starts (or resumes) a run: its handle at once, without a promise, when nothing needs the store first.
-   * `buffer` says whether the handle's `events` buffer the run's events. Throws synchronously on a bad request.
+   * Opens (starts or resumes) a run now: its handle at once, without a promise, when nothing needs the store
+   * first. `buffer` says whether the handle's `events` buffer the run's events. Throws synchronously on a bad
+   * request. (Unlike `Dispatcher.submit`, nothing is queued.)
    */
-  submit(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle>;
+  open(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle>;
   /**
    * Applies decisions (their shapes checked at the door) to the open tickets of a thread or run, as
    * `options.resourceId`'s caller; resumes once all are decided.

@@ -16,10 +16,11 @@ import { AgentRegistry, type RegistrySnapshot } from '../registry.js';
 import { busyHere, ThreadLeases } from '../thread-lease.js';
 import { delegateTool } from './delegation.js';
 import type { ExecutorCore } from './executor-core.js';
-import { observed } from './live-run.js';
+import { LiveRun, observed } from './live-run.js';
 import { LiveRuns } from './live-runs.js';
 import { decideOn, openRun } from './open-run.js';
 import type { RunDispatch } from './run-dispatch.js';
+import type { LoadedRun, RunExecutor } from './run-executor.js';
 import type {
   DecisionOutcome,
   DecisionTarget,
@@ -33,10 +34,10 @@ import { LocalTaskHost } from './task-host.js';
 /**
  * Executes threads' work in this process: each run opens under its thread's lease (with a store), loads the
  * thread, settles what it waits on and runs the agent loop; it hosts the runs' background tasks and delegate
- * agents. `AgentRuntime` submits to it directly; a fleet's `AgentWorker` runs what it claims from a dispatcher
- * through it, so a thread's work executes one way wherever it was submitted.
+ * agents. `AgentRuntime` opens its runs on it directly; a fleet's `AgentWorker` runs what it claims from a
+ * dispatcher through it, so a thread's work executes one way wherever it was submitted.
  */
-export class ThreadExecutor implements ExecutorCore, RunDispatch {
+export class ThreadExecutor implements ExecutorCore, RunDispatch, RunExecutor {
   readonly registry: AgentRegistry;
   readonly store: LunationStore | undefined;
   readonly owner: string;
@@ -91,7 +92,7 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
     );
   }
 
-  submit(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle> {
+  open(options: RunOptions, buffer: boolean): RunHandle | Promise<RunHandle> {
     return openRun(this, options, buffer);
   }
 
@@ -157,6 +158,27 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch {
     if (active) throw busyHere(threadId, active.identity.runId);
     this.tasks.taken(threadId);
     return this.persistence.deleteThread(threadId);
+  }
+
+  get incarnation(): string | undefined {
+    return this.leases?.incarnation;
+  }
+
+  acquireLease(threadId: string, runId: string): Promise<number | undefined> {
+    return this.leases ? this.leases.acquire(threadId, runId) : Promise.resolve(undefined);
+  }
+
+  releaseLease(threadId: string, token: number): Promise<void> {
+    return this.leases ? this.leases.release(threadId, token) : Promise.resolve();
+  }
+
+  loadedRun(handle: RunHandle): LoadedRun | undefined {
+    if (!(handle instanceof LiveRun)) return undefined;
+    return {
+      leaseToken: handle.leaseToken ?? handle.releasedToken,
+      messageCount: handle.loadedMessages,
+      callRecords: handle.loadedCalls,
+    };
   }
 
   resolverOf(snapshot: RegistrySnapshot): (agentId: string) => ResolvedAgent {

@@ -53,9 +53,6 @@ export const permissionConfigSchema = z.object({
 /** The permission plugin's config, as given; see {@link permissionConfigSchema}. */
 export type PermissionConfig = z.input<typeof permissionConfigSchema>;
 
-/** The payload a user sends with an approval; `always: true` allows the tool for the rest of the thread. */
-export const approvalPayloadSchema = z.object({ always: z.boolean().optional() }).nullable().optional();
-
 const RANK: Record<PermissionDecision, number> = { allow: 0, ask: 1, deny: 2 };
 const INTERRUPT_RANK: Record<InterruptPolicy, number> = { rerun: 0, fail: 1, ask: 2 };
 

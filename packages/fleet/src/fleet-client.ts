@@ -7,11 +7,11 @@ import {
   type ResumeDecision,
   type RunEventRecord,
   type SubscribeEventsOptions,
+  type SuspensionTicket,
   type TerminationReason,
 } from '@lunation/contract';
-import { normaliseInput, type RunInput, validateDecisionShapes } from '../executor/run-options.js';
-import { createId } from '../id.js';
-import type { FrontendTool } from '../loop/run-scope.js';
+import { type FrontendTool, ownsThread, type RunInput, type ThreadCaller } from '@lunation/runtime';
+import { admitDecisions, createId, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
 
 /** What {@link FleetClient} takes. */
 export interface FleetClientOptions {
@@ -69,6 +69,25 @@ export interface FleetSubmission {
   runId: string;
 }
 
+/** What {@link FleetClient.decide} did: the decisions admitted against the thread as the store has it. */
+export interface FleetDecision {
+  /** The submission's id; absent when every decision was applied before (nothing was submitted). */
+  submissionId?: string;
+  /** The waiting run the decisions resume; follow it with {@link FleetClient.events}. */
+  runId: string;
+  /** The ids of the decisions submitted. */
+  applied: string[];
+  /** The ids of decisions applied before: nothing to do for them. */
+  ignored: string[];
+  /** The tickets that stay open after these decisions: the run resumes once none does. */
+  openTickets: SuspensionTicket[];
+  /**
+   * The id of the run's last logged event before the submission (`'0'` when none): following the run after it
+   * shows what the decisions did. Set when they were submitted.
+   */
+  after?: string;
+}
+
 /**
  * The front of a fleet: what an HTTP server (any number of them) does for its clients without running anything
  * itself. It submits input and decisions to the dispatcher (durable once the call resolves; a worker applies
@@ -119,26 +138,45 @@ export class FleetClient {
   }
 
   /**
-   * Submits decisions for the thread's open tickets; the waiting run they resume keeps its id, so its events
-   * continue in the same log. `not-found` when the thread has no run waiting for decisions.
+   * Submits decisions for the thread's open tickets, as `caller` (a thread not theirs is `not-found`); the
+   * waiting run they resume keeps its id, so its events continue in the same log. `not-found` when the thread
+   * has no run waiting for decisions. The decisions are admitted against the store as the runtime admits them
+   * (`unknown-ticket`, `decision-invalid`; those applied before are ignored), before anything is submitted; the
+   * worker admits them again under the thread's lease.
    */
-  async decide(threadId: string, decisions: ResumeDecision[]): Promise<FleetSubmission> {
+  async decide(
+    threadId: string,
+    decisions: ResumeDecision[],
+    caller: ThreadCaller = {},
+  ): Promise<FleetDecision> {
     validateDecisionShapes(decisions);
-    const latest = await this.store.getLatestRun(threadId);
+    const { store } = this;
+    const [thread, threadState, latest] = await Promise.all([
+      store.getThread(threadId),
+      store.getThreadState(threadId),
+      store.getLatestRun(threadId),
+    ]);
+    if (thread === undefined || !ownsThread(thread, caller)) {
+      throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+    }
     if (latest?.status !== 'waiting' || latest.openTickets.length === 0) {
       throw new LunationError('not-found', `Thread "${threadId}" has no run waiting for decisions`, {
         details: { threadId, status: latest?.status },
       });
     }
-    const submissionId = createId();
     const runId = latest.identity.runId;
+    const { fresh, ignored, open, undecided } = admitDecisions(threadState, decisions);
+    if (fresh.length === 0) return { runId, applied: [], ignored, openTickets: open };
+    const after = await this.lastEventId(runId);
+    const submissionId = createId();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId,
-      request: { type: 'decisions', decisions },
+      request: { type: 'decisions', decisions: fresh },
     });
     if (submitted.deadLettered === true) throw deadLettered(threadId, submissionId, runId);
-    return { submissionId, runId };
+    const applied = fresh.map((decision) => decision.decisionId);
+    return { submissionId, runId, applied, ignored, openTickets: undecided, after };
   }
 
   /**
@@ -186,6 +224,17 @@ export class FleetClient {
       }
     }
     return latest?.identity.runId;
+  }
+
+  /** The id of the run's last logged event, or `'0'`. */
+  private async lastEventId(runId: string): Promise<string> {
+    let last = '0';
+    for (;;) {
+      const page = await this.dispatcher.readEvents(runId, { after: last });
+      const tail = page.events.at(-1);
+      if (!tail) return last;
+      last = tail.id;
+    }
   }
 
   /** The run's events, each once and in order, from the start or after `after`, until its `run-end`. */

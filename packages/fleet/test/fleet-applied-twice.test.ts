@@ -5,18 +5,12 @@ import type {
   LunationStore,
   Message,
 } from '@lunation/contract';
+import { createRuntime, defineTool } from '@lunation/runtime';
+import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  AgentWorker,
-  createRuntime,
-  defineTool,
-  FleetClient,
-  LocalDispatchBackend,
-  LocalDispatcher,
-} from '../src/index.js';
-import { ScriptedModel, type ScriptedResponse } from '../src/testing/index.js';
+import { AgentWorker, FleetClient, LocalDispatchBackend, LocalDispatcher } from '../src/index.js';
 
 /**
  * Issue #33: one run's history held the same assistant message twice. A worker stalled past its lease while its

@@ -1,5 +1,5 @@
 import type { CancelRequest, CancelRequestInput, CancelWatch } from '@lunation/contract';
-import { createId } from '../id.js';
+import { createId } from '@lunation/runtime/executor';
 
 /** A watch of one thread's cancel requests. */
 class Watch implements CancelWatch {

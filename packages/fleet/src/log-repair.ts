@@ -7,7 +7,7 @@ import {
   type RunRecord,
   type ToolResult,
 } from '@lunation/contract';
-import type { ToolCallRecord } from '../loop/call-records.js';
+import type { ToolCallRecord } from '@lunation/runtime';
 
 /** What a run's event log already tells of its committed work. */
 export interface LoggedRun {

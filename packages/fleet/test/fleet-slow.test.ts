@@ -6,19 +6,12 @@ import type {
   RunRecord,
 } from '@lunation/contract';
 import { LunationError } from '@lunation/contract';
+import { createRuntime, defineTool, permissionPlugin } from '@lunation/runtime';
+import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  AgentWorker,
-  createRuntime,
-  defineTool,
-  FleetClient,
-  LocalDispatchBackend,
-  LocalDispatcher,
-  permissionPlugin,
-} from '../src/index.js';
-import { ScriptedModel, type ScriptedResponse } from '../src/testing/index.js';
+import { AgentWorker, FleetClient, LocalDispatchBackend, LocalDispatcher } from '../src/index.js';
 
 /**
  * The fleet when a process is slow, not dead: cancels that name their run, claims redelivered to a thread whose

@@ -1,5 +1,5 @@
 import type { Dispatcher, LunationStore } from '@lunation/contract';
-import { type ScanPosition, threadsWithLatestRun } from '../thread-scan.js';
+import { type ScanPosition, threadsWithLatestRun } from '@lunation/runtime/executor';
 
 /** What {@link submitStrandedRuns} takes. */
 export interface StrandedRunsScan {

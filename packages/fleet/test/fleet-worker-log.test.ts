@@ -1,19 +1,16 @@
 import { LunationError, type LunationStore } from '@lunation/contract';
+import { createRuntime, defineTool, permissionPlugin, runJournalOf } from '@lunation/runtime';
+import { ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
 import {
   AgentWorker,
-  createRuntime,
-  defineTool,
   FleetClient,
   LocalDispatchBackend,
   LocalDispatcher,
-  permissionPlugin,
-  runJournalOf,
   type WorkerLogEntry,
 } from '../src/index.js';
-import { ScriptedModel } from '../src/testing/index.js';
 
 const note = defineTool({
   name: 'note',

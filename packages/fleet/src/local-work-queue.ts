@@ -15,7 +15,7 @@ import {
   overloadedError,
   type ResolvedDispatchPolicy,
 } from '@lunation/contract/dispatch-utils';
-import { createId } from '../id.js';
+import { createId } from '@lunation/runtime/executor';
 import { type LineSlot, ReadyLine } from './local-ready-line.js';
 
 /** One thread: its inbox, where its job is, and its failures. */

@@ -9,11 +9,8 @@ import {
   type ResumeDecision,
   type RunRecord,
 } from '@lunation/contract';
-import { type LiveRun, leaseTokenOf } from '../executor/live-run.js';
-import type { RunHandle } from '../executor/run-options.js';
-import type { ThreadExecutor } from '../executor/thread-executor.js';
-import { type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
-import type { RunResult } from '../loop/run-scope.js';
+import { type RunHandle, type RunResult, type ToolCallRecord, toolCallsKey } from '@lunation/runtime';
+import type { RunExecutor } from '@lunation/runtime/executor';
 import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
 import type { WorkerLogEntry } from './worker-log.js';
@@ -24,7 +21,7 @@ export type ThreadWorkFact = Omit<WorkerLogEntry, 'workerId'>;
 /** What a worker lends the work on one claimed thread. */
 export interface ThreadWorkContext {
   /** The runtime's executor: the one way a thread's work runs, in a worker as in `AgentRuntime`. */
-  executor: ThreadExecutor;
+  executor: RunExecutor;
   store: LunationStore;
   dispatcher: Dispatcher;
   /** How long a run's event log stays readable after the run ends (or waits). */
@@ -130,12 +127,13 @@ export class ThreadWork {
     }
     // Read under the run's new lease: nothing the previous holder commits or appends later can land. Only what was
     // committed before this run loaded the thread is the previous holder's; the run reports the rest itself.
-    const { loadedMessages, loadedCalls } = handle as LiveRun;
+    const loaded = this.context.executor.loadedRun(handle);
+    const loadedMessages = loaded?.messageCount;
     const prefix = missingEvents(
       latest,
       await store.listMessages(threadId, loadedMessages === undefined ? {} : { toSeq: loadedMessages }),
       await readLoggedRun(this.context.dispatcher, runId),
-      loadedCalls,
+      loaded?.callRecords,
     );
     await this.follow(handle, 'recovered', prefix);
   }
@@ -208,7 +206,7 @@ export class ThreadWork {
   ): Promise<void> {
     const { dispatcher, eventTtlMs, report } = this.context;
     const runId = handle.identity.runId;
-    const fence = leaseTokenOf(handle);
+    const fence = this.context.executor.loadedRun(handle)?.leaseToken;
     const ids = { runId, ...(fence === undefined ? {} : { leaseToken: fence }) };
     report({
       level: 'info',
@@ -305,8 +303,8 @@ export class ThreadWork {
     const { runId, threadId } = seen.identity;
     // The common case: the log ends as the store does. Its pipe appends in order, so nothing before is missing.
     if (missingRunEnd(seen, (await readLoggedRun(dispatcher, runId)).last) === undefined) return;
-    const { leases } = this.context.executor;
-    const fence = leases ? await leases.acquire(threadId, runId) : undefined;
+    const { executor } = this.context;
+    const fence = await executor.acquireLease(threadId, runId);
     try {
       // Read again under the lease: what the previous holder committed or appended is all there now.
       const run = await store.getRun(runId);
@@ -326,7 +324,7 @@ export class ThreadWork {
       if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     } finally {
-      if (leases && fence !== undefined) await leases.release(threadId, fence);
+      if (fence !== undefined) await executor.releaseLease(threadId, fence);
     }
   }
 

@@ -18,7 +18,7 @@ describe('the dispatcher conformance kit', () => {
   it.skipIf(!enabled)(
     'fails for every deliberately broken LocalDispatcher (slow, about 30 s: skipped unless LUNATION_MUTATION=1)',
     async () => {
-      const root = fileURLToPath(new URL('../..', import.meta.url));
+      const root = fileURLToPath(new URL('..', import.meta.url));
       const vitest = join(
         dirname(createRequire(import.meta.url).resolve('vitest/package.json')),
         'vitest.mjs',
@@ -32,7 +32,7 @@ describe('the dispatcher conformance kit', () => {
             vitest,
             'run',
             '--config',
-            'src/dispatch/__fixtures__/broken-dispatchers.vitest.config.ts',
+            'src/__fixtures__/broken-dispatchers.vitest.config.ts',
             '--reporter=json',
             `--outputFile=${outputFile}`,
           ],

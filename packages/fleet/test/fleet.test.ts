@@ -1,17 +1,10 @@
 import type { AgentEvent, LunationStore, RunEventRecord } from '@lunation/contract';
+import { createRuntime, defineTool, permissionPlugin } from '@lunation/runtime';
+import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  AgentWorker,
-  createRuntime,
-  defineTool,
-  FleetClient,
-  LocalDispatchBackend,
-  LocalDispatcher,
-  permissionPlugin,
-} from '../src/index.js';
-import { ScriptedModel, type ScriptedResponse } from '../src/testing/index.js';
+import { AgentWorker, FleetClient, LocalDispatchBackend, LocalDispatcher } from '../src/index.js';
 
 const executions: string[] = [];
 

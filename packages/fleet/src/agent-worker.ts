@@ -8,9 +8,8 @@ import {
   LunationError,
   type LunationStore,
 } from '@lunation/contract';
-import { type AgentRuntime, executorOf } from '../agent-runtime.js';
-import type { ThreadExecutor } from '../executor/thread-executor.js';
-import type { ScanPosition } from '../thread-scan.js';
+import type { AgentRuntime } from '@lunation/runtime';
+import type { RunExecutor, ScanPosition } from '@lunation/runtime/executor';
 import { submitStrandedRuns } from './stranded-runs.js';
 import { errorFields, ThreadWork, type ThreadWorkFact } from './thread-work.js';
 import type { WorkerLogEntry } from './worker-log.js';
@@ -72,7 +71,7 @@ export interface StopWorkerOptions {
 export class AgentWorker {
   readonly workerId: string;
   private readonly store: LunationStore;
-  private readonly executor: ThreadExecutor;
+  private readonly executor: RunExecutor;
   private readonly concurrency: number;
   private readonly claimLockMs: number;
   private readonly idleWaitMs: number;
@@ -95,7 +94,7 @@ export class AgentWorker {
     }
     assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     this.store = runtime.store;
-    this.executor = executorOf(runtime);
+    this.executor = runtime.executor;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;
     this.concurrency = positive(options.concurrency ?? 4, 'concurrency');
     this.claimLockMs = positive(options.claimLockMs ?? 2_000, 'claimLockMs');
@@ -284,7 +283,7 @@ export class AgentWorker {
   private log(fact: ThreadWorkFact): void {
     const log = this.options.log;
     if (log === undefined) return;
-    const incarnation = this.executor.leases?.incarnation;
+    const incarnation = this.executor.incarnation;
     try {
       log({
         ...fact,

@@ -1,0 +1,16 @@
+export { AgentWorker, type AgentWorkerOptions, type StopWorkerOptions } from './agent-worker.js';
+export {
+  type FleetCancel,
+  type FleetCancelOptions,
+  FleetClient,
+  type FleetClientOptions,
+  type FleetDecision,
+  type FleetSendOptions,
+  type FleetSubmission,
+} from './fleet-client.js';
+export {
+  LocalDispatchBackend,
+  LocalDispatcher,
+  type LocalDispatcherOptions,
+} from './local-dispatcher.js';
+export type { WorkerLogEntry, WorkerLogEvent, WorkerLogLevel } from './worker-log.js';
