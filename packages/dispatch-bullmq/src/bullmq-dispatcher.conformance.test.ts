@@ -30,7 +30,6 @@ afterAll(() => {
 
 runDispatcherConformance({
   name: 'bullmq',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   async create(policy) {
     const keyPrefix = uniquePrefix();
     const dispatcher = new BullMQDispatcher({ ...policy, ...testSettings, url: redisUrl, keyPrefix });

@@ -25,7 +25,6 @@ afterAll(() => server.end());
 
 runDispatcherConformance({
   name: 'postgres',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   // A fresh schema per test (the dispatcher's tables and pg-boss's), dropped afterwards.
   create: (policy) =>
     PostgresDispatcher.open({

@@ -33,11 +33,13 @@ export interface DispatcherConformanceOptions {
    */
   redeliveryMs?: number;
   /**
-   * The dispatcher package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite
-   * runs the TypeScript compiler over the package with it, so a contract change that breaks the dispatcher
-   * fails the suite (vitest itself does not typecheck). Without it that spec is skipped, saying so.
+   * How the suite typechecks the dispatcher's package (vitest itself does not typecheck, so without it a contract
+   * change that breaks the dispatcher passes): by default with the nearest `tsconfig.json` above the test file that
+   * calls the suite (up to its `package.json`); a path or URL names another; `false` skips the check, saying so.
+   * The compiler runs beside the other specs and keeps its incremental state in `node_modules/.cache`.
+   * @default the nearest tsconfig.json
    */
-  tsconfig?: string | URL;
+  tsconfig?: string | URL | false;
 }
 
 /** Registers the Dispatcher conformance suite (vitest `describe`/`it`) for one dispatcher implementation. */

@@ -3,7 +3,6 @@ import { LocalDispatcher } from './local-dispatcher.js';
 
 runDispatcherConformance({
   name: 'local',
-  tsconfig: new URL('../../tsconfig.json', import.meta.url),
   create: async (policy) => new LocalDispatcher(policy),
   createSibling: async (dispatcher, policy) =>
     new LocalDispatcher({ ...policy, backend: (dispatcher as LocalDispatcher).backend }),

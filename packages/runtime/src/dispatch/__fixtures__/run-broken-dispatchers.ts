@@ -11,6 +11,7 @@ export function runBrokenDispatchers(file: number): void {
   for (const [name, build] of entries) {
     runDispatcherConformance({
       name: `broken: ${name}`,
+      tsconfig: false,
       create: async (policy) => build(policy),
       createSibling: async (dispatcher, policy) =>
         build({ ...policy, backend: (dispatcher as LocalDispatcher).backend }),
