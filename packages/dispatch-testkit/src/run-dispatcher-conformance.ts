@@ -9,6 +9,7 @@ import { completionSpec } from './specs/completion-spec.js';
 import { depthSpec } from './specs/depth-spec.js';
 import { eventsSpec } from './specs/events-spec.js';
 import { fenceSpec } from './specs/fence-spec.js';
+import { fleetSpec, type WorkerProcessOptions } from './specs/fleet-spec.js';
 import { handBackSpec } from './specs/hand-back-spec.js';
 import { inboxSpec } from './specs/inbox-spec.js';
 import { lostClaimSpec } from './specs/lost-claim-spec.js';
@@ -40,6 +41,13 @@ export interface DispatcherConformanceOptions {
    * @default the nearest tsconfig.json
    */
   tsconfig?: string | URL | false;
+  /**
+   * How the kit runs a worker in another process on your backend, for the spec that kills it with SIGKILL
+   * mid-claim: `module` exports `openDispatcher(backend, policy)` (a dispatcher on the backend that `backend(dispatcher)`
+   * names, e.g. its key prefix or schema). `false` when no other process can reach the backend (an in-process
+   * dispatcher): that test is skipped, saying so. Without it, that test fails asking for it.
+   */
+  workerProcess?: WorkerProcessOptions | false;
 }
 
 /** Registers the Dispatcher conformance suite (vitest `describe`/`it`) for one dispatcher implementation. */
@@ -92,6 +100,7 @@ export function runDispatcherConformance(options: DispatcherConformanceOptions):
     fenceSpec(context);
     subscribeSpec(context);
     closeSpec(context);
+    fleetSpec(context, options.workerProcess);
     typecheckSpec(context, options.tsconfig);
   });
 }

@@ -1,5 +1,5 @@
-import { runDispatcherConformance } from '@lunation/dispatch-testkit';
-import { LocalDispatcher } from './local-dispatcher.js';
+import { LocalDispatcher } from '@lunation/runtime';
+import { runDispatcherConformance } from './run-dispatcher-conformance.js';
 
 runDispatcherConformance({
   name: 'local',
@@ -7,4 +7,6 @@ runDispatcherConformance({
   createSibling: async (dispatcher, policy) =>
     new LocalDispatcher({ ...policy, backend: (dispatcher as LocalDispatcher).backend }),
   redeliveryMs: 1_000,
+  // Its backend lives in this process's memory: no worker process can reach it.
+  workerProcess: false,
 });
