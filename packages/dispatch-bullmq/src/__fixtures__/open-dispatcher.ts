@@ -9,6 +9,8 @@ export const testSettings = { stalledIntervalMs: 100, blockMs: 200, resourceRetr
 /** What names a test's backend: its key prefix. */
 export interface TestBackend {
   keyPrefix: string;
+  /** A deliberately broken dispatcher's settings (see `broken-dispatcher.conformance.ts`). */
+  settings?: Partial<typeof testSettings>;
 }
 
 /** A dispatcher on the test Redis under `backend`'s key prefix, with `policy`. */
@@ -16,5 +18,11 @@ export async function openDispatcher(
   backend: TestBackend,
   policy: DispatchPolicy,
 ): Promise<BullMQDispatcher> {
-  return new BullMQDispatcher({ ...policy, ...testSettings, url: redisUrl, keyPrefix: backend.keyPrefix });
+  return new BullMQDispatcher({
+    ...policy,
+    ...testSettings,
+    ...backend.settings,
+    url: redisUrl,
+    keyPrefix: backend.keyPrefix,
+  });
 }
