@@ -3,14 +3,18 @@
  * `scripts/tracing-callgrind.sh` runs it with tracing off and on, for two run counts each, and divides the
  * difference in instructions by the steps in between, so start-up cancels out (see bench/tracing-notes.md).
  *
- * Usage: node --import tsx src/tracing/w1-callgrind.ts --store sqlite --tracing on --runs 300
+ * Usage: node --import tsx src/tracing/w1-callgrind.ts --store sqlite --tracing off|on|sampled --runs 300
+ * (`sampled`: one run in ten traced, `ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`). Without valgrind
+ * it prints the CPU time of the runs (user + system, after the harness was built).
  */
 import { parseArgs } from 'node:util';
 import { openTelemetryInstrumentation } from '@lunation/otel';
 import {
   BatchSpanProcessor,
+  ParentBasedSampler,
   type ReadableSpan,
   type SpanExporter,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { createLunation } from '../frameworks/lunation.js';
@@ -41,7 +45,12 @@ class DroppingExporter implements SpanExporter {
 }
 
 const exporter = new DroppingExporter();
-const tracerProvider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter })] });
+const tracerProvider = new TracerProvider({
+  ...(values.tracing === 'sampled'
+    ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }) }
+    : {}),
+  spanProcessors: [new BatchSpanProcessor({ exporter })],
+});
 const scratch = createScratch(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', `callgrind-${values.store}`);
 const script = new Script(scratch.runPrefix);
 const harness = await createLunation({
@@ -51,14 +60,15 @@ const harness = await createLunation({
   workDir: scratch.dir,
   redisUrl: scratch.redisUrl,
   redisKeyPrefix: `${scratch.prefix}:`,
-  ...(values.tracing === 'on' ? { instrumentation: openTelemetryInstrumentation({ tracerProvider }) } : {}),
+  ...(values.tracing === 'off' ? {} : { instrumentation: openTelemetryInstrumentation({ tracerProvider }) }),
 });
 const cpuBefore = process.cpuUsage();
 try {
   for (let run = 0; run < runs; run++) await harness.run(steps);
   expectToolExecutions(script, 0, runs, steps);
   await tracerProvider.forceFlush();
-  if (values.tracing === 'on' && exporter.spans === 0) throw new Error('Tracing was on but no span was exported');
+  if (values.tracing !== 'off' && exporter.spans === 0)
+    throw new Error('Tracing was on but no span was exported');
 } finally {
   await harness.close();
   await scratch.dispose();
@@ -66,5 +76,12 @@ try {
 }
 const cpu = process.cpuUsage(cpuBefore);
 console.log(
-  JSON.stringify({ store: values.store, tracing: values.tracing, runs, steps, spans: exporter.spans, cpuUs: cpu.user + cpu.system }),
+  JSON.stringify({
+    store: values.store,
+    tracing: values.tracing,
+    runs,
+    steps,
+    spans: exporter.spans,
+    cpuUs: cpu.user + cpu.system,
+  }),
 );

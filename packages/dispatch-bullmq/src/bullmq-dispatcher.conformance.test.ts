@@ -2,7 +2,7 @@ import type { Dispatcher } from '@lunation/contract';
 import { runDispatcherConformance } from '@lunation/dispatch-testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { openDispatcher, testSettings } from './__fixtures__/open-dispatcher.js';
+import { testSettings } from './__fixtures__/open-dispatcher.js';
 import {
   deleteKeysWithPrefix,
   redisUrl,
