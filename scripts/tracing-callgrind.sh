@@ -9,7 +9,7 @@ low=${2:-300}
 high=${3:-1300}
 cd "$(dirname "$0")/../bench"
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+echo "callgrind files and logs in $out" >&2
 # The four processes run side by side: instruction counts do not depend on the machine's load.
 for tracing in off on; do
   for runs in "$low" "$high"; do
@@ -23,7 +23,12 @@ wait
 declare -A instructions
 for tracing in off on; do
   for runs in "$low" "$high"; do
-    tail -1 "$out/result.$tracing.$runs.json"
+    if ! tail -n 1 "$out/result.$tracing.$runs.json" | grep -q '"runs"'; then
+      echo "tracing $tracing, $runs runs failed:" >&2
+      tail -n 20 "$out/valgrind.$tracing.$runs.log" >&2
+      exit 1
+    fi
+    tail -n 1 "$out/result.$tracing.$runs.json"
     instructions[$tracing.$runs]=$(grep -m1 '^summary:' "$out/callgrind.$tracing.$runs" | awk '{print $2}')
   done
 done
