@@ -17,6 +17,7 @@ import { runServer } from './run-server.js';
 import { runWorker } from './run-worker.js';
 import { withStartupWait } from './startup-wait.js';
 import { seedSandbox } from './tools/seed-sandbox.js';
+import { createWorkerLogger } from './worker-logger.js';
 
 async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const command = parseCommandLine(args, env);
@@ -63,9 +64,13 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     if (command.type === 'serve' || (command.type === 'worker' && command.metricsPort !== undefined)) {
       metrics = openMetrics({ serviceName: `lunation-assistant-${command.type}`, dispatcher });
     }
-    const instrumentations = [tracing?.instrumentation, metrics?.metrics].filter(
-      (each) => each !== undefined,
-    );
+    const workerId = `${hostname()}:${process.pid}`;
+    const workerLogger = command.type === 'worker' ? createWorkerLogger({ workerId }) : undefined;
+    const instrumentations = [
+      tracing?.instrumentation,
+      metrics?.metrics,
+      workerLogger?.instrumentation,
+    ].filter((each) => each !== undefined);
     // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
@@ -97,7 +102,6 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
         ...(scrape ? { metrics: scrape } : {}),
       });
     } else if (command.type === 'worker') {
-      const workerId = `${hostname()}:${process.pid}`;
       if (metrics && command.metricsPort !== undefined) {
         const { url, server } = await serveProbes({
           port: command.metricsPort,
@@ -122,6 +126,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
         concurrency: command.concurrency,
         banner,
         log,
+        logger: workerLogger ?? createWorkerLogger({ workerId }),
         ...(metrics ? { workerLog: metrics.metrics.workerLog } : {}),
       });
     } else {

@@ -2,6 +2,7 @@ import type { Dispatcher } from '@lunation/contract';
 import { AgentWorker, type WorkerLogEntry } from '@lunation/fleet';
 import type { AgentRuntime } from '@lunation/runtime';
 import { nextSignal } from './run-server.js';
+import type { WorkerLogger } from './worker-logger.js';
 
 export interface WorkerOptions {
   runtime: AgentRuntime;
@@ -10,14 +11,17 @@ export interface WorkerOptions {
   concurrency: number;
   banner: string;
   log: (line: string) => void;
+  /** The worker's structured log (pino JSON lines). */
+  logger: WorkerLogger;
   /** Also given each of the worker's log entries (the metrics). */
   workerLog?: (entry: WorkerLogEntry) => void;
 }
 
 /**
  * Runs the fleet's agent until SIGTERM or SIGINT, then stops claiming and finishes what it holds (up to 30 s).
- * What it runs is printed as one JSON line per fact (claims, runs started and ended, leases lost, dead letters),
- * with the run, lease token, owner and incarnation the run's timeline shows.
+ * What it runs is logged as one pino JSON line per fact (claims, runs started, taken over and ended, tool re-runs,
+ * leases lost, dead letters), with the process id, the run, lease token, owner and incarnation the run's timeline
+ * shows.
  */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const worker = new AgentWorker({
@@ -29,7 +33,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       options.log(`  dropped submission ${entry.id} of thread ${entry.threadId}: ${error.message}`),
     onError: (error) => options.log(`  worker error: ${(error as Error)?.message ?? String(error)}`),
     log: (entry) => {
-      if (entry.level !== 'debug') options.log(workerLogLine(entry));
+      options.logger.entry(entry);
       options.workerLog?.(entry);
     },
   }).start();
@@ -39,9 +43,4 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   options.log(`${signal}: finishing the threads in hand and stopping…`);
   const left = await worker.stop({ deadlineMs: 30_000 });
   if (left.length > 0) options.log(`  left to the fleet: ${left.join(', ')}`);
-}
-
-/** A worker's log entry as one JSON line: the time first, then the entry as the worker gave it. */
-export function workerLogLine(entry: WorkerLogEntry): string {
-  return JSON.stringify({ time: new Date().toISOString(), ...entry });
 }

@@ -172,6 +172,8 @@ describe.each(['redis', 'postgres'])(
       // Its log said which worker runs the run: kill that one.
       const started = workerLog(running).find((entry) => entry.event === 'run-started');
       expect(started).toMatchObject({ level: 'info', how: 'started', runId, threadId, attempt: 1 });
+      // pino's lines name the process: the one to kill.
+      expect(started?.pid).toBe(running.child.pid);
       const killed = started as Record<string, unknown>;
       running.child.kill('SIGKILL');
       await running.exited;
@@ -219,8 +221,30 @@ describe.each(['redis', 'postgres'])(
       ]);
       const takeover = timeline.entries.find((entry) => entry.kind === 'lease-takeover');
       expect(takeover).toMatchObject({ fromToken: killed.leaseToken, toToken: recovered?.leaseToken });
-      const ended = workerLog(running).find((entry) => entry.event === 'run-ended');
-      expect(ended).toMatchObject({ runId, status: 'done', termination: 'natural-end' });
+      // One line each for the takeover, the tool's re-run and the run's end, from the new worker's process, with
+      // the lease and incarnation the timeline shows.
+      const identity = {
+        pid: running.child.pid,
+        threadId,
+        runId,
+        leaseToken: takeover?.toToken,
+        owner: recovered?.owner,
+        incarnation: recovered?.incarnation,
+      };
+      const lines = workerLog(running);
+      expect(lines.filter((entry) => entry.event === 'run-takeover')).toEqual([
+        expect.objectContaining({ level: 'warn', ...identity }),
+      ]);
+      expect(lines.filter((entry) => entry.event === 'tool-rerun')).toEqual([
+        expect.objectContaining({ level: 'warn', toolName: 'slow_task', attempt: 2, ...identity }),
+      ]);
+      const ended = lines.find((entry) => entry.event === 'run-ended');
+      expect(ended).toMatchObject({
+        runId,
+        status: 'done',
+        termination: 'natural-end',
+        pid: running.child.pid,
+      });
 
       // The new worker's metrics count the takeover and the re-run; a server's show the queue.
       const probe = `http://127.0.0.1:${metricsPort}`;

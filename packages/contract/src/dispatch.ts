@@ -68,10 +68,10 @@ export type DispatchRequest = z.infer<typeof dispatchRequestSchema>;
 
 /**
  * Work for one thread, durable once `submit` resolves. `id` is the idempotency key: submitting an id the
- * thread already has (pending, or acknowledged within the dedupe window) changes nothing.
+ * thread already has (pending, or acknowledged less than the dedupe window ago) changes nothing.
  */
 export const submissionSchema = z.object({
-  /** Unique per thread; a repeated id is a no-op. */
+  /** Unique per thread; a repeat is a no-op while the id is pending and for `dedupeWindowMs` after its acknowledgement. */
   id: z.string().min(1),
   threadId: z.string().min(1),
   /** The tenant (owner) of the thread: per-tenant figures and the per-tenant concurrency cap use it. */
@@ -176,7 +176,11 @@ export interface DispatchPolicy {
   maxActivePerResource?: number;
   /** A run's event log keeps its latest this-many events. @default 10000 */
   maxEventsPerRun?: number;
-  /** How long an acknowledged submission id is still recognised as a duplicate. Backends document a default. */
+  /**
+   * How long after its acknowledgement a submission id still counts as a duplicate (a pending id always does,
+   * however long it waits); after that the id is forgotten and the same id is new work. Backends document a
+   * default.
+   */
   dedupeWindowMs?: number;
 }
 

@@ -10,6 +10,7 @@ export * from './interrupted-call.js';
 export * from './json.js';
 export * from './messages.js';
 export * from './model.js';
+export * from './moved-helpers.js';
 export * from './portable-tool.js';
 export * from './run.js';
 export * from './specification.js';

@@ -2,6 +2,7 @@ import type { Dispatcher } from '@lunation/contract';
 import { runDispatcherConformance } from '@lunation/dispatch-testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { testSettings } from './__fixtures__/open-dispatcher.js';
 import {
   deleteKeysWithPrefix,
   redisUrl,
@@ -13,9 +14,6 @@ import { BullMQDispatcher } from './bullmq-dispatcher.js';
 const redis = sharedTestRedis();
 let admin: Redis;
 const prefixes = new WeakMap<Dispatcher, string>();
-
-/** Short checks, so that the kit's lost claims come back quickly. */
-const testSettings = { stalledIntervalMs: 100, blockMs: 200, resourceRetryMs: 100 };
 
 beforeAll(() => redis.connect());
 
@@ -30,7 +28,6 @@ afterAll(() => {
 
 runDispatcherConformance({
   name: 'bullmq',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   async create(policy) {
     const keyPrefix = uniquePrefix();
     const dispatcher = new BullMQDispatcher({ ...policy, ...testSettings, url: redisUrl, keyPrefix });
@@ -51,4 +48,9 @@ runDispatcherConformance({
     await deleteKeysWithPrefix(admin, prefixes.get(dispatcher)!);
   },
   redeliveryMs: 3_000,
+  // The kit's worker process opens its dispatcher on the same Redis and key prefix.
+  workerProcess: {
+    module: new URL('./__fixtures__/open-dispatcher.ts', import.meta.url),
+    backend: (dispatcher) => ({ keyPrefix: prefixes.get(dispatcher)! }),
+  },
 });

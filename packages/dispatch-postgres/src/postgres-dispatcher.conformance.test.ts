@@ -25,7 +25,6 @@ afterAll(() => server.end());
 
 runDispatcherConformance({
   name: 'postgres',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   // A fresh schema per test (the dispatcher's tables and pg-boss's), dropped afterwards.
   create: (policy) =>
     PostgresDispatcher.open({
@@ -47,4 +46,9 @@ runDispatcherConformance({
     await dropSchema(admin, (dispatcher as PostgresDispatcher).schema);
   },
   redeliveryMs: 3_000,
+  // The kit's worker process opens its dispatcher on the same database and schema.
+  workerProcess: {
+    module: new URL('./__fixtures__/open-dispatcher.ts', import.meta.url),
+    backend: (dispatcher) => ({ schema: (dispatcher as PostgresDispatcher).schema }),
+  },
 });

@@ -10,3 +10,4 @@ export {
   uniqueId,
 } from './fixtures.js';
 export { type DispatcherConformanceOptions, runDispatcherConformance } from './run-dispatcher-conformance.js';
+export type { WorkerProcessOptions } from './specs/fleet-spec.js';

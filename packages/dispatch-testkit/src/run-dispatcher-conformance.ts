@@ -9,6 +9,7 @@ import { completionSpec } from './specs/completion-spec.js';
 import { depthSpec } from './specs/depth-spec.js';
 import { eventsSpec } from './specs/events-spec.js';
 import { fenceSpec } from './specs/fence-spec.js';
+import { fleetSpec, type WorkerProcessOptions } from './specs/fleet-spec.js';
 import { handBackSpec } from './specs/hand-back-spec.js';
 import { inboxSpec } from './specs/inbox-spec.js';
 import { lostClaimSpec } from './specs/lost-claim-spec.js';
@@ -33,11 +34,20 @@ export interface DispatcherConformanceOptions {
    */
   redeliveryMs?: number;
   /**
-   * The dispatcher package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite
-   * runs the TypeScript compiler over the package with it, so a contract change that breaks the dispatcher
-   * fails the suite (vitest itself does not typecheck). Without it that spec is skipped, saying so.
+   * How the suite typechecks the dispatcher's package (vitest itself does not typecheck, so without it a contract
+   * change that breaks the dispatcher passes): by default with the nearest `tsconfig.json` above the test file that
+   * calls the suite (up to its `package.json`); a path or URL names another; `false` skips the check, saying so.
+   * The compiler runs beside the other specs and keeps its incremental state in `node_modules/.cache`.
+   * @default the nearest tsconfig.json
    */
-  tsconfig?: string | URL;
+  tsconfig?: string | URL | false;
+  /**
+   * How the kit runs a worker in another process on your backend, for the spec that kills it with SIGKILL
+   * mid-claim: `module` exports `openDispatcher(backend, policy)` (a dispatcher on the backend that `backend(dispatcher)`
+   * names, e.g. its key prefix or schema). `false` when no other process can reach the backend (an in-process
+   * dispatcher): that test is skipped, saying so. Without it, that test fails asking for it.
+   */
+  workerProcess?: WorkerProcessOptions | false;
 }
 
 /** Registers the Dispatcher conformance suite (vitest `describe`/`it`) for one dispatcher implementation. */
@@ -90,6 +100,7 @@ export function runDispatcherConformance(options: DispatcherConformanceOptions):
     fenceSpec(context);
     subscribeSpec(context);
     closeSpec(context);
+    fleetSpec(context, options.workerProcess);
     typecheckSpec(context, options.tsconfig);
   });
 }

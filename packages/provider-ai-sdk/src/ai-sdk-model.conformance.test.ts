@@ -31,7 +31,6 @@ const openaiV4Wire = {
 
 runProviderConformance({
   name: 'AiSdkModel over @ai-sdk/anthropic',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: anthropicV4Wire,
   /** `output_config.format`; the AI SDK moves the constraints Anthropic rejects (zod's integer bounds) into descriptions. */
   structuredOutput: {

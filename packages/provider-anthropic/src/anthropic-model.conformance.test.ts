@@ -4,7 +4,6 @@ import { AnthropicModel } from './anthropic-model.js';
 
 runProviderConformance({
   name: 'AnthropicModel',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: anthropicWire,
   /**
    * `output_config.format`, without the integer bounds (zod's safe-integer `minimum` / `maximum`) that the

@@ -4,7 +4,6 @@ import { OpenAIModel } from './openai-model.js';
 
 runProviderConformance({
   name: 'OpenAIModel',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: openaiWire,
   /** Structured Outputs: the schema as it is, strict mode on (the schema is closed and all properties required). */
   structuredOutput: {

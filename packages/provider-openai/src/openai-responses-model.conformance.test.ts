@@ -4,6 +4,8 @@ import { OpenAIResponsesModel } from './openai-responses-model.js';
 
 runProviderConformance({
   name: 'OpenAIResponsesModel',
+  // The package is typechecked once, by openai-model.conformance.test.ts.
+  tsconfig: false,
   wire: openaiResponsesWire,
   /** Structured Outputs in `text.format`: the schema as it is, strict mode on. */
   structuredOutput: {

@@ -5,7 +5,6 @@ import { runProviderConformance } from './run-provider-conformance.js';
 // A vendor that sends each tool call whole and reports no cache or reasoning counts passes by declaring so.
 runProviderConformance({
   name: 'NdjsonChatModel (whole tool calls, no cache or reasoning counts)',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   wire: ndjsonChatWire(),
   structuredOutput: ndjsonChatStructuredOutput,
   createModel: ({ baseURL, maxRetries }) => new NdjsonChatModel({ baseURL, maxRetries }),

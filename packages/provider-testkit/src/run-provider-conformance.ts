@@ -42,12 +42,13 @@ export interface ProviderConformanceOptions {
   /** Builds the adapter against the scripted server. */
   createModel: (settings: ConformanceModelSettings) => ModelProvider;
   /**
-   * The adapter package's `tsconfig.json` (e.g. `new URL('../tsconfig.json', import.meta.url)`): the suite runs
-   * the TypeScript compiler over the package with it, so a contract change that breaks the adapter fails the
-   * suite (vitest itself does not typecheck). Pass it in one suite run per package; without it that spec is
-   * skipped, saying so.
+   * How the suite typechecks the adapter's package (vitest itself does not typecheck, so without it a contract
+   * change that breaks the adapter passes): by default with the nearest `tsconfig.json` above the test file that
+   * calls the suite (up to its `package.json`); a path or URL names another; `false` skips the check, saying so.
+   * The compiler runs beside the other specs and keeps its incremental state in `node_modules/.cache`.
+   * @default the nearest tsconfig.json
    */
-  tsconfig?: string | URL;
+  tsconfig?: string | URL | false;
   /**
    * How the adapter sends `ModelRequest.responseFormat` (the vendor's request fields and schema rules): with it,
    * the suite runs its structured-output specs (format on every request, tool calls, repair turns, list

@@ -1,5 +1,6 @@
 import type { AgentEvent, UserMessage } from '@lunation/contract';
-import { AgentWorker, createRuntime, defineTool } from '@lunation/runtime';
+import { AgentWorker } from '@lunation/fleet';
+import { createRuntime, defineTool } from '@lunation/runtime';
 import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
 import { z } from 'zod';
 import type { FaultCounts } from './faults.js';

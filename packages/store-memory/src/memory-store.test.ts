@@ -12,7 +12,6 @@ import { MemoryStore } from './memory-store.js';
 
 runStoreConformance({
   name: 'memory',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   create: async () => new MemoryStore(),
   createSibling: async (store) => new MemoryStore({ backend: (store as MemoryStore).backend }),
 });

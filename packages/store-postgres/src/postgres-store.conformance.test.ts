@@ -26,7 +26,6 @@ afterAll(() => server.end());
 
 runStoreConformance({
   name: 'postgres',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   transactionalToolEffects: true,
   // A fresh schema per test, dropped afterwards.
   create: () => PostgresStore.open({ connectionString: postgresUrl, schema: uniqueSchema() }),

@@ -27,7 +27,6 @@ afterAll(() => {
 
 runStoreConformance({
   name: 'redis',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   async create() {
     const keyPrefix = uniquePrefix();
     const store = new RedisStore({ url: redisUrl, keyPrefix });

@@ -26,7 +26,6 @@ function removeDatabase(path: string): void {
 
 runStoreConformance({
   name: 'sqlite',
-  tsconfig: new URL('../tsconfig.json', import.meta.url),
   transactionalToolEffects: true,
   async create() {
     const path = databasePath();

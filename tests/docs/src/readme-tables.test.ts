@@ -12,7 +12,7 @@ import {
 import { errorCodeForStatus } from '@lunation/contract/provider-utils';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { breakages as brokenDispatchers } from '../../../packages/fleet/src/__fixtures__/broken-dispatchers.js';
+import { breakages as brokenDispatchers } from '../../../packages/dispatch-testkit/src/__fixtures__/broken-dispatchers.js';
 import { breakages } from '../../../packages/store-memory/src/__fixtures__/broken-stores.js';
 import { exportedNames } from './exported-names.js';
 import { firstColumn, tableAfter } from './markdown-tables.js';

@@ -1,7 +1,13 @@
 import { inboxEntrySchema, type Submission } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import type { DispatchSpecContext } from '../dispatch-spec-context.js';
-import { expectLunationError, makeDecisionsSubmission, makeSubmission, uniqueId } from '../fixtures.js';
+import {
+  expectLunationError,
+  makeDecisionsSubmission,
+  makeSubmission,
+  sleep,
+  uniqueId,
+} from '../fixtures.js';
 
 /** Submissions: durable in the thread's inbox, in order, deduplicated by id, checked. */
 export function submitSpec(context: DispatchSpecContext): void {
@@ -49,6 +55,30 @@ export function submitSpec(context: DispatchSpecContext): void {
       expect(await dispatcher.submit(submission)).toEqual({ duplicate: true, deadLettered: false });
       expect(await dispatcher.pending(threadId)).toEqual([]);
       expect(await dispatcher.claim({ workerId: 'w1', waitMs: 200 })).toBeUndefined();
+    });
+
+    it('the dedupe window: a pending id is always a duplicate; an acknowledged one for dedupeWindowMs from its acknowledgement, then it is new work', async () => {
+      const windowMs = 1_500;
+      const dispatcher = await context.open({ dedupeWindowMs: windowMs });
+      const threadId = uniqueId('thread');
+      const submission = makeSubmission(threadId);
+      await dispatcher.submit(submission);
+      // Pending for longer than the window: still a duplicate (the window does not start at submission).
+      await sleep(windowMs + 500);
+      expect(await dispatcher.submit(submission)).toEqual({ duplicate: true, deadLettered: false });
+      const claim = await dispatcher.claim({ workerId: 'w1' });
+      expect(claim?.threadId).toBe(threadId);
+      expect(await dispatcher.acknowledge(threadId, [submission.id])).toBe(1);
+      expect(await dispatcher.complete(claim!)).toEqual({ rewoken: false });
+      const acknowledgedAt = Date.now();
+      // Within the window from the acknowledgement, though past it from the submission: a duplicate.
+      await sleep(500);
+      expect(await dispatcher.submit(submission)).toEqual({ duplicate: true, deadLettered: false });
+      expect(await dispatcher.pending(threadId)).toEqual([]);
+      // Past the window from the acknowledgement: forgotten, so the same id is new work again.
+      await sleep(Math.max(0, acknowledgedAt + windowMs + 1_000 - Date.now()));
+      expect(await dispatcher.submit(submission)).toEqual({ duplicate: false, deadLettered: false });
+      expect((await dispatcher.pending(threadId)).map((entry) => entry.id)).toEqual([submission.id]);
     });
 
     it('scopes ids to their thread and keeps threads apart', async () => {

@@ -12,6 +12,7 @@ const breakages: NdjsonChatBreakage[] = [
 for (const breakage of breakages) {
   runProviderConformance({
     name: `broken:${breakage}`,
+    tsconfig: false,
     wire: ndjsonChatWire(),
     structuredOutput: ndjsonChatStructuredOutput,
     createModel: ({ baseURL, maxRetries }) => new NdjsonChatModel({ baseURL, maxRetries, breakage }),
@@ -21,6 +22,7 @@ for (const breakage of breakages) {
 // An honest adapter on a wire that claims to stream calls in pieces when it sends them whole.
 runProviderConformance({
   name: 'misdeclared:streamed-arguments',
+  tsconfig: false,
   wire: ndjsonChatWire({ ...ndjsonChatCapabilities, toolCallArguments: 'streamed' }),
   createModel: ({ baseURL, maxRetries }) => new NdjsonChatModel({ baseURL, maxRetries }),
 });

@@ -10,6 +10,8 @@ for (const [name, breakStore] of Object.entries(breakages)) {
   };
   runStoreConformance({
     name: `broken: ${name}`,
+    // Their behaviour is broken, not their types (memory-store.test.ts typechecks the package).
+    tsconfig: false,
     create: async () => open(new MemoryStore()),
     createSibling: async (store) => open(new MemoryStore({ backend: (store as MemoryStore).backend })),
   });

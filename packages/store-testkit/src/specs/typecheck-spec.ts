@@ -1,32 +1,44 @@
-import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { specificationVersions } from '@lunation/contract';
-import { expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import {
+  findTsconfig,
+  startTypecheck,
+  type TypecheckResult,
+  typecheckTimeoutMs,
+} from '../package-typecheck.js';
 import type { StoreSpecContext } from '../store-spec-context.js';
 
 /**
  * The store declares this contract's specification version, and its package compiles against this contract
- * (vitest does not typecheck: without this, a contract change that breaks the store passes its tests).
+ * (vitest does not typecheck: without this, a contract change that breaks the store passes its tests). The
+ * compiler starts before the suite's first test and runs beside the others.
  */
-export function typecheckSpec(context: StoreSpecContext, tsconfig: string | URL | undefined): void {
+export function typecheckSpec(context: StoreSpecContext, tsconfig: string | URL | false | undefined): void {
   it('declares the store specification version of this contract', () => {
     expect(context.store.specificationVersion).toBe(specificationVersions.store);
   });
 
   const title = "the store's package typechecks against this contract";
-  if (tsconfig === undefined) {
-    it.skip(`${title} (skipped: the suite was given no tsconfig)`, () => {});
+  if (tsconfig === false) {
+    it.skip(`${title} (skipped: the suite was given tsconfig: false)`, () => {});
     return;
   }
-  it(title, { timeout: 240_000 }, () => {
-    const project = tsconfig instanceof URL ? fileURLToPath(tsconfig) : tsconfig;
-    const compiler = createRequire(project).resolve('typescript/bin/tsc');
-    const result = spawnSync(process.execPath, [compiler, '--noEmit', '--pretty', 'false', '-p', project], {
-      encoding: 'utf8',
-      timeout: 230_000,
-    });
-    expect(`${result.stdout}${result.stderr}`.trim()).toBe('');
-    expect(result.status).toBe(0);
+  const testFile = expect.getState().testPath ?? '';
+  const project = findTsconfig(tsconfig, testFile);
+  let result: Promise<TypecheckResult> | undefined;
+  beforeAll(() => {
+    // Not awaited: the compiler runs while the other specs do.
+    if (project !== undefined) result = startTypecheck(project);
+    result?.catch(() => undefined);
+  });
+  it(title, { timeout: typecheckTimeoutMs + 10_000 }, async () => {
+    if (project === undefined) {
+      throw new Error(
+        `No tsconfig.json found above ${testFile || 'the test file'} up to its package.json: pass the tsconfig option (e.g. new URL('../tsconfig.json', import.meta.url)), or tsconfig: false to skip this check`,
+      );
+    }
+    const { output, status } = await (result ?? startTypecheck(project));
+    expect(output).toBe('');
+    expect(status).toBe(0);
   });
 }

@@ -1,5 +1,5 @@
-import { runDispatcherConformance } from '@lunation/dispatch-testkit';
-import type { LocalDispatcher } from '../local-dispatcher.js';
+import type { LocalDispatcher } from '@lunation/fleet';
+import { runDispatcherConformance } from '../run-dispatcher-conformance.js';
 import { breakages } from './broken-dispatchers.js';
 
 /** How many files share the broken dispatchers, so that vitest runs them side by side. */
@@ -11,6 +11,8 @@ export function runBrokenDispatchers(file: number): void {
   for (const [name, build] of entries) {
     runDispatcherConformance({
       name: `broken: ${name}`,
+      tsconfig: false,
+      workerProcess: false,
       create: async (policy) => build(policy),
       createSibling: async (dispatcher, policy) =>
         build({ ...policy, backend: (dispatcher as LocalDispatcher).backend }),

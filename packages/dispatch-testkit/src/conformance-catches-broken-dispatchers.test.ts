@@ -6,12 +6,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { breakages } from './__fixtures__/broken-dispatchers.js';
+import { breakages, caughtBy } from './__fixtures__/broken-dispatchers.js';
 
 const enabled = process.env.LUNATION_MUTATION === '1';
 
 interface JsonReport {
-  testResults: { assertionResults: { ancestorTitles: string[]; status: string }[] }[];
+  testResults: { assertionResults: { ancestorTitles: string[]; title: string; status: string }[] }[];
 }
 
 describe('the dispatcher conformance kit', () => {
@@ -40,11 +40,20 @@ describe('the dispatcher conformance kit', () => {
         ).catch(() => undefined);
         const report = JSON.parse(await readFile(outputFile, 'utf8')) as JsonReport;
         const failures = new Map<string, number>();
+        const failed = new Map<string, string[]>();
         for (const file of report.testResults) {
           for (const test of file.assertionResults) {
             const suite = test.ancestorTitles[0] ?? '';
             failures.set(suite, (failures.get(suite) ?? 0) + (test.status === 'failed' ? 1 : 0));
+            if (test.status === 'failed') failed.set(suite, [...(failed.get(suite) ?? []), test.title]);
           }
+        }
+        // The breakages a spec was written for fail that spec.
+        for (const [name, title] of Object.entries(caughtBy)) {
+          const suite = `Dispatcher conformance: broken: ${name}`;
+          expect(failed.get(suite) ?? [], suite).toEqual(
+            expect.arrayContaining([expect.stringContaining(title)]),
+          );
         }
         const names = Object.keys(breakages).map((name) => `Dispatcher conformance: broken: ${name}`);
         expect([...failures.keys()].sort()).toEqual([...names].sort());

@@ -5,7 +5,7 @@ import type {
   RunEventRecord,
   SubscribeEventsOptions,
 } from '@lunation/contract';
-import { LocalDispatcher, type LocalDispatcherOptions } from '../local-dispatcher.js';
+import { LocalDispatcher, type LocalDispatcherOptions } from '@lunation/fleet';
 
 /** Builds a broken LocalDispatcher from the options the kit asks for. */
 type Breakage = (options: LocalDispatcherOptions) => LocalDispatcher;
@@ -88,6 +88,17 @@ export const breakages: Record<string, Breakage> = {
       };
     }),
   'forgets acknowledged ids at once': (options) => without(options, { dedupeWindowMs: 0 }),
+  'ignores the dedupe window it is given (keeps its default)': (options) =>
+    without(options, { dedupeWindowMs: undefined }),
+  'counts the dedupe window from the submission, not the acknowledgement': (options) =>
+    broken(options, (dispatcher) => {
+      const windowMs = options.dedupeWindowMs ?? 600_000;
+      dispatcher.acknowledge = async (threadId, ids) => {
+        const entries = (await dispatcher.pending(threadId)).filter((entry) => ids.includes(entry.id));
+        const submittedAt = Math.min(Date.now(), ...entries.map((entry) => entry.submittedAt));
+        return dispatcher.backend.work.acknowledge(threadId, ids, submittedAt, windowMs);
+      };
+    }),
   'ignores the depth cap': (options) => without(options, { maxDepth: undefined }),
   'ignores the per-tenant cap': (options) => without(options, { maxActivePerResource: undefined }),
   'tells cancel watchers nothing': (options) =>
@@ -109,6 +120,18 @@ export const breakages: Record<string, Breakage> = {
           for await (const record of subscribeEvents(runId, subscribeOptions)) {
             yield record;
             if ((await dispatcher.readEvents(runId, { after: record.id })).events.length === 0) return;
+          }
+        })();
+    }),
+  'skips the first event after the id a subscription resumes from': (options) =>
+    broken(options, (dispatcher) => {
+      const subscribeEvents = dispatcher.subscribeEvents.bind(dispatcher);
+      dispatcher.subscribeEvents = (runId: string, subscribeOptions: SubscribeEventsOptions) =>
+        (async function* (): AsyncGenerator<RunEventRecord> {
+          let skip = subscribeOptions.after !== undefined;
+          for await (const record of subscribeEvents(runId, subscribeOptions)) {
+            if (skip) skip = false;
+            else yield record;
           }
         })();
     }),
@@ -159,4 +182,14 @@ export const breakages: Record<string, Breakage> = {
       const submit = dispatcher.submit.bind(dispatcher);
       dispatcher.submit = async (submission) => ({ ...(await submit(submission)), deadLettered: false });
     }),
+};
+
+/**
+ * Breakages a particular spec was written for: that test must be among the ones that fail (other specs may catch
+ * them too).
+ */
+export const caughtBy: Record<string, string> = {
+  'ignores the dedupe window it is given (keeps its default)': 'the dedupe window',
+  'counts the dedupe window from the submission, not the acknowledgement': 'the dedupe window',
+  'skips the first event after the id a subscription resumes from': 'an approval flow',
 };
