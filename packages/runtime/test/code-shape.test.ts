@@ -10,7 +10,7 @@ const source = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
  * The directories of `src/` held to the size limits below. `executor` is switched on by whoever finishes its
  * stages (issue #37): set its flag to true.
  */
-export const CHECKED_DIRECTORIES: Readonly<Record<string, boolean>> = { loop: true, executor: false };
+const CHECKED_DIRECTORIES: Readonly<Record<string, boolean>> = { loop: true, executor: false };
 
 /** No class longer than this many lines. */
 const MAX_CLASS_LINES = 300;
@@ -28,7 +28,7 @@ function files(directory: string): string[] {
 }
 
 /** A class or function of a file, with its lines and parameter count. */
-export interface Shape {
+interface Shape {
   kind: 'class' | 'function';
   /** `file:line name`, relative to `src/`. */
   where: string;
@@ -38,7 +38,8 @@ export interface Shape {
 
 function nameOf(node: ts.Node): string {
   const named = node as { name?: ts.Node };
-  if (named.name && (ts.isIdentifier(named.name) || ts.isPrivateIdentifier(named.name))) return named.name.text;
+  if (named.name && (ts.isIdentifier(named.name) || ts.isPrivateIdentifier(named.name)))
+    return named.name.text;
   if (ts.isConstructorDeclaration(node)) return 'constructor';
   const parent = node.parent;
   if (parent && ts.isVariableDeclaration(parent) && ts.isIdentifier(parent.name)) return parent.name.text;
@@ -47,7 +48,7 @@ function nameOf(node: ts.Node): string {
 }
 
 /** Every class and function of a source file, with its size. */
-export function shapesOf(file: string, text: string): Shape[] {
+function shapesOf(file: string, text: string): Shape[] {
   const sourceFile = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const shapes: Shape[] = [];
   const visit = (node: ts.Node) => {
