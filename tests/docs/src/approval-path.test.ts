@@ -54,6 +54,8 @@ async function recordApproval(): Promise<Stage[]> {
       plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'gated_*', decision: 'ask' }] } }],
     })
     .store(store)
+    // No lease renewal (a store call of its own) within the recording, however slow the machine.
+    .options({ leaseTtlMs: 600_000 })
     .build();
   const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
   expect(waiting.openTickets).toHaveLength(1);

@@ -43,9 +43,8 @@ export class AgentLoop {
   private readonly output: OutputSpec | undefined;
 
   constructor(options: RunLoopOptions) {
-    const armed = RunDeadline.arm(options);
-    const runOptions = armed.options;
-    this.deadline = armed.deadline;
+    this.deadline = RunDeadline.arm(options);
+    const runOptions = this.deadline?.options ?? options;
     const scope = new RunScope(runOptions);
     this.scope = scope;
     this.inbox = new Inbox(scope);

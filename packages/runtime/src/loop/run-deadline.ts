@@ -7,29 +7,28 @@ import { runTimeoutMs } from './stop-conditions.js';
  * tool call: the caller's cancel is forwarded to it, and the deadline aborts it with its own reason.
  */
 export class RunDeadline {
+  /** The run's options with the deadline's signal and controller. */
+  readonly options: RunLoopOptions;
+  private readonly reason: LunationError;
   private readonly timer: ReturnType<typeof setTimeout>;
 
-  private constructor(
-    private readonly reason: LunationError,
-    controller: RunAbortController,
-    limit: number,
-  ) {
-    this.timer = setTimeout(() => controller.abort(reason), limit);
-    this.timer.unref?.();
-  }
-
-  /** The options a run runs with, and its deadline: `options` as they are when the agent has no timeout. */
-  static arm(options: RunLoopOptions): { options: RunLoopOptions; deadline?: RunDeadline } {
-    const limit = runTimeoutMs(options.agent.definition.stopConditions);
-    if (limit === undefined) return { options };
+  private constructor(options: RunLoopOptions, limit: number) {
     const controller = new RunAbortController();
     const forward = () => controller.abort(options.signal.reason);
     if (options.controller) options.controller.onAbort(forward);
     else if (options.signal.aborted) forward();
     else options.signal.addEventListener('abort', forward, { once: true });
     const reason = new LunationError('timeout', `The run reached its ${limit} ms timeout`);
-    const deadline = new RunDeadline(reason, controller, limit);
-    return { options: { ...options, signal: controller.signal, controller }, deadline };
+    this.reason = reason;
+    this.timer = setTimeout(() => controller.abort(reason), limit);
+    this.timer.unref?.();
+    this.options = { ...options, signal: controller.signal, controller };
+  }
+
+  /** The deadline of a run whose agent has a `timeout` stop condition; undefined for one without. */
+  static arm(options: RunLoopOptions): RunDeadline | undefined {
+    const limit = runTimeoutMs(options.agent.definition.stopConditions);
+    return limit === undefined ? undefined : new RunDeadline(options, limit);
   }
 
   /** Whether this deadline stopped the run (`signal` is the run's). */

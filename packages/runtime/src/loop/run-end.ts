@@ -49,9 +49,7 @@ export async function finishRun(parts: RunEndParts, reason: TerminationReason): 
   }
   release(parts);
   if (scope.progress.step > 0) scope.emitStepEnd();
-  const result = announceEnd(scope, { status, termination, openTickets: checkpointer.currentTickets() });
-  if (scope.output !== undefined) result.output = scope.output;
-  return result;
+  return announceEnd(scope, status, termination, checkpointer.currentTickets());
 }
 
 /**
@@ -64,24 +62,41 @@ async function leftToOthers(parts: RunEndParts, reason: unknown): Promise<RunRes
   const termination: TerminationReason = { type: 'error', error: toErrorInfo(reason) };
   if (scope.durable) await checkpointer.saveFinished();
   release(parts);
-  return announceEnd(scope, { status: 'running', termination, openTickets: checkpointer.currentTickets() });
+  return announceEnd(scope, 'running', termination, checkpointer.currentTickets());
 }
 
-/** How a run ended, as `run-end` and the result tell it. */
-interface RunEnding {
-  status: RunStatus;
-  termination: TerminationReason;
-  openTickets: SuspensionTicket[];
-}
-
-/** Tells the run's observer and listeners that the run ended; its result. */
-function announceEnd(scope: RunScope, ending: RunEnding): RunResult {
-  const { status, termination, openTickets } = ending;
+/**
+ * Tells the run's observer and listeners that the run ended; its result (written out field by field: this runs
+ * once per run, and object spreads cost more).
+ */
+function announceEnd(
+  scope: RunScope,
+  status: RunStatus,
+  termination: TerminationReason,
+  openTickets: SuspensionTicket[],
+): RunResult {
   const { finalText, progress } = scope;
-  const ended = { status, termination, finalText, steps: progress.step, usage: progress.usage, openTickets };
-  scope.instrumentation?.runEnded(ended);
-  if (scope.listening) scope.emit({ type: 'run-end', ...ended, timestamp: Date.now() });
-  return { identity: scope.identity, ...ended, messages: scope.runMessages };
+  const steps = progress.step;
+  const usage = progress.usage;
+  scope.instrumentation?.runEnded({ status, termination, finalText, steps, usage, openTickets });
+  if (scope.listening) {
+    const timestamp = Date.now();
+    scope.emit({ type: 'run-end', status, termination, finalText, steps, usage, openTickets, timestamp });
+  }
+  const messages = scope.runMessages;
+  return scope.output === undefined || status === 'running'
+    ? { identity: scope.identity, status, termination, finalText, steps, usage, openTickets, messages }
+    : {
+        identity: scope.identity,
+        status,
+        termination,
+        finalText,
+        steps,
+        usage,
+        openTickets,
+        messages,
+        output: scope.output,
+      };
 }
 
 /** The answer an open call gets when the run ends without running it. */

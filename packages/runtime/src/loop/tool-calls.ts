@@ -91,7 +91,8 @@ export interface ToolStepOutcome {
  */
 export class ToolCalls {
   private readonly stage: ToolStage;
-  private readonly runner: ToolRunner;
+  /** Made when the first call runs. */
+  private runner: ToolRunner | undefined;
   /** The calls of the step in progress (until its tool message or records are written). */
   private plans: readonly CallPlan[] = NO_PLANS;
 
@@ -100,7 +101,6 @@ export class ToolCalls {
     private readonly checkpointer: Checkpointer,
   ) {
     this.stage = { scope, checkpointer, gate: new ToolGate(scope) };
-    this.runner = new ToolRunner(this.stage);
   }
 
   /** The calls of a fresh step: gate, C1, run, then the results for C2. */
@@ -111,7 +111,7 @@ export class ToolCalls {
     this.recordOutcomes(plans, undefined);
     if (scope.durable) await this.commitOutcomes(plans, 'C1');
     announceTickets(scope, plans);
-    const running = this.runner.run(plans, response);
+    const running = this.running.run(plans, response);
     if (running) await running;
     return this.close(plans, blocked);
   }
@@ -147,7 +147,7 @@ export class ToolCalls {
     this.recordOutcomes(plans, applied);
     if (scope.durable) await this.commitOutcomes(plans, 'C0');
     announceTickets(scope, plans);
-    const running = this.runner.run(plans, undefined);
+    const running = this.running.run(plans, undefined);
     if (running) await running;
     const outcome = this.close(plans, blocked);
     // A resumed call's completion must be durable before the next model call.
@@ -191,11 +191,16 @@ export class ToolCalls {
 
   /** The run was cancelled: running calls are told, and abandoned if they do not stop. */
   cancel(): void {
-    this.runner.cancel();
+    this.runner?.cancel();
   }
 
   dispose(): void {
-    this.runner.dispose();
+    this.runner?.dispose();
+  }
+
+  private get running(): ToolRunner {
+    if (this.runner === undefined) this.runner = new ToolRunner(this.stage);
+    return this.runner;
   }
 
   /** The plans of a fresh step's calls; a call the provider gave no usable id fails at once. */
