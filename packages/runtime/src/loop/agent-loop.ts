@@ -167,11 +167,23 @@ export class AgentLoop {
     if (scope.engine.isActive('AfterInference'))
       await scope.engine.run('AfterInference', scope.base(response));
     if (signal.aborted) return this.cancelled();
-    const termination =
+    let termination =
       response.toolCalls.length > 0
         ? this.afterTools(await this.toolCalls.step(response, inference.rejectedCalls))
         : this.afterAnswer(response);
-    return this.endStep(response, termination);
+    // StepEnd, the stop conditions, what follows a reply, then C2 when the run goes on.
+    if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
+    if (termination === undefined) termination = evaluateStopConditions(scope, response);
+    if (termination?.type === 'natural-end') {
+      const next = this.afterReply();
+      termination = next instanceof Promise ? await next : next;
+    }
+    scope.progressChanged();
+    if (termination === undefined) {
+      if (scope.durable) await this.checkpointer.commitStepEnd();
+      scope.emitStepEnd();
+    }
+    return termination;
   }
 
   /** A new step: the agent a handoff chose, the input delivered, the counters, `step-start`. */
@@ -210,27 +222,6 @@ export class AgentLoop {
     this.interrupted = false;
     this.inferenceAbort = new AbortController();
     this.scope.emitStepEnd();
-  }
-
-  /** StepEnd, the stop conditions, what follows a reply, then C2 when the run goes on. */
-  private async endStep(
-    response: ModelResponse,
-    after: TerminationReason | undefined,
-  ): Promise<TerminationReason | undefined> {
-    const { scope } = this;
-    let termination = after;
-    if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
-    if (termination === undefined) termination = evaluateStopConditions(scope, response);
-    if (termination?.type === 'natural-end') {
-      const next = this.afterReply();
-      termination = next instanceof Promise ? await next : next;
-    }
-    scope.progressChanged();
-    if (termination === undefined) {
-      if (scope.durable) await this.checkpointer.commitStepEnd();
-      scope.emitStepEnd();
-    }
-    return termination;
   }
 
   /** Tells the run's observer of a model call. */

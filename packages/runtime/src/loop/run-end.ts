@@ -33,7 +33,7 @@ export async function finishRun(parts: RunEndParts, reason: TerminationReason): 
   const status = statusForTermination(termination);
   // A finished run leaves no call unanswered: nothing runs later behind the user's back.
   if (status === 'done') toolCalls.answerOpenCalls(openCallsAnswer(termination));
-  await runEndHooks(scope, termination);
+  if (scope.engine.isActive('RunEnd')) await runEndHooks(scope, termination);
   scope.progressChanged();
   if (status === 'waiting') keepTraceContext(scope);
   try {
@@ -110,9 +110,8 @@ function openCallsAnswer(termination: TerminationReason): string {
 /** RunEnd hooks (not for a run cancelled by its signal); a failing hook is reported, not fatal. */
 async function runEndHooks(scope: RunScope, termination: TerminationReason): Promise<void> {
   try {
-    if (termination.type !== 'cancelled' || !scope.signal.aborted) {
-      if (scope.engine.isActive('RunEnd')) await scope.engine.run('RunEnd', scope.base());
-    }
+    if (termination.type !== 'cancelled' || !scope.signal.aborted)
+      await scope.engine.run('RunEnd', scope.base());
   } catch (error) {
     scope.emitError(error);
   }
