@@ -9,7 +9,7 @@ import { type CallPlan, settle } from './call-plan.js';
 import { interruptedResult } from './call-records.js';
 import type { RunScope } from './run-scope.js';
 import { parseArguments } from './storable.js';
-import type { ToolStage } from './tool-stage.js';
+import { announceTickets, reportResult, type ToolStage } from './tool-stage.js';
 
 /**
  * The interrupt policy of a call (see the second table in `tool-calls.ts`): the plugins' most careful answer,
@@ -72,6 +72,26 @@ export function handleInterrupted(
     responseSchema: INTERRUPTED_CALL_RESPONSE_SCHEMA,
     resumeMode: 'pass-decision-to-tool',
   });
+  return true;
+}
+
+/**
+ * A resumed call may have been cut off in an earlier attempt: its interrupt policy decides first. True when
+ * the policy settled or suspended it (it does not run now).
+ */
+export async function interruptedBefore(stage: ToolStage, plan: CallPlan): Promise<boolean> {
+  const policy = interruptPolicy(stage.scope, plan.call);
+  if (policy === 'rerun') return false;
+  const entry = await stage.checkpointer.lookup(plan.runId, plan.call);
+  if (
+    entry?.status !== 'in-flight' ||
+    entry.attempts <= (plan.attempts ?? 0) ||
+    !handleInterrupted(stage, plan, entry, policy)
+  ) {
+    return false;
+  }
+  if (plan.status === 'suspended') announceTickets(stage.scope, [plan]);
+  else reportResult(stage.scope, plan);
   return true;
 }
 

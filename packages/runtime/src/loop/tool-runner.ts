@@ -9,7 +9,7 @@ import type { ModelResponse } from '../plugin.js';
 import type { AnyTool } from '../tool.js';
 import { type CallPlan, cancelledResult, errorResult, isRunnable, moveTo, settle } from './call-plan.js';
 import { idempotencyKey } from './checkpointer.js';
-import { handleInterrupted, interruptPolicy } from './interrupted-calls.js';
+import { interruptedBefore } from './interrupted-calls.js';
 import { ToolClock } from './tool-clock.js';
 import { type Invocation, invokeTool, ToolCallContext } from './tool-invoker.js';
 import { announceTickets, reportLedgerHit, reportResult, type ToolStage } from './tool-stage.js';
@@ -21,10 +21,10 @@ interface Start {
   rerun: boolean;
 }
 
-/** A call that ran: the context it ran with, how it ended, and the observer's record of it. */
+/** A call running: the context it runs with, how it will end, and the observer's record of it. */
 interface Ran {
   context: ToolCallContext;
-  invocation: Invocation;
+  invocation: Promise<Invocation>;
   observed: InstrumentedOperation<ToolCallOutcome> | undefined;
 }
 
@@ -126,10 +126,13 @@ export class ToolRunner {
 
   /** One call: begin → invoke → settle. */
   private async runOne(plan: CallPlan, response: ModelResponse | undefined): Promise<void> {
-    const start = await this.begin(plan, response);
+    // begin and settle await only what a call needs (a hook, the ledger): one async frame per call here.
+    const begun = this.begin(plan, response);
+    const start = begun instanceof Promise ? await begun : begun;
     if (start === undefined) return;
-    const ran = await this.invoke(plan, start);
-    await this.settle(plan, ran, response);
+    const ran = this.invoke(plan, start);
+    const settling = this.settle(plan, ran, await ran.invocation, response);
+    if (settling) await settling;
   }
 
   /**
@@ -137,7 +140,10 @@ export class ToolRunner {
    * earlier, BeforeToolExecute, the lease, and its start in the ledger (`begin`: the recorded result instead
    * when an earlier attempt finished it). Undefined when the call does not run here (it is answered already).
    */
-  private async begin(plan: CallPlan, response: ModelResponse | undefined): Promise<Start | undefined> {
+  private begin(
+    plan: CallPlan,
+    response: ModelResponse | undefined,
+  ): Start | undefined | Promise<Start | undefined> {
     const { scope } = this.stage;
     const { call } = plan;
     const tool = scope.agent.tools.get(call.toolName);
@@ -147,12 +153,28 @@ export class ToolRunner {
       return undefined;
     }
     const begins = scope.durable && plan.ledger === 'begin';
-    if (begins && (await this.cutOffBefore(plan))) return undefined;
+    if (begins || scope.engine.isActive('BeforeToolExecute')) return this.beginAwaiting(plan, tool, response);
+    if (scope.signal.aborted || !scope.holdsLease()) return notStarted(this.stage, plan);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
+    moveTo(plan, 'running');
+    return { tool, key, rerun: false };
+  }
+
+  /** `begin` for a call that awaits something first: BeforeToolExecute hooks, or its start in the ledger. */
+  private async beginAwaiting(
+    plan: CallPlan,
+    tool: AnyTool,
+    response: ModelResponse | undefined,
+  ): Promise<Start | undefined> {
+    const { scope } = this.stage;
+    const { call } = plan;
+    const begins = scope.durable && plan.ledger === 'begin';
+    if (begins && (await interruptedBefore(this.stage, plan))) return undefined;
     if (scope.engine.isActive('BeforeToolExecute')) {
       const toolCall = { ...call, input: plan.input };
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
-    if (scope.signal.aborted || !scope.holdsLease()) return this.notStarted(plan);
+    if (scope.signal.aborted || !scope.holdsLease()) return notStarted(this.stage, plan);
     const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
     let rerun = false;
     if (begins) {
@@ -171,34 +193,13 @@ export class ToolRunner {
         (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 || plan.ticket?.action === INTERRUPTED_CALL_ACTION;
     }
     // Last look before the side effect: another process may hold the thread now if this one stalled.
-    if (!scope.holdsLease()) return this.notStarted(plan);
+    if (!scope.holdsLease()) return notStarted(this.stage, plan);
     moveTo(plan, 'running');
     return { tool, key, rerun };
   }
 
-  /**
-   * A resumed call may have been cut off in an earlier attempt: its interrupt policy decides first. True when
-   * the policy settled or suspended it (it does not run now).
-   */
-  private async cutOffBefore(plan: CallPlan): Promise<boolean> {
-    const { stage } = this;
-    const policy = interruptPolicy(stage.scope, plan.call);
-    if (policy === 'rerun') return false;
-    const entry = await stage.checkpointer.lookup(plan.runId, plan.call);
-    if (
-      entry?.status !== 'in-flight' ||
-      entry.attempts <= (plan.attempts ?? 0) ||
-      !handleInterrupted(stage, plan, entry, policy)
-    ) {
-      return false;
-    }
-    if (plan.status === 'suspended') announceTickets(stage.scope, [plan]);
-    else reportResult(stage.scope, plan);
-    return true;
-  }
-
   /** The side effect: the tool runs under its timeout, the run's cancellation and its error policy. */
-  private async invoke(plan: CallPlan, start: Start): Promise<Ran> {
+  private invoke(plan: CallPlan, start: Start): Ran {
     const { scope } = this.stage;
     const { call } = plan;
     const { tool, key, rerun } = start;
@@ -231,22 +232,27 @@ export class ToolRunner {
       timeoutMs: tool.timeoutMs ?? scope.agent.definition.toolExecution?.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
       policy: this.errorPolicy(toolName),
     });
-    return { context, invocation: await invokeTool(context), observed };
+    return { context, invocation: invokeTool(context), observed };
   }
 
   /**
    * After the side effect: the call's result (the one its transaction committed, if any), a ticket when the
    * tool asked for a decision, its ledger completion riding in the next commit, its command, AfterToolExecute.
    */
-  private async settle(plan: CallPlan, ran: Ran, response: ModelResponse | undefined): Promise<void> {
+  private settle(
+    plan: CallPlan,
+    ran: Ran,
+    invocation: Invocation,
+    response: ModelResponse | undefined,
+  ): Promise<void> | undefined {
     const { scope, checkpointer } = this.stage;
-    const { context, invocation, observed } = ran;
+    const { context, observed } = ran;
     if (context.committed) {
       // Its effect committed with the ledger completion: that result is the call's, whatever followed.
       moveTo(plan, context.committed.status === 'error' ? 'failed' : 'succeeded');
       plan.result = context.committed;
       observed?.end({ status: plan.status, result: plan.result });
-      if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+      if (invocation.command) return this.applyCommand(plan, invocation, response);
       return this.afterExecuted(plan, response);
     }
     if (invocation.suspend) {
@@ -255,7 +261,7 @@ export class ToolRunner {
         plan.attempts = plan.execution?.attempts ?? 1;
         observed?.end({ status: 'suspended', suspended: true });
         announceTickets(scope, [plan]);
-        return;
+        return undefined;
       }
     } else {
       moveTo(plan, invocation.status);
@@ -273,35 +279,25 @@ export class ToolRunner {
       plan.execution = checkpointer.completion(plan.execution, plan.result);
       checkpointer.ride(plan.execution);
     }
-    if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+    if (invocation.command) return this.applyCommand(plan, invocation, response);
     return this.afterExecuted(plan, response);
+  }
+
+  /** The state command a tool returned with its result, then AfterToolExecute. */
+  private async applyCommand(
+    plan: CallPlan,
+    invocation: Invocation,
+    response: ModelResponse | undefined,
+  ): Promise<void> {
+    const { scope } = this.stage;
+    if (invocation.command) await scope.engine.apply(invocation.command, scope.base(response));
+    await this.afterExecuted(plan, response);
   }
 
   /** AfterToolExecute when a plugin hooks it (no extra await otherwise), then the call is settled. */
   private afterExecuted(plan: CallPlan, response: ModelResponse | undefined): Promise<void> | undefined {
     if (this.stage.scope.engine.isActive('AfterToolExecute')) return this.afterExecute(plan, response);
     this.settled(plan);
-    return undefined;
-  }
-
-  /**
-   * The run was cancelled, or lost its thread's lease, before this call could start: it is answered as
-   * cancelled and never runs here. After a lease loss nothing is written (the next holder of the thread runs it).
-   */
-  private notStarted(plan: CallPlan): undefined {
-    const { scope, checkpointer } = this.stage;
-    const lost = scope.leaseLost;
-    const result = cancelledResult(
-      lost
-        ? 'this process lost the thread before the call could start'
-        : 'the run was cancelled before this call could start',
-    );
-    settle(plan, 'cancelled', result);
-    if (scope.durable && !lost && plan.execution?.status === 'in-flight') {
-      plan.execution = checkpointer.completion(plan.execution, result);
-      checkpointer.ride(plan.execution);
-    }
-    reportResult(scope, plan);
     return undefined;
   }
 
@@ -328,6 +324,27 @@ export class ToolRunner {
     }
     reportResult(scope, plan);
   }
+}
+
+/**
+ * The run was cancelled, or lost its thread's lease, before this call could start: it is answered as
+ * cancelled and never runs here. After a lease loss nothing is written (the next holder of the thread runs it).
+ */
+function notStarted(stage: ToolStage, plan: CallPlan): undefined {
+  const { scope, checkpointer } = stage;
+  const lost = scope.leaseLost;
+  const result = cancelledResult(
+    lost
+      ? 'this process lost the thread before the call could start'
+      : 'the run was cancelled before this call could start',
+  );
+  settle(plan, 'cancelled', result);
+  if (scope.durable && !lost && plan.execution?.status === 'in-flight') {
+    plan.execution = checkpointer.completion(plan.execution, result);
+    checkpointer.ride(plan.execution);
+  }
+  reportResult(scope, plan);
+  return undefined;
 }
 
 const CONTINUE: ToolErrorPolicy = Object.freeze({ policy: 'continue' });
