@@ -5,6 +5,7 @@ import {
   type ToolDescriptor,
 } from '@lunation/contract';
 import type { AgentDefinition, PluginReference, ResolvedAgent } from './agent.js';
+import { loopStatePlugin } from './loop/loop-state-plugin.js';
 import { type Plugin, PluginSet } from './plugin.js';
 import { corePlugin } from './runtime-keys.js';
 import type { AnyTool } from './tool.js';
@@ -128,6 +129,7 @@ export function resolveRegistry(
       }
     };
     addPlugin(corePlugin as Plugin<unknown>, undefined);
+    addPlugin(loopStatePlugin as Plugin<unknown>, undefined);
     for (const global of set.globalPlugins ?? []) addPlugin(global.plugin, global.config);
     for (const reference of definition.plugins ?? []) {
       const { plugin, config } = normalisePlugin(reference);

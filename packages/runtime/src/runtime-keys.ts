@@ -7,7 +7,6 @@ import {
 } from '@lunation/contract';
 import { z } from 'zod';
 import { type Command, defineAction } from './command.js';
-import { toolCallsKey } from './loop/call-records.js';
 import { definePlugin } from './plugin.js';
 import { defineStateKey, updateState } from './state.js';
 
@@ -179,7 +178,6 @@ export const corePlugin = definePlugin({
   name: 'runtime',
   register(registrar) {
     registrar.stateKey(runProgressKey);
-    registrar.stateKey(toolCallsKey);
     registrar.stateKey(outputKey);
     registrar.stateKey(traceContextKey);
     registrar.stateKey(appliedDecisionsKey);

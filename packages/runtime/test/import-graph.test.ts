@@ -21,25 +21,49 @@ function imports(file: string): string[] {
   );
 }
 
+/** Every cycle of a graph, each as `a → b → a`. */
+function cyclesOf(graph: ReadonlyMap<string, readonly string[]>, name: (node: string) => string): string[] {
+  const cycles: string[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (file: string, path: string[]) => {
+    if (state.get(file) === 'done') return;
+    if (state.get(file) === 'visiting') {
+      cycles.push([...path.slice(path.indexOf(file)), file].map(name).join(' → '));
+      return;
+    }
+    state.set(file, 'visiting');
+    for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
+    state.set(file, 'done');
+  };
+  for (const file of graph.keys()) visit(file, []);
+  return cycles;
+}
+
+/** A file's room: its directory under `src/` (`loop`, `executor`, …), or the file itself at the top. */
+function roomOf(file: string): string {
+  const path = relative(source, file);
+  const slash = path.indexOf('/');
+  return slash === -1 ? path : path.slice(0, slash);
+}
+
 describe('the runtime source', () => {
   it('has no import cycles', () => {
     const graph = new Map(files(source).map((file) => [file, imports(file)]));
-    const cycles: string[] = [];
-    const state = new Map<string, 'visiting' | 'done'>();
-    const visit = (file: string, path: string[]) => {
-      if (state.get(file) === 'done') return;
-      if (state.get(file) === 'visiting') {
-        cycles.push(
-          [...path.slice(path.indexOf(file)), file].map((entry) => relative(source, entry)).join(' → '),
-        );
-        return;
-      }
-      state.set(file, 'visiting');
-      for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
-      state.set(file, 'done');
-    };
-    for (const file of graph.keys()) visit(file, []);
-    expect(cycles).toEqual([]);
+    expect(cyclesOf(graph, (file) => relative(source, file))).toEqual([]);
     expect(graph.size).toBeGreaterThan(30);
+  });
+
+  it('has no upward arrow: its rooms (directories and top-level files) import each other without cycles', () => {
+    const rooms = new Map<string, Set<string>>();
+    for (const file of files(source)) {
+      const from = roomOf(file);
+      const targets = rooms.get(from) ?? new Set<string>();
+      for (const target of imports(file)) if (roomOf(target) !== from) targets.add(roomOf(target));
+      rooms.set(from, targets);
+    }
+    const graph = new Map([...rooms].map(([room, targets]) => [room, [...targets]]));
+    expect(cyclesOf(graph, (room) => room)).toEqual([]);
+    expect(graph.get('runtime-keys.ts')).not.toContain('loop');
+    expect(graph.get('loop')).toContain('runtime-keys.ts');
   });
 });

@@ -1,31 +1,24 @@
 import {
   emptyUsage,
   type InstrumentedOperation,
-  LunationError,
   type Message,
   type ModelCallOutcome,
   type ModelRequest,
-  statusForTermination,
   type TerminationReason,
   toErrorInfo,
   toolCallIdentity,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
 import type { ModelResponse } from '../plugin.js';
-import { traceContextKey } from '../runtime-keys.js';
 import { Checkpointer } from './checkpointer.js';
 import { compactIfNeeded } from './compaction.js';
 import { type DeliveryMode, Inbox } from './inbox.js';
 import { type Inference, infer } from './inference.js';
 import { buildRequest } from './model-request.js';
-import {
-  abortReason,
-  RunAbortController,
-  type RunLoopOptions,
-  type RunResult,
-  RunScope,
-} from './run-scope.js';
-import { evaluateStopConditions, runTimeoutMs, timedOut } from './stop-conditions.js';
+import { RunDeadline } from './run-deadline.js';
+import { finishRun } from './run-end.js';
+import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
+import { evaluateStopConditions, timedOut } from './stop-conditions.js';
 import { isLunationError } from './storable.js';
 import { checkOutput, type OutputSpec, resolveOutput } from './structured-output.js';
 import { ToolCalls, type ToolStepOutcome } from './tool-calls.js';
@@ -33,7 +26,8 @@ import { ToolCalls, type ToolStepOutcome } from './tool-calls.js';
 /**
  * One run of the agent loop: RunStart → resume the open step (decisions, recovery) → [StepStart → inference →
  * tool calls → StepEnd → checkpoint]* → RunEnd. The stages live in their own modules; the tool-call protocol,
- * which keeps approvals and the ledger right through crashes, is `tool-calls.ts`.
+ * which keeps approvals and the ledger right through crashes, is `tool-calls.ts`; the run's end is
+ * `run-end.ts`.
  */
 export class AgentLoop {
   private readonly scope: RunScope;
@@ -44,29 +38,13 @@ export class AgentLoop {
   private inferenceAbort = new AbortController();
   private inferring = false;
   private interrupted = false;
-  /** The step whose `step-end` was emitted last (-1: none yet). */
-  private stepEnded = -1;
-  private deadline: ReturnType<typeof setTimeout> | undefined;
+  /** The agent's `timeout` stop condition, when it has one. */
+  private readonly deadline: RunDeadline | undefined;
   private readonly output: OutputSpec | undefined;
-  /** The abort reason of a run that reached its `timeout` stop condition. */
-  private timeoutReason: LunationError | undefined;
 
   constructor(options: RunLoopOptions) {
-    const limit = runTimeoutMs(options.agent.definition.stopConditions);
-    let runOptions = options;
-    if (limit !== undefined) {
-      // The timeout stop condition also ends a run that is stuck in a model or tool call.
-      const controller = new RunAbortController();
-      const forward = () => controller.abort(options.signal.reason);
-      if (options.controller) options.controller.onAbort(forward);
-      else if (options.signal.aborted) forward();
-      else options.signal.addEventListener('abort', forward, { once: true });
-      const reason = new LunationError('timeout', `The run reached its ${limit} ms timeout`);
-      this.timeoutReason = reason;
-      this.deadline = setTimeout(() => controller.abort(reason), limit);
-      this.deadline.unref?.();
-      runOptions = { ...options, signal: controller.signal, controller };
-    }
+    this.deadline = RunDeadline.arm(options);
+    const runOptions = this.deadline?.options ?? options;
     const scope = new RunScope(runOptions);
     this.scope = scope;
     this.inbox = new Inbox(scope);
@@ -144,68 +122,41 @@ export class AgentLoop {
     } catch (error) {
       termination = this.terminationFor(error);
     }
-    return this.finish(termination);
+    const { checkpointer, toolCalls, deadline } = this;
+    return finishRun({ scope, checkpointer, toolCalls, deadline }, termination);
   }
 
   /** Settles the thread's open step first (decisions, supersede, recovery after a crash). */
   private async resume(): Promise<TerminationReason | undefined> {
     const outcome = await this.toolCalls.resume();
     if (!outcome) return undefined;
-    if (this.scope.signal.aborted) return this.cancelled();
-    if (outcome.blocked !== undefined) return { type: 'blocked', reason: outcome.blocked };
-    if (outcome.suspended) return { type: 'suspended' };
-    if (this.scope.toolErrorStop !== undefined) {
-      return { type: 'stopped', code: 'tool-error', detail: this.scope.toolErrorStop };
-    }
-    return undefined;
+    return this.afterTools(outcome);
   }
 
+  /** StepStart → inference → AfterInference → tool calls or the answer → StepEnd → stop conditions → C2. */
   private async step(): Promise<TerminationReason | undefined> {
     const { scope } = this;
     const { signal } = scope;
     if (signal.aborted) return this.cancelled();
-    scope.switchAgentIfHandedOff();
-    this.inbox.drain();
-    scope.progress.step++;
-    scope.stepUsage = emptyUsage();
-    const step = scope.progress.step;
-    if (scope.listening) scope.emit({ type: 'step-start', step });
+    this.startStep();
     if (scope.engine.isActive('StepStart')) await scope.engine.run('StepStart', scope.base());
     if (scope.engine.isActive('BeforeInference')) await scope.engine.run('BeforeInference', scope.base());
     if (signal.aborted) return this.cancelled();
     if (scope.agent.definition.context?.compaction) await compactIfNeeded(scope);
     if (!scope.holdsLease()) return this.cancelled();
-    let inference: Inference;
     this.inferring = true;
     const request = buildRequest(scope);
     const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
     const inferredAt = Date.now();
+    let inference: Inference;
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
-      this.inferring = false;
-      scope.journal.inferred(
-        step,
-        Date.now() - inferredAt,
-        inference.response.usage,
-        inference.response.toolCalls.map(toolCallIdentity),
-      );
-      if (observed) {
-        const { response } = inference;
-        const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report
-        observed.end({
-          message: response.message,
-          stopReason: response.stopReason,
-          ...(usage ? { usage } : {}),
-        });
-      }
+      this.inferred(inference, observed, inferredAt);
     } catch (error) {
       this.inferring = false;
       observed?.end({ error });
       if (!this.interrupted || signal.aborted) throw error;
-      // New input interrupted the model call: drop the partial answer and continue with the input.
-      this.interrupted = false;
-      this.inferenceAbort = new AbortController();
-      this.emitStepEnd();
+      this.dropInterrupted();
       return undefined;
     }
     if (signal.aborted) return this.cancelled();
@@ -216,11 +167,11 @@ export class AgentLoop {
     if (scope.engine.isActive('AfterInference'))
       await scope.engine.run('AfterInference', scope.base(response));
     if (signal.aborted) return this.cancelled();
-
     let termination =
       response.toolCalls.length > 0
         ? this.afterTools(await this.toolCalls.step(response, inference.rejectedCalls))
         : this.afterAnswer(response);
+    // StepEnd, the stop conditions, what follows a reply, then C2 when the run goes on.
     if (scope.engine.isActive('StepEnd')) await scope.engine.run('StepEnd', scope.base(response));
     if (termination === undefined) termination = evaluateStopConditions(scope, response);
     if (termination?.type === 'natural-end') {
@@ -230,9 +181,47 @@ export class AgentLoop {
     scope.progressChanged();
     if (termination === undefined) {
       if (scope.durable) await this.checkpointer.commitStepEnd();
-      this.emitStepEnd();
+      scope.emitStepEnd();
     }
     return termination;
+  }
+
+  /** A new step: the agent a handoff chose, the input delivered, the counters, `step-start`. */
+  private startStep(): void {
+    const { scope } = this;
+    scope.switchAgentIfHandedOff();
+    this.inbox.drain();
+    scope.progress.step++;
+    scope.stepUsage = emptyUsage();
+    if (scope.listening) scope.emit({ type: 'step-start', step: scope.progress.step });
+  }
+
+  /** The model answered: the journal and the run's observer are told. */
+  private inferred(
+    inference: Inference,
+    observed: InstrumentedOperation<ModelCallOutcome> | undefined,
+    inferredAt: number,
+  ): void {
+    this.inferring = false;
+    const { response } = inference;
+    const duration = Date.now() - inferredAt;
+    const callIds = response.toolCalls.map(toolCallIdentity);
+    this.scope.journal.inferred(this.scope.progress.step, duration, response.usage, callIds);
+    if (observed) {
+      const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report
+      observed.end({
+        message: response.message,
+        stopReason: response.stopReason,
+        ...(usage ? { usage } : {}),
+      });
+    }
+  }
+
+  /** New input interrupted the model call: drop the partial answer and continue with the input. */
+  private dropInterrupted(): void {
+    this.interrupted = false;
+    this.inferenceAbort = new AbortController();
+    this.scope.emitStepEnd();
   }
 
   /** Tells the run's observer of a model call. */
@@ -282,7 +271,7 @@ export class AgentLoop {
     const { scope, inbox } = this;
     scope.progressChanged();
     if (scope.durable) await this.checkpointer.commitStepEnd();
-    this.emitStepEnd();
+    scope.emitStepEnd();
     scope.options.onTurnEnd?.({
       finalText: scope.finalText,
       steps: scope.progress.step,
@@ -296,8 +285,7 @@ export class AgentLoop {
 
   private cancelled(): TerminationReason {
     const { signal } = this.scope;
-    if (this.timeoutReason !== undefined && signal.reason === this.timeoutReason)
-      return timedOut(Date.now() - this.scope.progress.startedAt);
+    if (this.deadline?.stopped(signal)) return timedOut(Date.now() - this.scope.progress.startedAt);
     return { type: 'cancelled', reason: abortReason(signal) };
   }
 
@@ -307,135 +295,5 @@ export class AgentLoop {
     const info = toErrorInfo(error);
     if (this.scope.listening) this.scope.emit({ type: 'error', error: info });
     return { type: 'error', error: info };
-  }
-
-  private emitStepEnd(): void {
-    const { scope } = this;
-    if (!scope.listening) return;
-    // Once per step: a kept-alive run reports its step when it waits, and must not again when input comes.
-    if (this.stepEnded === scope.progress.step) return;
-    this.stepEnded = scope.progress.step;
-    if (scope.options.emitStateSnapshots) {
-      const snapshot = scope.state.snapshot();
-      scope.emit({
-        type: 'state-snapshot',
-        revision: snapshot.revision,
-        state: { ...snapshot.export('thread'), ...snapshot.export('run') },
-      });
-    }
-    scope.emit({
-      type: 'step-end',
-      step: scope.progress.step,
-      stopReason: scope.lastStopReason,
-      usage: scope.stepUsage,
-      ...(scope.stepUsageUnknown ? { usageUnknown: true } : {}),
-    });
-  }
-
-  private async finish(reason: TerminationReason): Promise<RunResult> {
-    const { scope } = this;
-    if (scope.leaseLost) return await this.leftToOthers();
-    let termination = reason;
-    const status = statusForTermination(termination);
-    if (status === 'done') {
-      // A finished run leaves no call unanswered: nothing runs later behind the user's back.
-      const why =
-        termination.type === 'cancelled' || (termination.type === 'stopped' && termination.code === 'timeout')
-          ? 'the run was stopped before this call finished'
-          : 'the run ended before this call finished';
-      this.toolCalls.answerOpenCalls(why);
-    }
-    try {
-      if (termination.type !== 'cancelled' || !scope.signal.aborted) {
-        if (scope.engine.isActive('RunEnd')) await scope.engine.run('RunEnd', scope.base());
-      }
-    } catch (error) {
-      scope.emitError(error);
-    }
-    scope.progressChanged();
-    const { instrumentation } = scope;
-    if (instrumentation && status === 'waiting') {
-      // The run waits: whoever resumes it, in any process, links to this run through the stored context.
-      const carrier = instrumentation.suspendContext();
-      if (carrier) scope.state.write([{ key: traceContextKey, update: { ...carrier } }]);
-    }
-    try {
-      await this.checkpointer.commitRunEnd(status, termination);
-    } catch (error) {
-      // Fenced out: another process holds the thread now and continues the run from the store.
-      if (isLunationError(error) && (error.code === 'stale-lease' || error.code === 'lease-lost')) {
-        const lost =
-          error.code === 'lease-lost'
-            ? error
-            : new LunationError('lease-lost', `The run's last commit was fenced out: ${error.message}`, {
-                cause: error,
-              });
-        scope.options.controller?.abort(lost);
-        return await this.leftToOthers(error);
-      }
-      scope.emitError(error);
-      if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };
-    }
-    this.toolCalls.dispose();
-    if (this.deadline !== undefined) clearTimeout(this.deadline);
-    if (scope.progress.step > 0) this.emitStepEnd();
-    const openTickets = this.checkpointer.currentTickets();
-    instrumentation?.runEnded({
-      status,
-      termination,
-      steps: scope.progress.step,
-      usage: scope.progress.usage,
-      finalText: scope.finalText,
-      openTickets,
-    });
-    if (scope.listening) {
-      scope.emit({
-        type: 'run-end',
-        status,
-        termination,
-        finalText: scope.finalText,
-        steps: scope.progress.step,
-        usage: scope.progress.usage,
-        openTickets,
-        timestamp: Date.now(),
-      });
-    }
-    return {
-      identity: scope.identity,
-      status,
-      termination,
-      finalText: scope.finalText,
-      steps: scope.progress.step,
-      usage: scope.progress.usage,
-      openTickets,
-      messages: scope.runMessages,
-      ...(scope.output === undefined ? {} : { output: scope.output }),
-    };
-  }
-
-  /**
-   * The run lost its thread's lease: it stops here and commits nothing (no run-end hooks, no run-end commit; only
-   * the results of calls that finished go to the ledger), so the store keeps it `running` for the process that
-   * holds the thread now. Its `run-end` says `running`, with the
-   * lease loss as the termination.
-   */
-  private async leftToOthers(reason: unknown = this.scope.signal.reason): Promise<RunResult> {
-    const { scope } = this;
-    const termination: TerminationReason = { type: 'error', error: toErrorInfo(reason) };
-    if (scope.durable) await this.checkpointer.saveFinished();
-    this.toolCalls.dispose();
-    if (this.deadline !== undefined) clearTimeout(this.deadline);
-    const openTickets = this.checkpointer.currentTickets();
-    const ended = {
-      status: 'running' as const,
-      termination,
-      finalText: scope.finalText,
-      steps: scope.progress.step,
-      usage: scope.progress.usage,
-      openTickets,
-    };
-    scope.instrumentation?.runEnded(ended);
-    if (scope.listening) scope.emit({ type: 'run-end', ...ended, timestamp: Date.now() });
-    return { identity: scope.identity, ...ended, messages: scope.runMessages };
   }
 }

@@ -1,6 +1,7 @@
 import {
   type CheckpointCommit,
   type CheckpointKind,
+  type CheckpointOutcome,
   type RunRecord,
   type RunStatus,
   type TerminationReason,
@@ -162,8 +163,8 @@ export class Checkpointer {
    */
   commitDecisions(run: 'running' | 'waiting'): Promise<void> {
     return run === 'running'
-      ? this.write('C0', 'running', undefined, false)
-      : this.write('C0', 'waiting', SUSPENDED, false);
+      ? this.write('C0', this.ownRun('running', undefined, 'when-stale'))
+      : this.write('C0', this.ownRun('waiting', SUSPENDED, 'when-stale'));
   }
 
   /**
@@ -172,7 +173,7 @@ export class Checkpointer {
    * changed — before any tool of the step starts.
    */
   commitGateOutcomes(): Promise<void> {
-    return this.write('C1', 'running', undefined, false);
+    return this.write('C1', this.ownRun('running', undefined, 'when-stale'));
   }
 
   /**
@@ -180,7 +181,7 @@ export class Checkpointer {
    * the run record (`running`) — before the next model call.
    */
   commitStepEnd(): Promise<void> {
-    return this.write('C2', 'running', undefined, true);
+    return this.write('C2', this.ownRun('running', undefined, 'always'));
   }
 
   /**
@@ -188,70 +189,52 @@ export class Checkpointer {
    * records and that run's record ended `cancelled` — one commit, before the input joins the thread. This run's
    * own record is written with its first checkpoint.
    */
-  async commitSupersede(superseded: RunRecord | undefined): Promise<void> {
-    this.assertLeaseHeld();
-    const run: RunRecord | undefined =
-      superseded && superseded.status !== 'done'
-        ? {
-            ...superseded,
-            status: 'done',
-            termination: { type: 'cancelled', reason: 'superseded by a new message' },
-            openTickets: [],
-            updatedAt: Date.now(),
-          }
-        : undefined;
-    const { scope } = this;
-    const { persistence, identity, leaseToken } = scope.options;
-    const messages = scope.messages.slice(this.committedCount);
-    const threadRevision = scope.state.threadRevision;
-    const commit: CheckpointCommit = {
-      threadId: identity.threadId,
-      expectedMessageCount: this.committedCount,
-      messages,
+  commitSupersede(superseded: RunRecord): Promise<void> {
+    if (superseded.status === 'done') return this.write('C0', { runId: superseded.identity.runId });
+    const ended: RunRecord = {
+      ...superseded,
+      status: 'done',
+      termination: { type: 'cancelled', reason: 'superseded by a new message' },
+      openTickets: [],
+      updatedAt: Date.now(),
     };
-    if (run) commit.run = run;
-    else if (superseded) commit.runId = superseded.identity.runId;
-    if (threadRevision !== this.lastThreadRevision) commit.threadState = scope.state.exportScope('thread');
-    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
-    const observed = scope.instrumentation?.checkpointStarted('C0');
-    try {
-      this.committedCount = await persistence.commit(commit);
-    } catch (error) {
-      observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined, error });
-      throw error;
-    }
-    observed?.end({ messages: messages.length, ledgerEntries: 0, runRecord: run !== undefined });
-    this.lastThreadRevision = threadRevision;
+    return this.write('C0', { record: ended, own: false });
   }
 
   /** The run's last commit: whatever is not in the store yet and the run record with its final status. */
   commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
-    return this.write('run-end', status, termination, true);
+    return this.write('run-end', this.ownRun(status, termination, 'always'));
+  }
+
+  /**
+   * This run's part of a commit: its record — `always`, or `when-stale`: only when the store has none yet, or
+   * its status or open tickets are out of date — else just its id.
+   */
+  private ownRun(
+    status: RunStatus,
+    termination: TerminationReason | undefined,
+    write: 'always' | 'when-stale',
+  ): RunPart {
+    const stale =
+      write === 'always' ||
+      !this.runWritten ||
+      status !== this.writtenStatus ||
+      (this.stateChanged() && this.ticketsChanged());
+    return stale
+      ? { record: this.runRecord(status, termination), own: true }
+      : { runId: this.scope.identity.runId };
   }
 
   /**
    * One atomic commit of everything not yet in the store: the messages added since the last commit, ledger
-   * entries riding along, the thread state when it changed, and the run record — always when `withRun`,
-   * otherwise only when the store has none yet, or its status or open tickets are out of date.
+   * entries riding along, the thread state when it changed, and the run's part (a record, or the run's id).
    */
-  private async write(
-    kind: CheckpointKind,
-    status: RunStatus,
-    termination: TerminationReason | undefined,
-    withRun: boolean,
-  ): Promise<void> {
+  private async write(kind: CheckpointKind, run: RunPart): Promise<void> {
     this.assertLeaseHeld();
     const { scope } = this;
     const { persistence, identity, leaseToken } = scope.options;
     const messages = scope.messages.slice(this.committedCount);
     const threadRevision = scope.state.threadRevision;
-    const threadChanged = threadRevision !== this.lastThreadRevision;
-    const run =
-      withRun ||
-      !this.runWritten ||
-      status !== this.writtenStatus ||
-      (threadChanged && this.ticketsChanged());
-    const record = run ? this.runRecord(status, termination) : undefined;
     const executions = this.riding;
     this.riding = undefined;
     const commit: CheckpointCommit = {
@@ -259,9 +242,9 @@ export class Checkpointer {
       expectedMessageCount: this.committedCount,
       messages,
     };
-    if (record) commit.run = record;
-    else commit.runId = identity.runId;
-    if (threadChanged) commit.threadState = scope.state.exportScope('thread');
+    if ('record' in run) commit.run = run.record;
+    else commit.runId = run.runId;
+    if (threadRevision !== this.lastThreadRevision) commit.threadState = scope.state.exportScope('thread');
     if (executions !== undefined) commit.toolExecutions = executions;
     if (leaseToken !== undefined) commit.leaseToken = leaseToken;
     const observed = scope.instrumentation?.checkpointStarted(kind);
@@ -269,24 +252,15 @@ export class Checkpointer {
       this.committedCount = await persistence.commit(commit);
     } catch (error) {
       if (executions !== undefined) this.riding = this.riding ? executions.concat(this.riding) : executions;
-      observed?.end({
-        messages: messages.length,
-        ledgerEntries: executions?.length ?? 0,
-        runRecord: record !== undefined,
-        error,
-      });
+      observed?.end({ ...checkpointOutcome(commit), error });
       throw error;
     }
-    observed?.end({
-      messages: messages.length,
-      ledgerEntries: executions?.length ?? 0,
-      runRecord: record !== undefined,
-    });
+    observed?.end(checkpointOutcome(commit));
     this.lastThreadRevision = threadRevision;
-    if (record) {
+    if ('record' in run && run.own) {
       this.runWritten = true;
-      this.writtenStatus = status;
-      this.writtenTickets = ticketSignature(record.openTickets);
+      this.writtenStatus = run.record.status;
+      this.writtenTickets = ticketSignature(run.record.openTickets);
     }
   }
 
@@ -322,8 +296,20 @@ export class Checkpointer {
   }
 }
 
+/** The run part of a commit: a run record (this run's, or a superseded run's), or only this run's id. */
+type RunPart = { readonly record: RunRecord; readonly own: boolean } | { readonly runId: string };
+
 const SUSPENDED: TerminationReason = Object.freeze({ type: 'suspended' });
 const DONE: Promise<void> = Promise.resolve();
+
+/** What a checkpoint commit carried, for the run's observer. */
+function checkpointOutcome(commit: CheckpointCommit): CheckpointOutcome {
+  return {
+    messages: commit.messages.length,
+    ledgerEntries: commit.toolExecutions?.length ?? 0,
+    runRecord: commit.run !== undefined,
+  };
+}
 
 function ticketSignature(tickets: ReadonlyArray<{ id: string }>): string {
   if (tickets.length === 0) return '';

@@ -16,6 +16,9 @@ import { createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
 import type { RunScope } from './run-scope.js';
 
+/** The stream part of one type. */
+type StreamPart<Type extends ModelStreamPart['type']> = Extract<ModelStreamPart, { type: Type }>;
+
 /** The model's answer, plus the calls that may not run because the provider gave them no usable id. */
 export interface Inference {
   response: ModelResponse;
@@ -61,53 +64,15 @@ class Answer {
   }
 
   add(part: ModelStreamPart): void {
-    const { scope, step, listening } = this;
     switch (part.type) {
-      case 'text-delta': {
-        this.text += part.delta;
-        let openText = this.openText;
-        if (openText) openText.text += part.delta;
-        else {
-          openText = { type: 'text', text: part.delta };
-          this.addPart(openText);
-          this.openText = openText;
-        }
-        this.openReasoning = undefined;
-        this.openRefusal = undefined;
-        if (part.providerMetadata) {
-          openText.providerMetadata = part.providerMetadata;
-          this.openText = undefined; // metadata closes the block
-        }
-        if (listening && part.delta) scope.emit({ type: 'text-delta', step, delta: part.delta });
+      case 'text-delta':
+        this.addText(part);
         break;
-      }
-      case 'reasoning-delta': {
-        let openReasoning = this.openReasoning;
-        if (!openReasoning) {
-          openReasoning = { type: 'reasoning', text: '' };
-          this.addPart(openReasoning);
-          this.openReasoning = openReasoning;
-        }
-        this.openText = undefined;
-        this.openRefusal = undefined;
-        openReasoning.text += part.delta;
-        if (part.redacted) openReasoning.redacted = true;
-        if (part.providerMetadata) openReasoning.providerMetadata = part.providerMetadata;
-        if (part.signature !== undefined || part.redacted || part.providerMetadata) {
-          if (part.signature !== undefined) openReasoning.signature = part.signature;
-          this.openReasoning = undefined; // a signature, redaction or metadata closes the block
-        }
-        if (part.delta && listening) scope.emit({ type: 'reasoning-delta', step, delta: part.delta });
+      case 'reasoning-delta':
+        this.addReasoning(part);
         break;
-      }
       case 'refusal-delta':
-        if (this.openRefusal) this.openRefusal.text += part.delta;
-        else {
-          this.openRefusal = { type: 'refusal', text: part.delta };
-          this.addPart(this.openRefusal);
-        }
-        this.openText = undefined;
-        this.openReasoning = undefined;
+        this.addRefusal(part);
         break;
       case 'provider-content':
         this.addPart({
@@ -119,50 +84,17 @@ class Answer {
         this.closeBlocks();
         break;
       case 'tool-call-start':
-        if (this.startedId === undefined && this.startedMore === undefined) {
-          this.startedId = part.toolCallId;
-          this.startedName = part.toolName;
-        } else {
-          this.startedMore ??= new Map();
-          this.startedMore.set(part.toolCallId, part.toolName);
-        }
-        if (listening) {
-          scope.emit({ type: 'tool-call-start', step, toolCallId: part.toolCallId, toolName: part.toolName });
-        }
+        this.startCall(part);
         break;
       case 'tool-call-delta':
-        if (listening) {
-          scope.emit({
-            type: 'tool-call-delta',
-            step,
-            toolCallId: part.toolCallId,
-            argumentsDelta: part.argumentsDelta,
-          });
+        if (this.listening) {
+          const { toolCallId, argumentsDelta } = part;
+          this.scope.emit({ type: 'tool-call-delta', step: this.step, toolCallId, argumentsDelta });
         }
         break;
-      case 'tool-call-end': {
-        if (this.startedId === part.toolCallId) this.startedId = undefined;
-        else this.startedMore?.delete(part.toolCallId);
-        const call: ToolCallPart = {
-          type: 'tool-call',
-          toolCallId: part.toolCallId,
-          toolName: part.toolName,
-          arguments: part.arguments,
-        };
-        if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
-        this.addCall(call);
-        this.closeBlocks();
-        if (listening) {
-          scope.emit({
-            type: 'tool-call-end',
-            step,
-            toolCallId: call.toolCallId,
-            toolName: call.toolName,
-            arguments: call.arguments,
-          });
-        }
+      case 'tool-call-end':
+        this.endCall(part);
         break;
-      }
       case 'usage':
         // Usage the provider could not tell is not counted: its numbers are placeholders.
         if (part.unknown === true) this.usageUnknown = true;
@@ -172,6 +104,89 @@ class Answer {
         this.stopReason = part.stopReason;
         if (part.providerMetadata) this.providerMetadata = part.providerMetadata;
         break;
+    }
+  }
+
+  private addText(part: StreamPart<'text-delta'>): void {
+    this.text += part.delta;
+    let openText = this.openText;
+    if (openText) openText.text += part.delta;
+    else {
+      openText = { type: 'text', text: part.delta };
+      this.addPart(openText);
+      this.openText = openText;
+    }
+    this.openReasoning = undefined;
+    this.openRefusal = undefined;
+    if (part.providerMetadata) {
+      openText.providerMetadata = part.providerMetadata;
+      this.openText = undefined; // metadata closes the block
+    }
+    if (this.listening && part.delta) {
+      this.scope.emit({ type: 'text-delta', step: this.step, delta: part.delta });
+    }
+  }
+
+  private addReasoning(part: StreamPart<'reasoning-delta'>): void {
+    let openReasoning = this.openReasoning;
+    if (!openReasoning) {
+      openReasoning = { type: 'reasoning', text: '' };
+      this.addPart(openReasoning);
+      this.openReasoning = openReasoning;
+    }
+    this.openText = undefined;
+    this.openRefusal = undefined;
+    openReasoning.text += part.delta;
+    if (part.redacted) openReasoning.redacted = true;
+    if (part.providerMetadata) openReasoning.providerMetadata = part.providerMetadata;
+    if (part.signature !== undefined || part.redacted || part.providerMetadata) {
+      if (part.signature !== undefined) openReasoning.signature = part.signature;
+      this.openReasoning = undefined; // a signature, redaction or metadata closes the block
+    }
+    if (part.delta && this.listening) {
+      this.scope.emit({ type: 'reasoning-delta', step: this.step, delta: part.delta });
+    }
+  }
+
+  private addRefusal(part: StreamPart<'refusal-delta'>): void {
+    if (this.openRefusal) this.openRefusal.text += part.delta;
+    else {
+      this.openRefusal = { type: 'refusal', text: part.delta };
+      this.addPart(this.openRefusal);
+    }
+    this.openText = undefined;
+    this.openReasoning = undefined;
+  }
+
+  private startCall(part: StreamPart<'tool-call-start'>): void {
+    if (this.startedId === undefined && this.startedMore === undefined) {
+      this.startedId = part.toolCallId;
+      this.startedName = part.toolName;
+    } else {
+      this.startedMore ??= new Map();
+      this.startedMore.set(part.toolCallId, part.toolName);
+    }
+    if (this.listening) {
+      const { toolCallId, toolName } = part;
+      this.scope.emit({ type: 'tool-call-start', step: this.step, toolCallId, toolName });
+    }
+  }
+
+  private endCall(part: StreamPart<'tool-call-end'>): void {
+    if (this.startedId === part.toolCallId) this.startedId = undefined;
+    else this.startedMore?.delete(part.toolCallId);
+    const call: ToolCallPart = {
+      type: 'tool-call',
+      toolCallId: part.toolCallId,
+      toolName: part.toolName,
+      arguments: part.arguments,
+    };
+    if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
+    this.addCall(call);
+    this.closeBlocks();
+    if (this.listening) {
+      const { toolCallId, toolName, arguments: args } = call;
+      this.scope.emit({ type: 'tool-call-end', step: this.step, toolCallId, toolName, arguments: args });
     }
   }
 

@@ -173,6 +173,8 @@ export class RunScope {
   /** The run's per-step journal, stamped into each run record the checkpointer writes. */
   readonly journal: RunJournal;
   private seq = 0;
+  /** The step whose `step-end` was emitted last (-1: none yet). */
+  private stepEnded = -1;
 
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
@@ -259,6 +261,30 @@ export class RunScope {
     target.identity = this.options.identity;
     target.seq = this.seq++;
     this.options.emit(event as unknown as AgentEvent);
+  }
+
+  /** Emits `step-end` (with a state snapshot first, when asked for) once per step. */
+  emitStepEnd(): void {
+    if (!this.listening) return;
+    // Once per step: a kept-alive run reports its step when it waits, and must not again when input comes.
+    const { step } = this.progress;
+    if (this.stepEnded === step) return;
+    this.stepEnded = step;
+    if (this.options.emitStateSnapshots) {
+      const snapshot = this.state.snapshot();
+      this.emit({
+        type: 'state-snapshot',
+        revision: snapshot.revision,
+        state: { ...snapshot.export('thread'), ...snapshot.export('run') },
+      });
+    }
+    this.emit({
+      type: 'step-end',
+      step,
+      stopReason: this.lastStopReason,
+      usage: this.ownStepUsage,
+      ...(this.stepUsageUnknown ? { usageUnknown: true } : {}),
+    });
   }
 
   /** Reports a non-fatal problem on the event stream. */

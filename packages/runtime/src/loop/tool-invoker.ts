@@ -221,6 +221,28 @@ function backoff(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
+/** What one execution of a tool runs with (built once per call, by `ToolRunner.invoke`). */
+export interface ToolCallOptions {
+  scope: RunScope;
+  clock: ToolClock;
+  tool: AnyTool;
+  /** The parsed and validated arguments. */
+  input: unknown;
+  /** The provider's id of the call. */
+  toolCallId: string;
+  /** The runtime's id of the call (`toolCallIdentity`). */
+  callId: string;
+  /** The run whose ledger holds the call. */
+  ledgerRunId: string;
+  toolName: string;
+  idempotencyKey: string;
+  /** Whether an earlier attempt started it. */
+  rerun: boolean;
+  decision: ResumeDecision | undefined;
+  timeoutMs: number;
+  policy: ToolErrorPolicy;
+}
+
 /**
  * One execution of a tool: what `invokeTool` runs (the tool, its input, its time limit and error policy), the
  * context the tool sees, and the clock's watch of it.
@@ -248,21 +270,42 @@ export class ToolCallContext implements ToolContext, Watch {
   /** Why the runtime gave up on the call (no transaction may start or commit after it). */
   private givenUp: GiveUp | undefined = undefined;
 
-  constructor(
-    /** @internal */ readonly scope: RunScope,
-    /** @internal */ readonly clock: ToolClock,
-    /** @internal */ readonly tool: AnyTool,
-    /** @internal the parsed and validated arguments */ readonly input: unknown,
-    readonly toolCallId: string,
-    readonly callId: string,
-    /** @internal the run whose ledger holds the call */ readonly ledgerRunId: string,
-    readonly toolName: string,
-    readonly idempotencyKey: string,
-    readonly rerun: boolean,
-    readonly decision: ResumeDecision | undefined,
-    /** @internal */ readonly timeoutMs: number,
-    /** @internal */ readonly policy: ToolErrorPolicy,
-  ) {}
+  /** @internal */
+  readonly scope: RunScope;
+  /** @internal */
+  readonly clock: ToolClock;
+  /** @internal */
+  readonly tool: AnyTool;
+  /** @internal the parsed and validated arguments */
+  readonly input: unknown;
+  readonly toolCallId: string;
+  readonly callId: string;
+  /** @internal the run whose ledger holds the call */
+  readonly ledgerRunId: string;
+  readonly toolName: string;
+  readonly idempotencyKey: string;
+  readonly rerun: boolean;
+  readonly decision: ResumeDecision | undefined;
+  /** @internal */
+  readonly timeoutMs: number;
+  /** @internal */
+  readonly policy: ToolErrorPolicy;
+
+  constructor(options: ToolCallOptions) {
+    this.scope = options.scope;
+    this.clock = options.clock;
+    this.tool = options.tool;
+    this.input = options.input;
+    this.toolCallId = options.toolCallId;
+    this.callId = options.callId;
+    this.ledgerRunId = options.ledgerRunId;
+    this.toolName = options.toolName;
+    this.idempotencyKey = options.idempotencyKey;
+    this.rerun = options.rerun;
+    this.decision = options.decision;
+    this.timeoutMs = options.timeoutMs;
+    this.policy = options.policy;
+  }
 
   get identity(): RunIdentity {
     return this.scope.identity;
