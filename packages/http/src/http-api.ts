@@ -89,7 +89,9 @@ export interface RouteContext {
 type Handler = (context: RouteContext) => Promise<Response>;
 
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
-const updateThreadBodySchema = z.object({ metadata: z.record(z.string(), jsonValueSchema.nullable()) }).strict();
+const updateThreadBodySchema = z
+  .object({ metadata: z.record(z.string(), jsonValueSchema.nullable()) })
+  .strict();
 /** A run id a client chooses: a retried send with the same id (on any server) starts one run. */
 const clientRunIdSchema = z
   .string()

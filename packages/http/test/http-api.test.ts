@@ -185,7 +185,7 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
     expect(step?.kind === 'step' && step.worker.owner).toBe('test-process');
   });
 
-  it('renames a thread: PATCH merges metadata keys (null removes one), only on the caller\'s thread', async () => {
+  it("renames a thread: PATCH merges metadata keys (null removes one), only on the caller's thread", async () => {
     const model = new ScriptedModel(() => reply('ok'));
     api = await startApi(model);
     const threadId = await createThread(api, { title: 'First', tags: ['a'] });
