@@ -91,9 +91,20 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
               .json<RunTimeline>(`${path}/runs/${encodeURIComponent(latest.runId)}/timeline`)
               .catch(() => undefined)
           : undefined;
+      // The ledger knows a call by its `callId` when the runtime gave it one: the chat by the model's id.
+      const modelIds = new Map<string, string>();
+      for (const { message } of messages.messages) {
+        if (message.role !== 'assistant') continue;
+        for (const part of message.content) {
+          if (part.type === 'tool-call') modelIds.set(part.callId ?? part.toolCallId, part.toolCallId);
+        }
+      }
       for (const entry of timeline?.entries ?? []) {
         if (entry.kind !== 'tool' || (!entry.rerun && !entry.fromLedger)) continue;
-        marks.current.set(entry.toolCallId, { rerun: entry.rerun, fromLedger: entry.fromLedger });
+        marks.current.set(modelIds.get(entry.toolCallId) ?? entry.toolCallId, {
+          rerun: entry.rerun,
+          fromLedger: entry.fromLedger,
+        });
       }
       const history = transcriptOf(
         messages.messages.filter((record) => !activeRunId || record.runId !== activeRunId),
