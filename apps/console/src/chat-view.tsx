@@ -471,7 +471,7 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
         )}
       </header>
       <TranscriptView entries={entries} />
-      <p class={`status ${phase === 'thinking' ? 'thinking' : ''}`} role="status" aria-live="polite">
+      <p class={`status ${status === 'Thinking…' ? 'thinking' : ''}`} role="status" aria-live="polite">
         {status}
       </p>
       {error && (

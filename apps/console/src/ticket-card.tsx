@@ -49,8 +49,8 @@ export function TicketCard(props: {
       {unsent && (
         <div class="unsent" role="status">
           <p>
-            <strong>Not sent yet:</strong> {unsent.detail} Your decision stays here and is sent again when the
-            server is back.
+            <strong>Not sent yet:</strong> {unsent.detail.replace(/\.?$/, '.')} Your decision stays here and
+            is sent again when the server is back.
           </p>
           <button type="button" onClick={unsent.onDiscard}>
             Don't send it

@@ -161,6 +161,12 @@ describe('the console as a workbench: titles, runs, resent approvals, Markdown, 
     await expect(ticket.textContent()).resolves.toContain('read_file');
     await screenshot(page, 'approval-not-sent');
     await expectNoAxeViolations(page, 'an approval not sent yet');
+    // "Don't send it" drops the decision: the ticket can be answered again (and is, here).
+    await ticket.getByRole('button', { name: "Don't send it" }).click();
+    await expect(ticket.getByText('Not sent yet:').count()).resolves.toBe(0);
+    await expect(ticket.getByRole('button', { name: 'Approve' }).isEnabled()).resolves.toBe(true);
+    await ticket.getByRole('button', { name: 'Approve' }).click();
+    await ticket.getByText('Not sent yet:').waitFor();
 
     const second = await start();
     proxy.retarget(second.port);
