@@ -171,18 +171,22 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
   });
 
   it('names the processes of a timeline by their lease owner only when asked (the default without sign-in)', async () => {
-    const model = new ScriptedModel([reply('hi')]);
-    api = await startApi(model, { api: { showProcessNames: true } });
-    const threadId = await createThread(api);
-    const runId = runEndOf(
-      await readSse(await api.call(`/threads/${threadId}/messages`, { json: { text: 'hello' } })),
-    ).identity.runId;
-    const timeline = (await (
-      await api.call(`/threads/${threadId}/runs/${runId}/timeline`)
-    ).json()) as RunTimeline;
-    expect(timeline.workers.map((worker) => worker.owner)).toEqual(['test-process']);
-    const step = timeline.entries.find((entry) => entry.kind === 'step');
-    expect(step?.kind === 'step' && step.worker.owner).toBe('test-process');
+    for (const options of [{ showProcessNames: true }, { authenticate: undefined }]) {
+      const model = new ScriptedModel([reply('hi')]);
+      api = await startApi(model, { api: options });
+      const threadId = await createThread(api);
+      const runId = runEndOf(
+        await readSse(await api.call(`/threads/${threadId}/messages`, { json: { text: 'hello' } })),
+      ).identity.runId;
+      const timeline = (await (
+        await api.call(`/threads/${threadId}/runs/${runId}/timeline`)
+      ).json()) as RunTimeline;
+      expect(timeline.workers.map((worker) => worker.owner)).toEqual(['test-process']);
+      const step = timeline.entries.find((entry) => entry.kind === 'step');
+      expect(step?.kind === 'step' && step.worker.owner).toBe('test-process');
+      await api.close();
+      api = undefined;
+    }
   });
 
   it("renames a thread: PATCH merges metadata keys (null removes one), only on the caller's thread", async () => {
