@@ -106,7 +106,10 @@ export const checkpointCommitSchema = z.object({
   run: runRecordSchema.optional(),
   threadState: jsonObjectSchema.optional(),
   toolExecutions: z.array(toolExecutionSchema).optional(),
-  /** The run that wrote `messages` (their `MessageRecord.runId`). @default run?.identity.runId */
+  /**
+   * The run that wrote `messages` (their `MessageRecord.runId`); it may be a run of another thread (a fork keeps
+   * the original's runs on its copies). @default run?.identity.runId
+   */
   runId: z.string().min(1).optional(),
   /** The fencing token of the writer's lease; omitted by writers that hold no lease (refused while one is held). */
   leaseToken: z.number().int().positive().optional(),

@@ -5,7 +5,12 @@ import { isRunStream, type RunStream } from './front.js';
 import type { ApiParts, RouteContext } from './http-api.js';
 import { HttpError, jsonResponse } from './http-error.js';
 import { readBody } from './request-body.js';
-import { toUIMessageChunks, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from './ui-message-stream.js';
+import {
+  finishedMessageChunks,
+  toUIMessageChunks,
+  UI_MESSAGE_STREAM_HEADERS,
+  type UIMessageChunk,
+} from './ui-message-stream.js';
 import { type ChatUIMessage, threadUIMessages, toChatUIMessages } from './ui-messages.js';
 
 /** A UI message part as the client sends it: only the fields read here are checked. */
@@ -90,13 +95,15 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
 
 /**
  * `GET /chat/:id/stream`: the active run's whole assistant message as a UI message stream (its earlier
- * invocations' events first, or its stored message when they are no longer logged), then live; 204 when none runs.
+ * invocations' events first, or its stored message when they are no longer logged), then live. When none runs:
+ * the latest run's stored message, whole and finished, if it ended less than `chatReplayMs` ago (a page that read
+ * its history while the run went on holds only a part of it); else 204.
  */
 export async function chatStream(parts: ApiParts, { params, resource }: RouteContext): Promise<Response> {
   const threadId = params[0]!;
   if (!(await ownsThread(parts, threadId, resource))) return new Response(null, { status: 204 });
   const stream = await parts.front.active({ threadId, resource });
-  if (!stream) return new Response(null, { status: 204 });
+  if (!stream) return finishedStream(parts, threadId);
   const earlier = stream.earlier ?? [];
   if (earlier.some(({ event }) => event.type === 'run-start' && !event.resumed))
     return uiStream(parts, stream);
@@ -113,6 +120,29 @@ export async function chatStream(parts: ApiParts, { params, resource }: RouteCon
     (candidate) => candidate.role === 'assistant',
   );
   return uiStream(parts, stream, { records: rest(first, records), ...(message ? { stored: message } : {}) });
+}
+
+/** The latest run's stored message as a finished UI message stream, if it ended within `chatReplayMs`; else 204. */
+async function finishedStream(parts: ApiParts, threadId: string): Promise<Response> {
+  const latest = await parts.store.getLatestRun(threadId);
+  const ended = latest !== undefined && latest.status !== 'running' && latest.status !== 'created';
+  if (!ended || Date.now() - latest.updatedAt > parts.chatReplayMs)
+    return new Response(null, { status: 204 });
+  const runId = latest.identity.runId;
+  const records = (await parts.store.listMessages(threadId)).filter((record) => record.runId === runId);
+  const message = toChatUIMessages(records, {
+    dynamicTool: parts.dynamicTool,
+    openTickets: latest.status === 'waiting' ? latest.openTickets : [],
+  }).find((candidate) => candidate.role === 'assistant');
+  if (!message) return new Response(null, { status: 204 });
+  return parts.sse(
+    (async function* () {
+      for (const chunk of finishedMessageChunks(message, latest)) yield { data: JSON.stringify(chunk) };
+      yield { data: '[DONE]' };
+    })(),
+    () => {},
+    UI_MESSAGE_STREAM_HEADERS,
+  );
 }
 
 /** `GET /chat/:id/messages`: the thread's messages as AI SDK UI messages (`[]` for a thread not the caller's). */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';
 import { Cors, type CorsOptions } from './cors.js';
 import { eventStreamResponse, type ServerSentEvent } from './event-stream.js';
+import { forkRoute, threadCheckpoints } from './fork-route.js';
 import { isRunStream, type RunFront, type RunStream } from './front.js';
 import {
   CLIENT_CLOSED,
@@ -51,6 +52,12 @@ export interface HttpApiOptions {
   dynamicTool?: (toolName: string) => boolean;
   /** Cross-origin requests from pages on other origins (answers preflights). Absent: same-origin only. */
   cors?: CorsOptions;
+  /**
+   * How long after a run ended `GET /chat/:id/stream` still answers its whole message (a page that read its
+   * history while the run went on, and asks to resume after it ended, holds only a part of it). 0: never.
+   * @default 30000
+   */
+  chatReplayMs?: number;
   /**
    * Whether run timelines name the runtime processes by their lease owner (which may hold a host name or a
    * folder); when false, each is `process 1`, `process 2`, … in order of appearance in the run.
@@ -115,6 +122,8 @@ export interface ApiParts {
   ownThread(threadId: string, resource: string): Promise<ThreadRecord>;
   /** Whether a tool's UI parts are `dynamic-tool`. */
   dynamicTool: (toolName: string) => boolean;
+  /** How long after a run ended the chat stream still replays its message. */
+  chatReplayMs: number;
 }
 
 class LunationHttpApi {
@@ -155,6 +164,7 @@ class LunationHttpApi {
         }),
       ownThread: (threadId, resource) => this.ownThread(threadId, resource),
       dynamicTool: options.dynamicTool ?? isDynamicToolName,
+      chatReplayMs: options.chatReplayMs ?? 30_000,
     };
     this.routes = [
       {
@@ -185,6 +195,11 @@ class LunationHttpApi {
       },
       { path: /^\/threads\/([^/]+)\/cancel$/, methods: { POST: (context) => this.cancel(context) } },
       { path: /^\/threads\/([^/]+)\/resubmit$/, methods: { POST: (context) => this.resubmit(context) } },
+      {
+        path: /^\/threads\/([^/]+)\/checkpoints$/,
+        methods: { GET: (context) => threadCheckpoints(this.parts, context) },
+      },
+      { path: /^\/threads\/([^/]+)\/fork$/, methods: { POST: (context) => forkRoute(this.parts, context) } },
       { path: /^\/dead-letters$/, methods: { GET: (context) => this.deadLetters(context) } },
       { path: /^\/threads\/([^/]+)\/runs$/, methods: { GET: (context) => this.listRuns(context) } },
       {

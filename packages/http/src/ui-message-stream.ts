@@ -1,4 +1,4 @@
-import type { AgentEvent, RunEventRecord, TerminationReason } from '@lunation/contract';
+import type { AgentEvent, RunEventRecord, RunRecord, TerminationReason } from '@lunation/contract';
 import type { ChatUIMessage } from './ui-messages.js';
 
 /** A chunk of the AI SDK UI message stream protocol (v1), as JSON. */
@@ -47,6 +47,19 @@ export async function* toUIMessageChunks(
     yield* message.chunksOf(event);
     if (event.type === 'run-end') return;
   }
+}
+
+/** A finished run's stored message (from `toChatUIMessages`) as the chunks of a whole, finished stream. */
+export function* finishedMessageChunks(message: ChatUIMessage, run: RunRecord): Iterable<UIMessageChunk> {
+  yield* new MessageChunker(() => false).stored(message);
+  const { threadId, runId } = run.identity;
+  const termination = run.termination ?? { type: 'natural-end' as const };
+  if (termination.type === 'error') yield { type: 'error', errorText: termination.error.message };
+  yield {
+    type: 'finish',
+    finishReason: finishReason(termination),
+    messageMetadata: { threadId, runId, status: run.status, termination },
+  };
 }
 
 /** One assistant message's chunks across a run's invocations. */

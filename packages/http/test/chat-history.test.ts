@@ -185,6 +185,66 @@ describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat s
   });
 });
 
+describe('a page whose history was read while the run went on, and that resumes after it ended', () => {
+  it('GET /chat/:id/stream replays the finished message (its history held only a part): each part once', async () => {
+    const text = 'It says hello, in a good many small pieces.';
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply(text)], {
+        textChunkSize: 3,
+        partDelayMs: 20,
+      }),
+    );
+    const threadId = randomUUID();
+    const first = new TestChat(api, threadId);
+    await first.sendMessage({ text: 'read a.txt' });
+    const approval = toolParts(first.messages[1])[0]!.approval!.id;
+    const approved = first.addToolApprovalResponse({ id: approval, approved: true });
+    await until(() => textOf(first.messages.at(-1)).length > 0, 'the continuation streaming');
+    // The reloaded page reads its history mid-answer; the run ends before its resume request arrives.
+    const partial = await history(threadId);
+    expect(summary(partial[1]).texts).toEqual([]);
+    await approved;
+    await until(() => first.status === 'ready', 'the run to end');
+
+    const reloaded = new TestChat(api, threadId, ALICE, { messages: partial });
+    await reloaded.resumeStream();
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.status).toBe('ready');
+    expect(reloaded.messages.map((message) => message.id)).toEqual(partial.map((message) => message.id));
+    expect(summary(reloaded.messages[1])).toEqual({
+      tools: ['tool-read_file:call_1_1:output-available'],
+      texts: [text],
+    });
+    expect(summary(reloaded.messages[1])).toEqual(summary(first.messages[1]));
+    expect(reads).toEqual(['a.txt']);
+  });
+
+  it('answers 204 once the run ended longer ago than chatReplayMs', async () => {
+    api = await startApi(new ScriptedModel([reply('Hi.')]), { api: { chatReplayMs: 2_000 } });
+    const threadId = randomUUID();
+    const chat = new TestChat(api, threadId);
+    await chat.sendMessage({ text: 'hello' });
+    const replayed = await api.call(`/chat/${threadId}/stream`);
+    expect(replayed.status).toBe(200);
+    const chunks = (await replayed.text())
+      .split('\n\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => (JSON.parse(line.slice(6)) as { type: string }).type);
+    expect(chunks).toEqual([
+      'start',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'finish-step',
+      'finish',
+    ]);
+    const ended = (await api.store.getLatestRun(threadId))!.updatedAt;
+    await new Promise((resolve) => setTimeout(resolve, ended + 2_100 - Date.now()));
+    expect((await api.call(`/chat/${threadId}/stream`)).status).toBe(204);
+  });
+});
+
 describe('tool parts: static tool-<name>, dynamic-tool where the tool is not known in advance', () => {
   it('sends tool-<name> parts by default and dynamic-tool parts for the tools `dynamicTool` names', async () => {
     api = await startApi(

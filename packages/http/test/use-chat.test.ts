@@ -78,7 +78,8 @@ describe('the useChat endpoint, driven by the AI SDK client (ai 7: AbstractChat 
       textChunkSize: 4,
       partDelayMs: 40,
     });
-    api = await startApi(model);
+    // No replay of a finished run (chatReplayMs: 0): once it ends, the stream answers 204 at once.
+    api = await startApi(model, { api: { chatReplayMs: 0 } });
     const threadId = randomUUID();
     const first = new TestChat(api, threadId);
     const sent = first.sendMessage({ text: 'count' });

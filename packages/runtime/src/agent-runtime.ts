@@ -20,6 +20,13 @@ import { ThreadExecutor } from './executor/thread-executor.js';
 import type { DeliveryMode } from './loop/inbox.js';
 import type { RunResult } from './loop/run-scope.js';
 import type { AgentRegistry } from './registry.js';
+import {
+  type ForkResult,
+  type ForkThreadOptions,
+  forkThread,
+  listCheckpoints,
+  type ThreadStepCheckpoint,
+} from './time-travel.js';
 
 export type {
   AgentRuntimeOptions,
@@ -32,6 +39,23 @@ export type {
   RunOptions,
   SendDecisionsOptions,
 };
+
+/** Options of {@link AgentRuntime.fork}: where to fork from, and the fork's first input. */
+export interface ForkOptions extends Omit<ForkThreadOptions, 'continueRun'> {
+  /** The fork's first run starts with this input at once (its handle is the result's `run`). */
+  input?: RunInput;
+  /**
+   * The fork's first run starts at once without new input, continuing the checkpoint's run from its step
+   * (`continueRun`): the model is called on the copied history. Not with `input`. @default false
+   */
+  continue?: boolean;
+}
+
+/** What {@link AgentRuntime.fork} made: the fork, and its first run when `input` was given. */
+export interface ForkOutcome extends ForkResult {
+  /** The fork's first run, started with `input`. */
+  run?: RunHandle;
+}
 
 /** A conversation kept open across inputs: one long-lived run. */
 export interface Session {
@@ -129,6 +153,50 @@ export class AgentRuntime {
     options: Omit<RunOptions, 'threadId' | 'input'> = {},
   ): Promise<string> {
     return (await this.generate({ ...options, threadId, input: text })).finalText;
+  }
+
+  /**
+   * The thread's checkpoints, one per step, oldest first (`listCheckpoints`): what {@link fork} starts from.
+   * Needs a store.
+   */
+  async checkpoints(threadId: string): Promise<ThreadStepCheckpoint[]> {
+    return listCheckpoints(this.requireStore('checkpoints()'), threadId);
+  }
+
+  /**
+   * Forks a new thread from a checkpoint of `threadId` (`forkThread`: the original stays as it is, and no
+   * recorded side effect of it runs again unless `openCalls: 'rerun'` asks), then, with `input`, starts the fork's
+   * first run with it. Needs a store.
+   */
+  async fork(threadId: string, options: ForkOptions): Promise<ForkOutcome> {
+    const { input, continue: continueRun = false, ...forkOptions } = options;
+    if (continueRun && input !== undefined) {
+      throw new LunationError(
+        'invalid-argument',
+        'fork() either continues the run (continue) or sends input',
+      );
+    }
+    const store = this.requireStore('fork()');
+    const fork = await forkThread(store, threadId, { ...forkOptions, continueRun });
+    if (input === undefined && !continueRun) return fork;
+    return {
+      ...fork,
+      run: await this.run({
+        threadId: fork.thread.id,
+        ...(input === undefined ? {} : { input }),
+        ...(fork.thread.resourceId ? { resourceId: fork.thread.resourceId } : {}),
+      }),
+    };
+  }
+
+  private requireStore(what: string): LunationStore {
+    if (!this.store) {
+      throw new LunationError(
+        'invalid-argument',
+        `${what} reads a thread's stored steps: build the runtime with a store (\`.store(...)\`)`,
+      );
+    }
+    return this.store;
   }
 
   /** Opens a session: one run kept open for a sequence of inputs, until `close()`. */

@@ -14,6 +14,8 @@ export {
   type AgentRuntimeOptions,
   type DecisionOutcome,
   type DecisionTarget,
+  type ForkOptions,
+  type ForkOutcome,
   type ResumeCutOffRunsOptions,
   type ResumedCutOffRuns,
   type RunHandle,
@@ -133,6 +135,16 @@ export {
   type StateUpdate,
   updateState,
 } from './state.js';
+export {
+  type CheckpointCall,
+  type ForkOrigin,
+  type ForkResult,
+  type ForkThreadOptions,
+  forkThread,
+  listCheckpoints,
+  type SettledCall,
+  type ThreadStepCheckpoint,
+} from './time-travel.js';
 export {
   type AnyTool,
   defineTool,

@@ -517,6 +517,39 @@ describe('stranded runs', () => {
   });
 });
 
+describe('the stranded-runs scan of a large store', () => {
+  it('finds a stranded run on any thread of a store larger than one scan: each scan goes on where the last stopped', async () => {
+    // The 2,000-run fleet test left a run stranded on a thread past the first 1,000 (the scan's limit): every scan
+    // read the same oldest threads and never reached it.
+    const store = new MemoryStore();
+    for (const id of ['old-1', 'old-2', 'old-3', 'old-4']) await store.createThread({ id });
+    const renewLease = store.renewLease.bind(store);
+    store.renewLease = async (input) => {
+      if (input.threadId === 'x3') throw new LunationError('store-unavailable', 'renewal timed out');
+      return renewLease(input);
+    };
+    const died = await workerRuntime(store, 150).generate({ threadId: 'x3', input: 'slow' });
+    expect(died.status).toBe('running');
+    store.renewLease = renewLease;
+    const dispatcher = new LocalDispatcher({ backend: new LocalDispatchBackend() });
+    dispatchers.push(dispatcher);
+    const worker = new AgentWorker({
+      runtime: workerRuntime(store),
+      dispatcher,
+      workerId: 'scanner',
+      strandedScanIntervalMs: 0,
+      strandedScanLimit: 2,
+    });
+    const scans = [];
+    for (let scan = 0; scan < 4; scan++) scans.push(await worker.resumeStrandedRuns());
+    // Threads old-1, old-2 | old-3, old-4 | x3 (the end: the next scan starts over) | old-1, old-2.
+    expect(scans).toEqual([[], [], ['x3'], []]);
+    expect(await dispatcher.pending('x3')).toMatchObject([
+      { request: { type: 'continue', runId: died.identity.runId } },
+    ]);
+  });
+});
+
 describe('a run continued from the store', () => {
   it('gives its log the results its dead worker settled but never logged (a denial in the open step)', async () => {
     const store = new MemoryStore();

@@ -10,6 +10,7 @@ import {
 } from '@lunation/contract';
 import { type AgentRuntime, executorOf } from '../agent-runtime.js';
 import type { ThreadExecutor } from '../executor/thread-executor.js';
+import type { ScanPosition } from '../thread-scan.js';
 import { submitStrandedRuns } from './stranded-runs.js';
 import { errorFields, ThreadWork, type ThreadWorkFact } from './thread-work.js';
 import type { WorkerLogEntry } from './worker-log.js';
@@ -80,6 +81,8 @@ export class AgentWorker {
   private readonly stopping = new AbortController();
   private readonly loops: Promise<void>[] = [];
   private strandedScan: ReturnType<typeof setTimeout> | undefined;
+  /** Where the next stranded-runs scan starts: each scan goes on where the last stopped. */
+  private readonly strandedPosition: ScanPosition = {};
   private readonly working = new Map<string, Promise<void>>();
 
   constructor(private readonly options: AgentWorkerOptions) {
@@ -123,6 +126,7 @@ export class AgentWorker {
       store: this.store,
       dispatcher,
       scanLimit: strandedScanLimit ?? 1_000,
+      position: this.strandedPosition,
     });
     for (const threadId of filed) {
       this.log({

@@ -87,6 +87,44 @@ export function messagesSpec(context: StoreSpecContext): void {
       ]);
     });
 
+    it("a commit's runId names its messages' run, also a run of another thread (a fork keeps the original's runs)", async () => {
+      const original = await createThread(context.store);
+      const run = makeRunRecord({ threadId: original.id });
+      await appendMessages(context.store, original.id, [makeUserMessage('q'), makeAssistantMessage('a')], {
+        run,
+      });
+      const fork = await createThread(context.store);
+      const ownRun = makeRunRecord({ threadId: fork.id }, { status: 'running' });
+      await context.store.commit({
+        threadId: fork.id,
+        expectedMessageCount: 0,
+        messages: [makeUserMessage('q')],
+        runId: run.identity.runId,
+      });
+      // The last copy carries the fork's own run record; its messages keep the original's run.
+      await context.store.commit({
+        threadId: fork.id,
+        expectedMessageCount: 1,
+        messages: [makeAssistantMessage('a')],
+        runId: run.identity.runId,
+        run: ownRun,
+        threadState: { copied: true },
+      });
+      const records = await context.store.listMessages(fork.id);
+      expect(records.map((record) => [record.seq, record.runId])).toEqual([
+        [1, run.identity.runId],
+        [2, run.identity.runId],
+      ]);
+      expect(await context.store.getRun(run.identity.runId)).toEqual(run);
+      expect((await context.store.listRuns(fork.id)).items).toEqual([ownRun]);
+      expect((await context.store.listRuns(original.id)).items).toEqual([run]);
+      expect(await context.store.getThreadState(fork.id)).toEqual({ copied: true });
+      expect((await context.store.listMessages(original.id)).map((record) => record.runId)).toEqual([
+        run.identity.runId,
+        run.identity.runId,
+      ]);
+    });
+
     it('keeps the messages of each thread apart', async () => {
       const left = await createThread(context.store);
       const right = await createThread(context.store);

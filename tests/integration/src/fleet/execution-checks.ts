@@ -9,9 +9,11 @@ import type { WorkerStall } from './worker-pool.js';
  * before its approval, and two workers never run the thread's tools at once.
  */
 export function checkExecutions(evidence: ThreadEvidence, disturbances: Disturbances, report: Report): void {
-  const executions = evidence.journal.filter((line): line is FleetExecution =>
-    line.type.startsWith('execution-'),
-  );
+  // In the order they happened: a worker stopped between reading the clock and writing its line (SIGSTOP) writes
+  // it late, after lines of later executions of other workers.
+  const executions = evidence.journal
+    .filter((line): line is FleetExecution => line.type.startsWith('execution-'))
+    .sort((first, second) => first.at - second.at);
   const claims = evidence.journal.filter((line): line is FleetClaim => line.type === 'claim');
   const killedAt = new Map(disturbances.kills.map((kill) => [kill.worker, kill.at]));
   const stallsOf = (worker: string) => disturbances.stalls.filter((stall) => stall.worker === worker);

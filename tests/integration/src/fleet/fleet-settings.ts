@@ -20,7 +20,7 @@ export const fleetSettings = {
   /** The share of disturbances that kill or stall one of the two HTTP fronts instead of a worker. */
   frontDisturbances: Number(process.env.LUNATION_FLEET_FRONTS ?? 0.3),
   /** How long a user waits for a front's answer (or a stream's next byte) before retrying on the other front. */
-  requestTimeoutMs: Number(process.env.LUNATION_FLEET_REQUEST_TIMEOUT_MS ?? 5_000),
+  requestTimeoutMs: Number(process.env.LUNATION_FLEET_REQUEST_TIMEOUT_MS ?? 8_000),
   /** CPU hog processes spinning beside the workers; 0: none. */
   cpuHogs: Number(process.env.LUNATION_FLEET_CPU_HOG ?? 1),
   /** The share of time a hog spins (in bursts of this share of a 2 s period); 1: all the time. */

@@ -124,7 +124,6 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
 
     await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
     await Promise.all(stores.map((store) => store.close()));
-    await backend.cleanup(connections);
     const failures = [...pool.failures, ...fronts.failures.map((failure) => `(front) ${failure}`)];
     if (violations.length > 0 || failures.length > 0 || freezes.length > 0) {
       expect.fail(
@@ -137,9 +136,11 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
             .map((violation) => `  ${violation.invariant} (${violation.threadId}): ${violation.detail}`),
           replay(backend.name),
           `Journal: ${journalPath} (kills, stalls and freezes: ${join(directory, 'disturbances.json')})`,
+          `Kept for inspection: the store ${JSON.stringify(connections.store)} and the dispatcher ${JSON.stringify(connections.dispatcher)}`,
         ].join('\n'),
       );
     }
+    await backend.cleanup(connections);
     expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
     rmSync(directory, { recursive: true, force: true });
   }, 3_600_000);

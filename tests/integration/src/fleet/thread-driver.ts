@@ -18,7 +18,9 @@ export async function driveThread(
   timeoutMs: number,
 ): Promise<{ threadId: string; runs: DrivenRun[] }> {
   const random = SeededRandom.derive(seed, plan.label);
-  const created = await client.json(random.integer(0, 1), '/threads', {}, Date.now() + timeoutMs);
+  // A user keeps trying for a while: on a starved machine a front (the other one stalled or restarting) can take
+  // longer than one request timeout to answer.
+  const created = await client.json(random.integer(0, 1), '/threads', {}, Date.now() + 3 * timeoutMs);
   if (created.status !== 201 && created.status !== 200) {
     throw new Error(`creating a thread was answered ${created.status}: ${JSON.stringify(created.body)}`);
   }
