@@ -12,6 +12,7 @@ describe('ConsoleFiles', () => {
     await writeFile(join(dist, 'index.html'), '<!doctype html><title>console</title>');
     await writeFile(join(dist, 'assets', 'index-abc.js'), 'console.log(1)');
     await writeFile(join(dist, 'secret.txt'), 'not served');
+    await writeFile(join(dist, 'favicon.ico'), new Uint8Array([0, 0, 1, 0]));
   });
   afterAll(() => rm(dist, { recursive: true, force: true }));
 
@@ -30,6 +31,15 @@ describe('ConsoleFiles', () => {
     const head = await files.answer('HEAD', '/');
     expect(head?.status).toBe(200);
     expect(await head?.text()).toBe('');
+  });
+
+  it('serves the icon at /favicon.ico (browsers ask for it on every page)', async () => {
+    const files = new ConsoleFiles(dist);
+    const icon = await files.answer('GET', '/favicon.ico');
+    expect(icon?.status).toBe(200);
+    expect(icon?.headers.get('content-type')).toBe('image/x-icon');
+    expect(new Uint8Array(await icon!.arrayBuffer())).toEqual(new Uint8Array([0, 0, 1, 0]));
+    expect(await files.answer('GET', '/favicon.png')).toBeUndefined();
   });
 
   it('leaves every other path to the API: no folders, no parent paths, no other methods', async () => {

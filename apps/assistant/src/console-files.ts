@@ -29,7 +29,7 @@ export function consoleDistDir(): string {
 
 /**
  * The web console's files: `GET /` (and `/index.html`) is the page, `GET /assets/<file>` its bundled scripts and
- * styles. Answers undefined for any other path, so the API handles it. The page holds no data (it asks the API,
+ * styles, `GET /favicon.ico` its icon. Answers undefined for any other path, so the API handles it. The page holds no data (it asks the API,
  * with the user's token), so it is served without authentication. When the console is not built, `/` says how
  * to build it.
  */
@@ -38,7 +38,12 @@ export class ConsoleFiles {
 
   /** The answer for `method` and `pathname`, or undefined when the path is not the console's. */
   async answer(method: string, pathname: string): Promise<Response | undefined> {
-    const file = pathname === '/' || pathname === '/index.html' ? 'index.html' : assetOf(pathname);
+    const file =
+      pathname === '/' || pathname === '/index.html'
+        ? 'index.html'
+        : pathname === '/favicon.ico'
+          ? 'favicon.ico'
+          : assetOf(pathname);
     if (file === undefined || (method !== 'GET' && method !== 'HEAD')) return undefined;
     let body: Buffer;
     try {
@@ -54,7 +59,12 @@ export class ConsoleFiles {
       'content-type': CONTENT_TYPES[extname(file)] ?? 'application/octet-stream',
       'content-length': String(body.length),
       // Asset names carry a content hash: they never change. The page itself is checked every time.
-      'cache-control': file === 'index.html' ? 'no-cache' : 'public, max-age=31536000, immutable',
+      'cache-control':
+        file === 'index.html'
+          ? 'no-cache'
+          : file === 'favicon.ico'
+            ? 'public, max-age=86400'
+            : 'public, max-age=31536000, immutable',
       ...SECURITY_HEADERS,
     };
     return new Response(method === 'HEAD' ? null : new Uint8Array(body), { status: 200, headers });
@@ -72,12 +82,12 @@ const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><t
 <p>The HTTP API works without it.</p></main></body></html>`;
 
 /**
- * Routes serving the console (`AssistantServerOptions.routes`): `GET`/`HEAD` of `/`, `/index.html` and
- * `/assets/*`; a missing asset falls through to the app's not-found answer (the API's JSON 404).
+ * Routes serving the console (`AssistantServerOptions.routes`): `GET`/`HEAD` of `/`, `/index.html`,
+ * `/favicon.ico` and `/assets/*`; a missing asset falls through to the app's not-found answer (the API's JSON 404).
  */
 export function consoleRoutes(files: ConsoleFiles = new ConsoleFiles()): (app: Hono) => void {
   return (app) => {
-    app.on(['GET', 'HEAD'], ['/', '/index.html', '/assets/*'], async (context) => {
+    app.on(['GET', 'HEAD'], ['/', '/index.html', '/favicon.ico', '/assets/*'], async (context) => {
       return (await files.answer(context.req.method, context.req.path)) ?? context.notFound();
     });
   };

@@ -1,8 +1,10 @@
 import type { AgentEvent } from '@lunation/contract';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { type Api, ApiError, type StreamAnswer, type StreamEvent } from './api.js';
-import type { RunSummary, SuspensionTicket, ThreadAnswer } from './api-types.js';
+import type { RunSummary, RunTimeline, SuspensionTicket, ThreadAnswer } from './api-types.js';
 import { type FollowResult, type FollowState, followRun } from './run-follower.js';
+import { runLabel } from './run-labels.js';
+import { storedTitle, titleFromMessage } from './thread-title.js';
 import { type Decision, TicketCard } from './ticket-card.js';
 import { applyEvent, type Entry, transcriptOf } from './transcript.js';
 import { TranscriptView } from './transcript-view.js';
@@ -10,13 +12,38 @@ import { TranscriptView } from './transcript-view.js';
 /** What the model is doing, for the "thinking" indicator. */
 type Phase = 'idle' | 'thinking' | 'writing' | 'tool';
 
-/** A decision made elsewhere (the inbox) for the chat to send when it opens the thread. */
-let pendingDecision: { threadId: string; decision: Decision } | undefined;
+/** What the chat of a thread starts with when it opens: a decision made in the inbox, a new thread's message. */
+type PendingStart =
+  | { threadId: string; kind: 'decision'; decision: Decision }
+  | { threadId: string; kind: 'message'; text: string };
+let pendingStart: PendingStart | undefined;
 
 /** Hands a decision to the chat of `threadId`, which sends it and streams the resumed run. */
 export function decideInChat(threadId: string, decision: Decision): void {
-  pendingDecision = { threadId, decision };
+  pendingStart = { threadId, kind: 'decision', decision };
 }
+
+/** Hands a new thread's first message to its chat, which sends it and streams the run. */
+export function sendInChat(threadId: string, text: string): void {
+  pendingStart = { threadId, kind: 'message', text };
+}
+
+/** A random id for a decision (`crypto.randomUUID` needs a secure context; a LAN address over http is not). */
+function newDecisionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** Failures worth sending a decision again for: no connection, a restarting server, a thread busy meanwhile. */
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return error instanceof TypeError;
+  return error.status === 0 || error.status >= 500 || error.code === 'thread-busy';
+}
+
+const RESEND_DELAYS_MS = [500, 1_000, 2_000, 3_000];
+
+/** Tool calls' marks that only the live events or the run's timeline tell (not the stored messages). */
+type CallMarks = Map<string, { rerun?: boolean; fromLedger?: boolean }>;
 
 /** One thread: its history, the live run streamed as it happens, open tickets, and the message box. */
 export function ChatView(props: { api: Api; threadId: string; onChanged(): void }) {
@@ -31,8 +58,22 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   const [connection, setConnection] = useState<{ state: FollowState; detail?: string } | undefined>();
   const [error, setError] = useState<string | undefined>();
   const [text, setText] = useState('');
-  const [title, setTitle] = useState(threadId);
+  const [title, setTitle] = useState<{ text: string; stored: boolean } | undefined>();
+  const [renaming, setRenaming] = useState(false);
+  const [unsent, setUnsent] = useState<{ ticketId: string; detail: string } | undefined>();
   const detach = useRef<AbortController | undefined>(undefined);
+  const marks = useRef<CallMarks>(new Map());
+  /** Where focus goes once the page shows it: a decided call, or the next open ticket. */
+  const focusNext = useRef<string | undefined>(undefined);
+
+  useLayoutEffect(() => {
+    const selector = focusNext.current;
+    if (!selector) return;
+    const target = document.querySelector<HTMLElement>(selector);
+    if (!target) return;
+    focusNext.current = undefined;
+    target.focus();
+  });
 
   /** Loads the thread; with `activeRunId`, leaves that run's messages out (its events are replayed instead). */
   const reload = useCallback(
@@ -40,11 +81,45 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
       const [thread, messages, runList] = await Promise.all([
         api.json<ThreadAnswer>(path),
         api.json<{ messages: Parameters<typeof transcriptOf>[0] }>(`${path}/messages`),
-        api.json<{ runs: RunSummary[] }>(`${path}/runs?limit=20`).catch(() => ({ runs: [] })),
+        api.json<{ runs: RunSummary[] }>(`${path}/runs?limit=100`).catch(() => ({ runs: [] })),
       ]);
+      // The latest run's timeline tells which of its calls ran again after a crash: the messages do not.
+      const latest = thread.latestRun;
+      const timeline =
+        latest && latest.runId !== activeRunId
+          ? await api
+              .json<RunTimeline>(`${path}/runs/${encodeURIComponent(latest.runId)}/timeline`)
+              .catch(() => undefined)
+          : undefined;
+      // The ledger knows a call by its `callId` when the runtime gave it one: the chat by the model's id.
+      const modelIds = new Map<string, string>();
+      for (const { message } of messages.messages) {
+        if (message.role !== 'assistant') continue;
+        for (const part of message.content) {
+          if (part.type === 'tool-call') modelIds.set(part.callId ?? part.toolCallId, part.toolCallId);
+        }
+      }
+      for (const entry of timeline?.entries ?? []) {
+        if (entry.kind !== 'tool' || (!entry.rerun && !entry.fromLedger)) continue;
+        marks.current.set(modelIds.get(entry.toolCallId) ?? entry.toolCallId, {
+          rerun: entry.rerun,
+          fromLedger: entry.fromLedger,
+        });
+      }
       const history = transcriptOf(
         messages.messages.filter((record) => !activeRunId || record.runId !== activeRunId),
-      );
+      ).map((entry) => {
+        const mark = entry.kind === 'tool' ? marks.current.get(entry.toolCallId) : undefined;
+        return mark ? { ...entry, ...mark } : entry;
+      });
+      if (timeline?.entries.some((entry) => entry.kind === 'recovered' || entry.kind === 'lease-takeover')) {
+        history.push({
+          kind: 'notice',
+          key: 'latest-recovered',
+          text: 'This run was cut off by a crash and continued where it stopped.',
+          tone: 'info',
+        });
+      }
       // How the latest run ended, from the store: a stopped or failed run says so after a reload too.
       const ended = thread.latestRun?.termination;
       if (!activeRunId && ended?.type === 'cancelled') {
@@ -59,10 +134,11 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
       }
       setEntries(history);
       setRuns(runList.runs);
-      const metadataTitle = thread.thread.metadata?.title;
-      setTitle(
-        typeof metadataTitle === 'string' ? metadataTitle : (firstUserText(messages.messages) ?? threadId),
-      );
+      const stored = storedTitle(thread.thread);
+      setTitle({
+        text: stored ?? firstUserText(messages.messages) ?? 'Untitled thread',
+        stored: stored !== undefined,
+      });
       setTickets(thread.latestRun?.status === 'waiting' ? thread.latestRun.openTickets : []);
       return thread;
     },
@@ -71,6 +147,11 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
 
   const onEvent = useCallback((event: AgentEvent, id: string | undefined) => {
     setEntries((current) => applyEvent(current, event));
+    if (event.type === 'tool-execution-start' && event.rerun) {
+      marks.current.set(event.toolCallId, { ...marks.current.get(event.toolCallId), rerun: true });
+    } else if (event.type === 'tool-result' && event.fromLedger) {
+      marks.current.set(event.toolCallId, { ...marks.current.get(event.toolCallId), fromLedger: true });
+    }
     // Each applied event, for tools and tests watching the page (`addEventListener('lunation-event', …)`).
     dispatchEvent(new CustomEvent('lunation-event', { detail: { id, event } }));
     if (event.identity.parentRunId) return;
@@ -101,14 +182,18 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     setRunning(true);
     setPhase('thinking');
     setError(undefined);
-    setTickets([]);
     let lost = false;
     let reached: FollowResult = {};
     try {
+      // The open tickets stay on screen until the request that answers them got through.
       const answer = await start(controller.signal);
       if (answer.type === 'json') {
         const body = answer.body as { openTickets?: SuspensionTicket[] };
         setTickets(body.openTickets ?? []);
+        const next = body.openTickets?.[0];
+        if (next && focusNext.current) focusNext.current = `[data-ticket="${CSS.escape(next.id)}"] h3`;
+      } else {
+        setTickets([]);
       }
       reached = await followRun(
         api,
@@ -131,6 +216,7 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     } catch (failure) {
       if (!controller.signal.aborted) setError(messageOf(failure));
     }
+    setUnsent(undefined);
     // Detached (the user left the thread, or a newer stream replaced this one): nothing more to do here.
     if (detach.current !== controller || controller.signal.aborted) return;
     detach.current = undefined;
@@ -147,6 +233,11 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     }
     // The run went on past the end we saw (its tickets were decided elsewhere): keep following it.
     const latest = (await api.json<ThreadAnswer>(path).catch(() => undefined))?.latestRun;
+    if (!lost && latest?.status === 'running' && runId === undefined) {
+      // A decision sent again after its first answer was lost: the run it resumed is already going.
+      await followActive(latest.runId);
+      return;
+    }
     if (!lost && latest?.status === 'running' && latest.runId === runId && lastId) {
       await follow(
         (signal) =>
@@ -222,12 +313,13 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
         const active = first.latestRun?.status === 'running' ? first.latestRun.runId : undefined;
         await reload(active);
         if (cancelled) return;
-        const pending = pendingDecision?.threadId === threadId ? pendingDecision.decision : undefined;
-        pendingDecision = undefined;
-        if (pending) {
-          await follow((signal) =>
-            api.stream(`${path}/decisions`, { body: { decisions: [pending] }, signal }),
-          );
+        const pending = pendingStart?.threadId === threadId ? pendingStart : undefined;
+        pendingStart = undefined;
+        if (pending?.kind === 'decision') {
+          const ticket = first.latestRun?.openTickets.find((open) => open.id === pending.decision.ticketId);
+          await decide(pending.decision, ticket?.toolCallId);
+        } else if (pending?.kind === 'message') {
+          await follow((signal) => api.stream(`${path}/messages`, { body: { text: pending.text }, signal }));
         } else if (active) {
           // A run is active (started elsewhere, or before the page was reloaded): follow it from its start.
           await followActive(active);
@@ -249,11 +341,57 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     const message = text.trim();
     if (!message || running) return;
     setText('');
+    if (title && !title.stored && entries.length === 0) void rename(titleFromMessage(message), false);
     void follow((signal) => api.stream(`${path}/messages`, { body: { text: message }, signal }));
   };
 
-  const decide = (decision: Decision) => {
-    void follow((signal) => api.stream(`${path}/decisions`, { body: { decisions: [decision] }, signal }));
+  /**
+   * Sends a decision and streams the run it resumes. While the server cannot be reached the ticket stays on
+   * screen, marked as not sent, and the decision is sent again (with the same decision id, so it is applied
+   * once) until it gets through, the user discards it, or the server refuses it.
+   */
+  const decide = (decision: Decision, toolCallId?: string) => {
+    const sent: Decision = { ...decision, decisionId: decision.decisionId ?? newDecisionId() };
+    const callId = toolCallId ?? tickets.find((ticket) => ticket.id === decision.ticketId)?.toolCallId;
+    return follow(async (signal) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const answer = await api.stream(`${path}/decisions`, { body: { decisions: [sent] }, signal });
+          setUnsent(undefined);
+          focusNext.current = callId ? `[data-call="${CSS.escape(callId)}"]` : '#chat-title';
+          return answer;
+        } catch (failure) {
+          if (signal.aborted || !isTransient(failure)) throw failure;
+          setUnsent({ ticketId: decision.ticketId, detail: messageOf(failure) });
+          await pause(RESEND_DELAYS_MS[Math.min(attempt, RESEND_DELAYS_MS.length - 1)]!, signal);
+          if (signal.aborted) throw failure;
+        }
+      }
+    });
+  };
+
+  /** Drops a decision that could not be sent: the ticket can be answered again. */
+  const discardUnsent = () => {
+    detach.current?.abort();
+    detach.current = undefined;
+    setUnsent(undefined);
+    setRunning(false);
+    setPhase('idle');
+  };
+
+  /** Stores the thread's title (an empty one removes it); `focus` returns focus to the heading after. */
+  const rename = async (value: string, focus: boolean) => {
+    const next = value.trim();
+    try {
+      await api.json(path, { method: 'PATCH', body: { metadata: { title: next || null } } });
+      setTitle({ text: next || firstUserText([]) || 'Untitled thread', stored: next !== '' });
+      setRenaming(false);
+      if (focus) focusNext.current = '#chat-title';
+      props.onChanged();
+      if (!next) await reload().catch(() => undefined);
+    } catch (failure) {
+      setError(messageOf(failure));
+    }
   };
 
   const stop = async () => {
@@ -264,8 +402,9 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     }
   };
 
-  const status =
-    connection?.state === 'reconnecting'
+  const status = unsent
+    ? ''
+    : connection?.state === 'reconnecting'
       ? `Connection lost; reconnecting${connection.detail ? ` (${connection.detail})` : ''}…`
       : connection?.state === 'lost'
         ? (connection.detail ?? 'Connection lost')
@@ -280,18 +419,49 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   return (
     <section class="chat" aria-labelledby="chat-title">
       <header class="chat-head">
-        <h2 id="chat-title">{title}</h2>
+        {renaming && title ? (
+          <RenameForm
+            title={title.stored ? title.text : ''}
+            placeholder={title.text}
+            onSave={(value) => void rename(value, true)}
+            onCancel={() => {
+              setRenaming(false);
+              focusNext.current = '#rename-thread';
+            }}
+          />
+        ) : (
+          <div class="chat-title">
+            <h2 id="chat-title" tabIndex={-1}>
+              {title?.text ?? 'Loading…'}
+            </h2>
+            {title && (
+              <button
+                type="button"
+                id="rename-thread"
+                class="small"
+                aria-label={`Rename thread ${title.text}`}
+                onClick={() => {
+                  setRenaming(true);
+                  focusNext.current = '#thread-title';
+                }}
+              >
+                Rename
+              </button>
+            )}
+          </div>
+        )}
         {runs.length > 0 && (
           <nav aria-label="Runs of this thread">
             <details>
               <summary>Run timelines ({runs.length})</summary>
               <ul>
-                {runs.map((run) => (
+                {runs.map((run, index) => (
                   <li key={run.runId}>
                     <a
                       href={`#/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(run.runId)}`}
                     >
-                      Timeline of run {run.runId.slice(0, 8)} ({run.status}, {run.steps} steps)
+                      Timeline of {runLabel(run, index).replace(/^Run/, 'run')} ({run.status}, {run.steps}{' '}
+                      {run.steps === 1 ? 'step' : 'steps'})
                     </a>
                   </li>
                 ))}
@@ -301,7 +471,7 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
         )}
       </header>
       <TranscriptView entries={entries} />
-      <p class={`status ${phase === 'thinking' ? 'thinking' : ''}`} role="status" aria-live="polite">
+      <p class={`status ${status === 'Thinking…' ? 'thinking' : ''}`} role="status" aria-live="polite">
         {status}
       </p>
       {error && (
@@ -312,7 +482,15 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
       {tickets.length > 0 && (
         <section class="tickets" aria-label="Open tickets">
           {tickets.map((ticket) => (
-            <TicketCard key={ticket.id} ticket={ticket} disabled={running} onDecide={decide} />
+            <TicketCard
+              key={ticket.id}
+              ticket={ticket}
+              disabled={running}
+              onDecide={(decision) => void decide(decision, ticket.toolCallId)}
+              {...(unsent?.ticketId === ticket.id
+                ? { unsent: { detail: unsent.detail, onDiscard: discardUnsent } }
+                : {})}
+            />
           ))}
         </section>
       )}
@@ -344,6 +522,60 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   );
 }
 
+/** The title as a form: a labelled field, Save and Cancel (Escape cancels too). */
+function RenameForm(props: {
+  title: string;
+  placeholder: string;
+  onSave(value: string): void;
+  onCancel(): void;
+}) {
+  const [value, setValue] = useState(props.title);
+  return (
+    <form
+      class="rename"
+      aria-label="Rename thread"
+      onSubmit={(event) => {
+        event.preventDefault();
+        props.onSave(value);
+      }}
+    >
+      <label for="thread-title">Thread title</label>
+      <input
+        id="thread-title"
+        value={value}
+        maxLength={200}
+        placeholder={props.placeholder}
+        onInput={(event) => setValue(event.currentTarget.value)}
+        onKeyDown={(event) => {
+          if (event.key === 'Escape') props.onCancel();
+        }}
+      />
+      <div class="actions">
+        <button type="submit" class="primary">
+          Save title
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
 function firstUserText(
   records: ReadonlyArray<{ message: { role: string; content: unknown[] } }>,
 ): string | undefined {
@@ -352,7 +584,7 @@ function firstUserText(
     const part = message.content.find((candidate) => (candidate as { type: string }).type === 'text') as
       | { text: string }
       | undefined;
-    if (part) return part.text.slice(0, 60);
+    if (part) return titleFromMessage(part.text);
   }
   return undefined;
 }

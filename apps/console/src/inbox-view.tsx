@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.js';
 import type { InboxThread } from './api-types.js';
 import { decideInChat, messageOf } from './chat-view.js';
-import { titleOf } from './thread-list.js';
+import { titleOf } from './thread-title.js';
 import { TicketCard } from './ticket-card.js';
 
 /** Every thread of the caller waiting for a decision, with its open tickets. */
@@ -17,7 +17,9 @@ export function InboxView(props: { api: Api; version: number }) {
   }, [props.api, props.version]);
   return (
     <section class="inbox" aria-labelledby="inbox-title">
-      <h2 id="inbox-title">Inbox</h2>
+      <h2 id="inbox-title" tabIndex={-1}>
+        Inbox
+      </h2>
       <p>Threads waiting for your decision. Deciding opens the thread and streams the resumed run.</p>
       {error && <p role="alert">{error}</p>}
       {threads?.length === 0 && <p class="empty">Nothing waits for a decision.</p>}

@@ -2,8 +2,9 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.js';
 import type { ThreadRecord } from './api-types.js';
 import { messageOf } from './chat-view.js';
+import { titleOf } from './thread-title.js';
 
-/** The caller's threads: search, open, start a new one, delete. */
+/** The caller's threads: search, open, start a new one (created on its first message), delete. */
 export function ThreadList(props: {
   api: Api;
   currentId: string | undefined;
@@ -34,16 +35,6 @@ export function ThreadList(props: {
     };
   }, [api, search, props.version]);
 
-  const create = async () => {
-    try {
-      const { thread } = await api.json<{ thread: ThreadRecord }>('/threads', { method: 'POST' });
-      location.hash = `#/threads/${encodeURIComponent(thread.id)}`;
-      props.onChanged();
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
-  };
-
   const remove = async (thread: ThreadRecord) => {
     if (!confirm(`Delete the thread "${titleOf(thread)}" and its history?`)) return;
     try {
@@ -57,9 +48,9 @@ export function ThreadList(props: {
 
   return (
     <nav class="threads" aria-label="Threads">
-      <button type="button" class="primary" onClick={create}>
+      <a href="#/new" class="button primary">
         New thread
-      </button>
+      </a>
       <label for="thread-search">Search threads</label>
       <input
         id="thread-search"
@@ -76,7 +67,7 @@ export function ThreadList(props: {
               href={`#/threads/${encodeURIComponent(thread.id)}`}
               aria-current={thread.id === props.currentId ? 'page' : undefined}
             >
-              {titleOf(thread)}
+              <span class="thread-title">{titleOf(thread)}</span>
               <small>
                 {thread.messageCount} messages · {new Date(thread.updatedAt).toLocaleString()}
               </small>
@@ -95,12 +86,6 @@ export function ThreadList(props: {
       </ul>
     </nav>
   );
-}
-
-/** A thread's title: `metadata.title`, else its id's start. */
-export function titleOf(thread: ThreadRecord): string {
-  const title = thread.metadata?.title;
-  return typeof title === 'string' && title ? title : `Thread ${thread.id.slice(0, 8)}`;
 }
 
 /** Every thread (or every match of `search`), following cursors (at most 10 pages). */

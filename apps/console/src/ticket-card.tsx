@@ -5,6 +5,8 @@ import { SchemaForm } from './schema-form.js';
 /** An answer to one ticket, as `POST /threads/:id/decisions` takes it. */
 export interface Decision {
   ticketId: string;
+  /** Chosen by the console, so a decision sent again after a failure is applied once. */
+  decisionId?: string;
   action: 'resume' | 'cancel';
   payload?: unknown;
   reason?: string;
@@ -16,8 +18,10 @@ export function TicketCard(props: {
     Partial<Pick<SuspensionTicket, 'responseSchema' | 'parameters'>>;
   disabled: boolean;
   onDecide(decision: Decision): void;
+  /** A decision for this ticket that could not be sent yet (the server cannot be reached): it is retried. */
+  unsent?: { detail: string; onDiscard(): void };
 }) {
-  const { ticket, disabled, onDecide } = props;
+  const { ticket, disabled, onDecide, unsent } = props;
   const [doneResult, setDoneResult] = useState('');
   const titleId = `ticket-${ticket.id}`;
   const decide = (action: Decision['action'], payload?: unknown, reason?: string) =>
@@ -28,8 +32,8 @@ export function TicketCard(props: {
       ...(reason ? { reason } : {}),
     });
   return (
-    <section class={`ticket ticket-${ticket.action}`} aria-labelledby={titleId}>
-      <h3 id={titleId}>
+    <section class={`ticket ticket-${ticket.action}`} aria-labelledby={titleId} data-ticket={ticket.id}>
+      <h3 id={titleId} tabIndex={-1}>
         {ticket.action === 'approve'
           ? 'Approval needed'
           : ticket.action === 'interrupted-call'
@@ -38,7 +42,21 @@ export function TicketCard(props: {
         : <code>{ticket.toolName}</code>
       </h3>
       <p>{ticket.message}</p>
-      <pre class="arguments">{formatJson(ticket.arguments)}</pre>
+      {/* An input ticket's message and form are its question: its arguments are shown with the call above. */}
+      {(ticket.action === 'approve' || ticket.action === 'interrupted-call') && (
+        <pre class="arguments">{formatJson(ticket.arguments)}</pre>
+      )}
+      {unsent && (
+        <div class="unsent" role="status">
+          <p>
+            <strong>Not sent yet:</strong> {unsent.detail.replace(/\.?$/, '.')} Your decision stays here and
+            is sent again when the server is back.
+          </p>
+          <button type="button" onClick={unsent.onDiscard}>
+            Don't send it
+          </button>
+        </div>
+      )}
       {ticket.action === 'approve' && (
         <div class="actions">
           <button type="button" class="primary" disabled={disabled} onClick={() => decide('resume')}>

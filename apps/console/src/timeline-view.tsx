@@ -1,8 +1,9 @@
 import type { Usage } from '@lunation/contract';
 import { useEffect, useState } from 'preact/hooks';
 import type { Api } from './api.js';
-import type { RunTimeline, TimelineEntry, TimelineWorker } from './api-types.js';
+import type { RunSummary, RunTimeline, TimelineEntry, TimelineWorker } from './api-types.js';
 import { messageOf } from './chat-view.js';
+import { runLabel, startedAt } from './run-labels.js';
 
 /**
  * A run's durable timeline, from the store alone: steps with their model calls (usage, latency), tool
@@ -12,7 +13,9 @@ import { messageOf } from './chat-view.js';
 export function TimelineView(props: { api: Api; threadId: string; runId: string }) {
   const [answer, setAnswer] = useState<RunTimeline | undefined>();
   const [error, setError] = useState<string | undefined>();
-  const path = `/threads/${encodeURIComponent(props.threadId)}/runs/${encodeURIComponent(props.runId)}/timeline`;
+  const [label, setLabel] = useState<string | undefined>();
+  const threadPath = `/threads/${encodeURIComponent(props.threadId)}`;
+  const path = `${threadPath}/runs/${encodeURIComponent(props.runId)}/timeline`;
   const load = () =>
     props.api
       .json<RunTimeline>(path)
@@ -23,12 +26,30 @@ export function TimelineView(props: { api: Api; threadId: string; runId: string 
       .catch((failure: unknown) => setError(messageOf(failure)));
   useEffect(() => {
     void load();
+    // The run's number in its thread, for the heading (its id's start is the same for every run of a process).
+    props.api
+      .json<{ runs: RunSummary[] }>(`${threadPath}/runs?limit=100`)
+      .then(({ runs }) => {
+        const index = runs.findIndex((run) => run.runId === props.runId);
+        if (index !== -1) setLabel(runLabel(runs[index]!, index));
+      })
+      .catch(() => undefined);
   }, [path]);
   const workers = answer ? workerNames(answer.workers) : new Map<string, string>();
   const start = answer?.entries[0]?.at ?? 0;
   return (
     <section class="timeline" aria-labelledby="timeline-title">
-      <h2 id="timeline-title">Timeline of run {props.runId.slice(0, 8)}</h2>
+      <h2 id="timeline-title" tabIndex={-1}>
+        Timeline of{' '}
+        {label
+          ? label.replace(/^Run/, 'run')
+          : answer
+            ? `the run started ${startedAt(answer.run.createdAt)}`
+            : 'a run'}
+      </h2>
+      <p class="run-id">
+        Run id <code>{props.runId}</code>
+      </p>
       <p>
         <a href={`#/threads/${encodeURIComponent(props.threadId)}`}>Back to the thread</a>{' '}
         <button type="button" onClick={() => void load()}>
@@ -147,12 +168,21 @@ function workerKey(worker: TimelineWorker): string {
   return `${worker.owner}#${worker.incarnation ?? ''}`;
 }
 
-/** Short names for the processes of a run: "process 1 (owner, instance)", in order of appearance. */
+/**
+ * Short names for the processes of a run, in order of appearance: "process 1 (instance 5f0c1a2b)", with the lease
+ * owner when the server shows it (it hides it from signed-in tenants: owners hold host names and folders).
+ */
 function workerNames(workers: readonly TimelineWorker[]): Map<string, string> {
   const names = new Map<string, string>();
   for (const worker of workers) {
-    const instance = worker.incarnation ? `, ${worker.incarnation.slice(0, 8)}` : '';
-    names.set(workerKey(worker), `process ${names.size + 1} (${worker.owner}${instance})`);
+    const details = [
+      ...(/^process \d+$/.test(worker.owner) ? [] : [worker.owner]),
+      ...(worker.incarnation ? [`instance ${worker.incarnation.slice(0, 8)}`] : []),
+    ];
+    names.set(
+      workerKey(worker),
+      `process ${names.size + 1}${details.length ? ` (${details.join(', ')})` : ''}`,
+    );
   }
   return names;
 }

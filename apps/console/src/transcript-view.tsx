@@ -1,3 +1,5 @@
+import { useMemo } from 'preact/hooks';
+import { renderMarkdown } from './markdown.js';
 import { StructuredData } from './structured-data.js';
 import { formatJson } from './ticket-card.js';
 import type { Entry, ToolEntry } from './transcript.js';
@@ -21,11 +23,7 @@ export function TranscriptView(props: { entries: readonly Entry[] }) {
                   <p>{entry.reasoning}</p>
                 </details>
               )}
-              {entry.text && (
-                <p class="assistant-text">
-                  <span class="who">Assistant</span> {entry.text}
-                </p>
-              )}
+              {entry.text && <AssistantText text={entry.text} />}
             </>
           )}
           {entry.kind === 'tool' && <ToolView tool={entry} />}
@@ -46,12 +44,26 @@ const STATE_TEXT: Record<ToolEntry['state'], string> = {
   waiting: 'waiting for a decision',
   done: 'done',
   error: 'failed',
+  stopped: 'stopped',
+  declined: 'declined',
 };
+
+/** The assistant's text as Markdown (sanitised HTML). */
+function AssistantText({ text }: { text: string }) {
+  const html = useMemo(() => renderMarkdown(text), [text]);
+  return (
+    <div class="assistant-text">
+      <div class="who">Assistant</div>
+      {/* renderMarkdown escapes raw HTML and sanitises the result with DOMPurify. */}
+      <div class="markdown" dangerouslySetInnerHTML={{ __html: html }} />
+    </div>
+  );
+}
 
 function ToolView({ tool }: { tool: ToolEntry }) {
   const progress = tool.progress as { done?: number; total?: number; message?: string } | undefined;
   return (
-    <div class={`tool tool-${tool.state}`}>
+    <div class={`tool tool-${tool.state}`} data-call={tool.toolCallId} tabIndex={-1}>
       <p class="tool-head">
         <span class="tool-name">{tool.toolName}</span>
         <span class="badge">{STATE_TEXT[tool.state]}</span>

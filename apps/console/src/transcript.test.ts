@@ -1,6 +1,6 @@
 import type { AgentEvent, MessageRecord } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
-import { applyEvent, type Entry, transcriptOf } from './transcript.js';
+import { applyEvent, type Entry, settledState, toolKey, transcriptOf } from './transcript.js';
 
 const identity = { threadId: 't1', runId: 'r1', agentId: 'assistant', origin: 'user' } as const;
 let seq = 0;
@@ -109,5 +109,40 @@ describe('the transcript', () => {
     ].reduce<Entry[]>((current, next) => applyEvent(current, next), history);
     expect(resumed.filter((entry) => entry.kind === 'tool')).toHaveLength(1);
     expect(resumed[1]).toMatchObject({ state: 'done', result: { data: 'x' } });
+  });
+
+  it('shows a stopped or superseded call as stopped and a denied one as declined, not as failed', () => {
+    expect(settledState({ status: 'success', data: 1 })).toBe('done');
+    expect(settledState({ status: 'error', message: 'boom' })).toBe('error');
+    expect(
+      settledState({
+        status: 'error',
+        message: 'Cancelled: the run was cancelled while this call ran.',
+        metadata: { cancelled: true },
+      }),
+    ).toBe('stopped');
+    expect(settledState({ status: 'error', message: 'Cancelled', metadata: { superseded: true } })).toBe(
+      'stopped',
+    );
+    expect(settledState({ status: 'error', message: 'Denied', metadata: { declined: true } })).toBe(
+      'declined',
+    );
+  });
+
+  it('keys a call the same from the store and live, and keeps keys unique when a call id repeats', () => {
+    const call = (seq: number, runId: string) =>
+      ({
+        seq,
+        runId,
+        message: {
+          id: `m${seq}`,
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'call_0', toolName: 'calculator', arguments: '{}' }],
+        },
+      }) as unknown as MessageRecord;
+    const history = transcriptOf([call(1, 'r1'), call(3, 'r2')]);
+    expect(history.map((entry) => entry.key)).toEqual([toolKey('call_0'), `${toolKey('call_0')}:m3`]);
+    const live = applyEvent([], event({ type: 'tool-call-start', step: 1, toolCallId: 'c7', toolName: 'x' }));
+    expect(live[0]?.key).toBe(toolKey('c7'));
   });
 });

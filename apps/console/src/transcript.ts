@@ -6,7 +6,8 @@ export interface ToolEntry {
   toolCallId: string;
   toolName: string;
   arguments: string;
-  state: 'calling' | 'running' | 'waiting' | 'done' | 'error';
+  /** `stopped`: the run was stopped (or a new message came) before the call finished; `declined`: denied. */
+  state: 'calling' | 'running' | 'waiting' | 'done' | 'error' | 'stopped' | 'declined';
   progress?: unknown;
   result?: ToolResult;
   /** The result came from the execution ledger: the tool did not run again. */
@@ -26,6 +27,19 @@ export type Entry =
 export interface Transcript {
   entries: Entry[];
   openTickets: SuspensionTicket[];
+}
+
+/** The state a finished call shows: a stopped or declined call is not a failure. */
+export function settledState(result: ToolResult): ToolEntry['state'] {
+  if (result.status !== 'error') return 'done';
+  if (result.metadata?.cancelled === true || result.metadata?.superseded === true) return 'stopped';
+  if (result.metadata?.declined === true) return 'declined';
+  return 'error';
+}
+
+/** A tool call's entry key, the same live and from the store (so a reload keeps its element, and focus). */
+export function toolKey(toolCallId: string): string {
+  return `call:${toolCallId}`;
 }
 
 /** The transcript of a thread's committed messages. */
@@ -49,7 +63,9 @@ export function transcriptOf(records: readonly MessageRecord[]): Entry[] {
         if (part.type !== 'tool-call') continue;
         const entry: ToolEntry & { key: string } = {
           kind: 'tool',
-          key: `m${seq}-${part.toolCallId}`,
+          key: entries.some((other) => other.key === toolKey(part.toolCallId))
+            ? `${toolKey(part.toolCallId)}:m${seq}`
+            : toolKey(part.toolCallId),
           toolCallId: part.toolCallId,
           toolName: part.toolName,
           arguments: part.arguments,
@@ -63,7 +79,7 @@ export function transcriptOf(records: readonly MessageRecord[]): Entry[] {
         const entry = tools.get(part.toolCallId);
         if (!entry) continue;
         entry.result = part.result;
-        entry.state = part.result.status === 'error' ? 'error' : 'done';
+        entry.state = settledState(part.result);
       }
     }
   }
@@ -78,6 +94,11 @@ export function applyEvent(entries: readonly Entry[], event: AgentEvent): Entry[
     const index = next.length - 1;
     return next[index]?.kind === 'assistant' ? index : -1;
   };
+  // A provider may reuse a call id in a later run of the thread: the entry key stays unique.
+  const callKey = (toolCallId: string) =>
+    next.some((entry) => entry.key === toolKey(toolCallId))
+      ? `${toolKey(toolCallId)}:${key}`
+      : toolKey(toolCallId);
   const updateTool = (
     toolCallId: string,
     change: (entry: ToolEntry & { key: string }) => Partial<ToolEntry>,
@@ -113,7 +134,7 @@ export function applyEvent(entries: readonly Entry[], event: AgentEvent): Entry[
     case 'tool-call-start':
       next.push({
         kind: 'tool',
-        key,
+        key: callKey(event.toolCallId),
         toolCallId: event.toolCallId,
         toolName: event.toolName,
         arguments: '',
@@ -130,7 +151,7 @@ export function applyEvent(entries: readonly Entry[], event: AgentEvent): Entry[
       if (!next.some((entry) => entry.kind === 'tool' && entry.toolCallId === event.toolCallId)) {
         next.push({
           kind: 'tool',
-          key,
+          key: callKey(event.toolCallId),
           toolCallId: event.toolCallId,
           toolName: event.toolName,
           arguments: '',
@@ -144,7 +165,7 @@ export function applyEvent(entries: readonly Entry[], event: AgentEvent): Entry[
       break;
     case 'tool-result':
       updateTool(event.toolCallId, () => ({
-        state: event.result.status === 'error' ? 'error' : 'done',
+        state: settledState(event.result),
         result: event.result,
         fromLedger: event.fromLedger,
       }));

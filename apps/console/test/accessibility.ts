@@ -51,20 +51,24 @@ export async function controlCount(page: Page): Promise<number> {
   }
 }
 
+/** The focused element's name as a user hears it: its aria-label, its label, or its text. */
+export function focusedName(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const element = document.activeElement as HTMLElement | null;
+    if (!element || element === document.body) return '';
+    const labelled = element.getAttribute('aria-label');
+    if (labelled) return labelled;
+    const id = element.id;
+    const label = id ? document.querySelector(`label[for="${id}"]`)?.textContent : undefined;
+    return (label ?? element.textContent ?? '').trim();
+  });
+}
+
 /** Presses Tab until the focused element's accessible name matches `name` (at most `limit` presses). */
 export async function tabTo(page: Page, name: RegExp, limit = 40): Promise<void> {
   for (let press = 0; press < limit; press++) {
     await page.keyboard.press('Tab');
-    const focused = await page.evaluate(() => {
-      const element = document.activeElement as HTMLElement | null;
-      if (!element) return '';
-      const labelled = element.getAttribute('aria-label');
-      if (labelled) return labelled;
-      const id = element.id;
-      const label = id ? document.querySelector(`label[for="${id}"]`)?.textContent : undefined;
-      return (label ?? element.textContent ?? '').trim();
-    });
-    if (name.test(focused)) return;
+    if (name.test(await focusedName(page))) return;
   }
   throw new Error(`Tab never reached a control named ${name} in ${limit} presses`);
 }

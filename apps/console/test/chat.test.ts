@@ -25,7 +25,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
     const page = await openPage(browser());
     await page.addInitScript(RECORD_STATUS);
     await page.goto(server.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('hello');
     await page.getByLabel('Message').press('Enter');
 
@@ -86,7 +86,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   it('answers a tool that asks the user from a form drawn from its response schema', async () => {
     const page = await openPage(browser());
     await page.goto(server.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page
       .getByLabel('Message')
       .fill('call ask_user {"question":"Which city?","choices":["Paris","Tokyo"]}');
@@ -125,7 +125,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
   it('stops a run with Stop (a cancel), while closing the tab only detaches and the run goes on', async () => {
     const page = await openPage(browser());
     await page.goto(server.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('run the slow task with 8 steps');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
@@ -165,7 +165,7 @@ describe('the console in Chromium against the sample server on a SQLite file', {
       const page = await openPage(browser());
       await page.addInitScript(RECORD_EVENTS);
       await page.goto(url);
-      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.getByRole('link', { name: 'New thread' }).click();
       await page.getByLabel('Message').fill('run the slow task with 6 steps');
       await page.getByRole('button', { name: 'Send' }).click();
       await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();

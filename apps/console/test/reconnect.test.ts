@@ -28,7 +28,7 @@ describe('the console recovers its event stream (a fleet on a SQLite file and Re
     await page.addInitScript(RECORD_EVENTS);
     await page.addInitScript(RECORD_STATUS);
     await page.goto(fleet.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('run the slow task with 6 steps');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();

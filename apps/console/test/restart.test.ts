@@ -30,7 +30,7 @@ describe('the console across a single server SIGKILLed mid-run (no fleet, a SQLi
     await page.addInitScript(RECORD_EVENTS);
     await page.addInitScript(RECORD_STATUS);
     await page.goto(started.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('call slow_task {"steps":8}');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();

@@ -1,5 +1,7 @@
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppProcess, serve, temporaryDir } from './assistant-server.js';
+import { expectNoAxeViolations } from './axe.js';
 import { openPage, screenshot, useChromium } from './browser.js';
 
 describe('the console with bearer tokens: sign-in, and one tenant never sees another', {
@@ -27,19 +29,31 @@ describe('the console with bearer tokens: sign-in, and one tenant never sees ano
     await screenshot(alice, 'sign-in');
     await alice.getByLabel('Access token').fill('alice-secret');
     await alice.getByRole('button', { name: 'Sign in' }).click();
-    await alice.getByRole('button', { name: 'New thread' }).click();
+    await alice.getByRole('link', { name: 'New thread' }).click();
     await alice.getByLabel('Message').fill('what is 2 + 2');
     await alice.getByRole('button', { name: 'Send' }).click();
     await alice.getByText('2 + 2 = 4.').waitFor();
     const aliceThread = decodeURIComponent(/#\/threads\/([^/]+)/.exec(alice.url())?.[1] ?? '');
     await expect(alice.locator('nav.threads li a').count()).resolves.toBe(1);
+    // Her run's timeline names its process without the server's host name or data folder.
+    await alice.getByRole('button', { name: 'Stop' }).and(alice.locator(':disabled')).waitFor();
+    await alice.getByText(/Run timelines/).click();
+    await alice.getByRole('link', { name: /^Timeline of run 1/ }).click();
+    await alice.getByRole('list', { name: 'Timeline entries' }).waitFor();
+    const timelineText = (await alice.locator('main').textContent()) ?? '';
+    expect(timelineText).toContain('Step 1 on process 1');
+    expect(timelineText).not.toContain(hostname());
+    expect(timelineText).not.toContain(dataDir.path);
+    expect(timelineText).not.toContain('assistant-serve');
+    await expectNoAxeViolations(alice, "a tenant's run timeline");
+    await alice.goBack();
 
     // Bob, in a separate browser context, signs in with his token: Alice's thread is not listed, not openable.
     const bob = await openPage(browser());
     await bob.goto(server.url);
     await bob.getByLabel('Access token').fill('bob-secret');
     await bob.getByRole('button', { name: 'Sign in' }).click();
-    await bob.getByRole('button', { name: 'New thread' }).waitFor();
+    await bob.getByRole('link', { name: 'New thread' }).waitFor();
     await bob.getByText('No threads yet.').waitFor();
     await bob.goto(`${server.url}/#/threads/${encodeURIComponent(aliceThread)}`);
     await bob

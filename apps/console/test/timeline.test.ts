@@ -22,7 +22,7 @@ describe('the timeline of a run whose worker was SIGKILLed mid-tool', { timeout:
     const first = await fleet.worker();
     const page = await openPage(browser());
     await page.goto(fleet.url);
-    await page.getByRole('button', { name: 'New thread' }).click();
+    await page.getByRole('link', { name: 'New thread' }).click();
     await page.getByLabel('Message').fill('run the slow task with 4 steps');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('progressbar', { name: 'Progress of slow_task' }).waitFor();
@@ -33,6 +33,17 @@ describe('the timeline of a run whose worker was SIGKILLed mid-tool', { timeout:
     const rerun = page.locator('.tool').filter({ hasText: 're-run after a crash' });
     await rerun.waitFor({ timeout: 30_000 });
     await page.getByText('The slow task is done: All 4 steps finished.').waitFor({ timeout: 30_000 });
+    // The crash note stays on the finished run (the page reloads it from the store when it ends), and after a
+    // reload of the page too: the run's timeline tells which call ran again.
+    await page.getByRole('button', { name: 'Stop' }).and(page.locator(':disabled')).waitFor();
+    for (const state of ['ended', 'reloaded']) {
+      if (state === 'reloaded') {
+        await page.reload();
+        await page.getByText('The slow task is done: All 4 steps finished.').waitFor();
+      }
+      await expect(rerun.count(), state).resolves.toBe(1);
+      await page.getByText('This run was cut off by a crash and continued where it stopped.').waitFor();
+    }
 
     await page.getByText(/Run timelines/).click();
     await page

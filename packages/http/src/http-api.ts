@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   jsonObjectSchema,
+  jsonValueSchema,
   type LunationStore,
   type ResumeDecision,
   type ThreadRecord,
@@ -25,7 +26,7 @@ import {
 import { readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
 import { inbox, searchThreads } from './thread-queries.js';
-import { buildTimeline } from './timeline.js';
+import { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 import { type Authenticate, LOCAL_RESOURCE, threadCaller } from './token-auth.js';
 
 /** Options of {@link createHttpApi}. */
@@ -59,6 +60,12 @@ export interface HttpApiOptions {
    * @default 30000
    */
   chatReplayMs?: number;
+  /**
+   * Whether run timelines name the runtime processes by their lease owner (which may hold a host name or a
+   * folder); when false, each is `process 1`, `process 2`, … in order of appearance in the run.
+   * @default true without `authenticate`, false with it (tenants do not see the servers' names)
+   */
+  showProcessNames?: boolean;
 }
 
 /** Lunation's HTTP API: a web-standard handler and its shutdown. */
@@ -81,6 +88,9 @@ export function createHttpApi(options: HttpApiOptions): HttpApi {
 type Handler = (context: RouteContext) => Promise<Response>;
 
 const createThreadBodySchema = z.object({ metadata: jsonObjectSchema.optional() }).strict().optional();
+const updateThreadBodySchema = z
+  .object({ metadata: z.record(z.string(), jsonValueSchema.nullable()) })
+  .strict();
 /** A run id a client chooses: a retried send with the same id (on any server) starts one run. */
 const clientRunIdSchema = z
   .string()
@@ -104,9 +114,11 @@ class LunationHttpApi {
   private closing: Promise<void> | undefined;
   private readonly routes: Array<{ path: RegExp; methods: Record<string, Handler> }>;
   private readonly cors: Cors | undefined;
+  private readonly showProcessNames: boolean;
 
   constructor(options: HttpApiOptions) {
     this.store = options.store;
+    this.showProcessNames = options.showProcessNames ?? options.authenticate === undefined;
     this.front = options.front;
     this.authenticate = options.authenticate;
     this.cors = options.cors ? new Cors(options.cors) : undefined;
@@ -143,6 +155,7 @@ class LunationHttpApi {
         path: /^\/threads\/([^/]+)$/,
         methods: {
           GET: (context) => this.getThread(context),
+          PATCH: (context) => this.updateThread(context),
           DELETE: (context) => this.deleteThread(context),
         },
       },
@@ -300,6 +313,18 @@ class LunationHttpApi {
     });
   }
 
+  /** Merges `metadata` into the thread's (a key set to null is removed): how a client renames a thread. */
+  private async updateThread({ request, params, resource }: RouteContext): Promise<Response> {
+    const body = await readBody(updateThreadBodySchema, request, this.parts.bodyLimits);
+    const thread = await this.ownThread(params[0]!, resource);
+    const metadata: Record<string, unknown> = { ...thread.metadata };
+    for (const [key, value] of Object.entries(body.metadata)) {
+      if (value === null) delete metadata[key];
+      else metadata[key] = value;
+    }
+    return jsonResponse(200, { thread: await this.store.updateThreadMetadata(thread.id, metadata) });
+  }
+
   private async deleteThread({ params, resource }: RouteContext): Promise<Response> {
     const thread = await this.ownThread(params[0]!, resource);
     const lease = await this.store.getLease(thread.id);
@@ -386,7 +411,8 @@ class LunationHttpApi {
     if (run?.identity.threadId !== thread.id) {
       throw new HttpError(404, 'not-found', `Thread "${thread.id}" has no run "${params[1]}"`);
     }
-    return jsonResponse(200, await buildTimeline(this.store, run));
+    const timeline = await buildTimeline(this.store, run);
+    return jsonResponse(200, this.showProcessNames ? timeline : withoutProcessNames(timeline));
   }
 
   private async inbox({ resource }: RouteContext): Promise<Response> {
@@ -420,4 +446,24 @@ function decodeId(encoded: string): string {
   } catch {
     throw new HttpError(400, 'invalid-argument', `"${encoded}" is not a valid thread id`);
   }
+}
+
+/** The timeline with each lease owner replaced by `process N` (N in order of first appearance in the run). */
+function withoutProcessNames(timeline: RunTimeline): RunTimeline {
+  const names = new Map<string, string>();
+  const rename = (worker: TimelineWorker): TimelineWorker => {
+    let name = names.get(worker.owner);
+    if (name === undefined) {
+      name = `process ${names.size + 1}`;
+      names.set(worker.owner, name);
+    }
+    return { owner: name, incarnation: worker.incarnation };
+  };
+  const workers = timeline.workers.map(rename);
+  const entries = timeline.entries.map((entry): TimelineEntry => {
+    if (entry.kind === 'lease-takeover') return { ...entry, from: rename(entry.from), to: rename(entry.to) };
+    if ('worker' in entry) return { ...entry, worker: rename(entry.worker) };
+    return entry;
+  });
+  return { ...timeline, entries, workers };
 }

@@ -36,7 +36,7 @@ describe('cors: pages on other origins', () => {
     expect(answer.headers.get('vary')).toBe('Origin');
     expect(answer.headers.get('access-control-allow-credentials')).toBeNull();
     expect((await preflight('/threads/t1', APP, 'DELETE')).headers.get('access-control-allow-methods')).toBe(
-      'GET, DELETE',
+      'GET, PATCH, DELETE',
     );
 
     // The request itself, and its errors, carry the headers a page needs to read them.

@@ -149,7 +149,9 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
       [2, 60],
     ]);
     expect(steps[0]?.model.latencyMs).toEqual(expect.any(Number));
-    expect(steps[0]?.worker.owner).toBe('test-process');
+    // With sign-in, callers do not see the process names (lease owners can hold host names and folders).
+    expect(steps[0]?.worker.owner).toBe('process 1');
+    expect(JSON.stringify(timeline)).not.toContain('test-process');
     // The resume took the lease again: a new token.
     expect(steps[1]!.leaseToken!).toBeGreaterThan(steps[0]!.leaseToken!);
     const tool = timeline.entries.find((entry) => entry.kind === 'tool');
@@ -166,6 +168,55 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
 
     expect((await api.call(`/threads/${threadId}/runs/${runId}/timeline`, { token: BOB })).status).toBe(404);
     expect((await api.call(`/threads/${threadId}/runs/nope/timeline`)).status).toBe(404);
+  });
+
+  it('names the processes of a timeline by their lease owner only when asked (the default without sign-in)', async () => {
+    for (const options of [{ showProcessNames: true }, { authenticate: undefined }]) {
+      const model = new ScriptedModel([reply('hi')]);
+      api = await startApi(model, { api: options });
+      const threadId = await createThread(api);
+      const runId = runEndOf(
+        await readSse(await api.call(`/threads/${threadId}/messages`, { json: { text: 'hello' } })),
+      ).identity.runId;
+      const timeline = (await (
+        await api.call(`/threads/${threadId}/runs/${runId}/timeline`)
+      ).json()) as RunTimeline;
+      expect(timeline.workers.map((worker) => worker.owner)).toEqual(['test-process']);
+      const step = timeline.entries.find((entry) => entry.kind === 'step');
+      expect(step?.kind === 'step' && step.worker.owner).toBe('test-process');
+      await api.close();
+      api = undefined;
+    }
+  });
+
+  it("renames a thread: PATCH merges metadata keys (null removes one), only on the caller's thread", async () => {
+    const model = new ScriptedModel(() => reply('ok'));
+    api = await startApi(model);
+    const threadId = await createThread(api, { title: 'First', tags: ['a'] });
+    const renamed = await api.call(`/threads/${threadId}`, {
+      method: 'PATCH',
+      json: { metadata: { title: 'Renamed', tags: null, pinned: true } },
+    });
+    expect(renamed.status).toBe(200);
+    expect(((await renamed.json()) as { thread: { metadata: unknown } }).thread.metadata).toEqual({
+      title: 'Renamed',
+      pinned: true,
+    });
+    expect((await api.store.getThread(threadId))?.metadata).toEqual({ title: 'Renamed', pinned: true });
+    const found = (await (await api.call('/threads?search=renamed')).json()) as {
+      threads: Array<{ id: string }>;
+    };
+    expect(found.threads.map((thread) => thread.id)).toEqual([threadId]);
+
+    const other = await api.call(`/threads/${threadId}`, {
+      method: 'PATCH',
+      token: BOB,
+      json: { metadata: { title: 'Mine now' } },
+    });
+    expect(other.status).toBe(404);
+    const invalid = await api.call(`/threads/${threadId}`, { method: 'PATCH', json: { title: 'x' } });
+    expect(invalid.status).toBe(400);
+    expect((await api.store.getThread(threadId))?.metadata).toEqual({ title: 'Renamed', pinned: true });
   });
 
   it('searches threads by title, metadata and first message, paged', async () => {
@@ -217,7 +268,7 @@ describe('@lunation/http over real HTTP on a SQLite file', () => {
     expect(await deleted.json()).toEqual({ deleted: true });
     expect((await api.call(`/threads/${threadId}`)).status).toBe(404);
     const wrongMethod = await api.call(`/threads/${threadId}`, { method: 'PUT' });
-    expect(wrongMethod.headers.get('allow')).toBe('GET, DELETE');
+    expect(wrongMethod.headers.get('allow')).toBe('GET, PATCH, DELETE');
   });
 
   it('detaches a dropped stream (the run goes on) and resumes it from Last-Event-ID', async () => {
