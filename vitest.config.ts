@@ -2,10 +2,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
-/** Every workspace package with tests, run from source through the `@lunation/source` export condition. */
+/**
+ * Every workspace package with tests (and the bench's own), run from source through the `@lunation/source` export
+ * condition.
+ */
 const roots = ['packages', 'apps', 'tests']
   .filter((dir) => existsSync(dir))
   .flatMap((dir) => readdirSync(dir).map((name) => `${dir}/${name}`))
+  .concat('bench')
   .filter((dir) => existsSync(`${dir}/package.json`));
 
 export default defineConfig({
