@@ -79,6 +79,8 @@ export function launchRun(
     leases.keep(threadId, run.leaseToken, run.controller, instrumentation);
   }
   const listening = run.listening;
+  // Built apart: nested in the options literal it made V8 deep-copy a literal boilerplate in its runtime, per run.
+  const runner = { owner: core.owner, incarnation: core.leases?.incarnation };
   const ended = AgentLoop.start(
     {
       identity,
@@ -87,7 +89,7 @@ export function launchRun(
       persistence: core.persistence,
       leaseToken: run.leaseToken,
       leases,
-      runner: { owner: core.owner, incarnation: core.leases?.incarnation },
+      runner,
       history: thread.messages,
       input,
       threadState: thread.threadState,
