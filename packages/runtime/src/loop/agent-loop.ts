@@ -183,7 +183,8 @@ export class AgentLoop {
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
       this.inferring = false;
-      scope.journal.inferred(
+      // Its arguments are not even built without a journal.
+      scope.journal?.inferred(
         step,
         Date.now() - inferredAt,
         inference.response.usage,
