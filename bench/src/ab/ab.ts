@@ -31,10 +31,17 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * How long a child may take before it is killed: a timed child takes seconds; a counted one runs 50 to 100 times
+ * slower under callgrind, and on a machine shared with a load of 50 or more it took over half an hour.
+ */
+const CHILD_TIMEOUT_MS = { time: 30 * 60_000, count: 4 * 60 * 60_000 } as const;
+
 function spawnChild(
   command: string,
   args: string[],
-): Promise<{ code: number | null; stderr: string; output: string }> {
+  timeoutMs: number,
+): Promise<{ code: number | null; stderr: string; output: string; killed: boolean }> {
   return new Promise((resolve) => {
     const proc = spawn(command, args, { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
     const output: string[] = [];
@@ -44,10 +51,14 @@ function spawnChild(
       stderr.push(chunk.toString());
       output.push(chunk.toString());
     });
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 30 * 60_000);
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      proc.kill('SIGKILL');
+    }, timeoutMs);
     proc.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr: stderr.join(''), output: output.join('') });
+      resolve({ code, stderr: stderr.join(''), output: output.join(''), killed });
     });
   });
 }
@@ -65,21 +76,25 @@ async function runChild(
   const counted = request.kind === 'count';
   const node = [...(counted ? ['--single-threaded'] : []), '--expose-gc', '--import', 'tsx', CHILD, file];
   const dumps = join(dir, `${name}.callgrind`);
-  const { code, output } = counted
-    ? await spawnChild('valgrind', [
-        '--tool=callgrind',
-        `--callgrind-out-file=${dumps}`,
-        '--dump-before=uv_os_getpriority',
-        process.execPath,
-        ...node,
-      ])
-    : await spawnChild(process.execPath, node);
+  const { code, output, killed } = counted
+    ? await spawnChild(
+        'valgrind',
+        [
+          '--tool=callgrind',
+          `--callgrind-out-file=${dumps}`,
+          '--dump-before=uv_os_getpriority',
+          process.execPath,
+          ...node,
+        ],
+        CHILD_TIMEOUT_MS.count,
+      )
+    : await spawnChild(process.execPath, node, CHILD_TIMEOUT_MS.time);
   let result: AbChildResult;
   try {
     result = JSON.parse(readFileSync(`${file}.result.json`, 'utf8')) as AbChildResult;
   } catch {
     throw new Error(
-      `The ${request.workload} child for ${request.tree} exited ${code}:\n${output.slice(-3000)}`,
+      `The ${request.workload} child for ${request.tree} ${killed ? `was killed after ${CHILD_TIMEOUT_MS[request.kind] / 60_000} minutes` : `exited ${code}`}:\n${output.slice(-3000)}`,
     );
   }
   if (!counted) return { result, windows: [] };
