@@ -25,7 +25,7 @@ export function w1Variant(workload: AbWorkload): { store: StoreKind; mode: Mode 
  * so a child loads neither client (the bench's shared scratch cleans up after both).
  */
 function abScratch(): Scratch {
-  const dir = mkdtempSync(join(tmpdir(), 'lunation-bench-ab-'));
+  const dir = mkdtempSync(join(tmpdir(), 'lunation-bench-ab-data-'));
   const id = randomBytes(4).toString('hex');
   return {
     dir,
