@@ -11,6 +11,7 @@ const repository = fileURLToPath(new URL('.', import.meta.url));
 const roots = ['packages', 'apps', 'tests']
   .filter((dir) => existsSync(join(repository, dir)))
   .flatMap((dir) => readdirSync(join(repository, dir)).map((name) => `${dir}/${name}`))
+  .concat('bench')
   .filter((dir) => existsSync(join(repository, dir, 'package.json')));
 
 export default defineConfig({

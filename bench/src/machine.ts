@@ -125,3 +125,14 @@ export function versions(): Record<string, string> {
   if (store) result['better-sqlite3 (SqliteStore)'] = packageVersion('better-sqlite3', store);
   return result;
 }
+
+/** Node flags without `--conditions` / `-C`, so a child resolves packages the way a user's process does. */
+export function withoutConditions(flags: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let index = 0; index < flags.length; index++) {
+    const flag = flags[index] as string;
+    if (flag === '--conditions' || flag === '-C') index++;
+    else if (!flag.startsWith('--conditions=') && !flag.startsWith('-C=')) kept.push(flag);
+  }
+  return kept;
+}

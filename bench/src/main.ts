@@ -3,15 +3,23 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { wantsAb } from './ab/ab-args.js';
 import { type BenchConfig, FULL, SMOKE } from './config.js';
 import type { FrameworkId } from './frameworks/index.js';
-import { benchDir, lunationFrom, machine, repoDir, versions } from './machine.js';
+import { benchDir, lunationFrom, machine, repoDir, versions, withoutConditions } from './machine.js';
 import { canCollect } from './measure.js';
 import { prepareNode24 } from './node24.js';
 import { normalize, renderMarkdown, renderSummary, renderW1Svg } from './report.js';
 import type { BenchResults, BenchRun, LoadedFrom, RunId, RunInfo, Task, TaskResult } from './results.js';
 import { taskId } from './results.js';
 import { allTasks, emptyResult, runTask } from './run-task.js';
+
+// `--ab <base-ref>`: the A/B mode, a command of its own (src/ab/ab.ts) with its own options.
+if (wantsAb(process.argv.slice(2))) {
+  const { runAb } = await import('./ab/ab.js');
+  await runAb(process.argv.slice(2));
+  process.exit();
+}
 
 const { values } = parseArgs({
   options: {
@@ -89,17 +97,6 @@ interface RunEnvironment {
   env: NodeJS.ProcessEnv;
   expect: LoadedFrom;
   frameworks: FrameworkId[];
-}
-
-/** Node flags without `--conditions` / `-C`, so a child resolves packages the way a user's process does. */
-function withoutConditions(flags: readonly string[]): string[] {
-  const kept: string[] = [];
-  for (let index = 0; index < flags.length; index++) {
-    const flag = flags[index] as string;
-    if (flag === '--conditions' || flag === '-C') index++;
-    else if (!flag.startsWith('--conditions=') && !flag.startsWith('-C=')) kept.push(flag);
-  }
-  return kept;
 }
 
 function childEnvironment(expect: LoadedFrom): NodeJS.ProcessEnv {

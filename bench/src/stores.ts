@@ -4,8 +4,6 @@ import { MemoryStore } from '@lunation/store-memory';
 import { SqliteStore } from '@lunation/store-sqlite';
 import type { StoreKind } from './harness.js';
 import { Unavailable } from './harness.js';
-import { openPostgresStore } from './postgres.js';
-import { checkRedis } from './redis.js';
 
 export interface StoreSettings {
   workDir: string;
@@ -32,12 +30,13 @@ export async function openStore(
       await store.init();
       return store;
     }
+    // PostgreSQL's and Redis's clients load only when asked for (a process that needs neither starts faster).
     case 'postgres':
     case 'postgres-async':
-      return openPostgresStore(kind, settings.redisKeyPrefix);
+      return (await import('./postgres.js')).openPostgresStore(kind, settings.redisKeyPrefix);
     case 'redis': {
       const RedisStore = await loadRedisStore();
-      await checkRedis(settings.redisUrl);
+      await (await import('./redis.js')).checkRedis(settings.redisUrl);
       let store: LunationStore;
       try {
         store = new RedisStore({ url: settings.redisUrl, keyPrefix: settings.redisKeyPrefix });

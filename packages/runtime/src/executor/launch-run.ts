@@ -108,6 +108,8 @@ function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch)
   const { tasks, leases } = core;
   const { agent, instrumentation, finishedTasks } = launch;
   const listening = run.listening;
+  // Built apart: nested in the options literal it made V8 deep-copy a literal boilerplate in its runtime, per run.
+  const runner = { owner: core.owner, incarnation: leases?.incarnation };
   return {
     identity: run.identity,
     agent,
@@ -115,7 +117,7 @@ function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch)
     persistence: core.persistence,
     leaseToken,
     leases,
-    runner: { owner: core.owner, incarnation: leases?.incarnation },
+    runner,
     history: thread.messages,
     input,
     threadState: thread.threadState,

@@ -204,9 +204,12 @@ export class AgentLoop {
   ): void {
     this.inferring = false;
     const { response } = inference;
-    const duration = Date.now() - inferredAt;
-    const callIds = response.toolCalls.map(toolCallIdentity);
-    this.scope.journal.inferred(this.scope.progress.step, duration, response.usage, callIds);
+    const { journal } = this.scope;
+    // Its arguments are not even built without a journal (no durable store).
+    if (journal) {
+      const callIds = response.toolCalls.map(toolCallIdentity);
+      journal.inferred(this.scope.progress.step, Date.now() - inferredAt, response.usage, callIds);
+    }
     if (observed) {
       const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report
       observed.end({

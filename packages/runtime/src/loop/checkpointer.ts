@@ -151,7 +151,7 @@ export class Checkpointer {
     if (termination !== undefined) record.termination = termination;
     if (scope.output !== undefined) record.output = scope.output;
     if (options.registryVersion !== undefined) record.registryVersion = options.registryVersion;
-    scope.journal.stamp(record);
+    scope.journal?.stamp(record);
     return record;
   }
 

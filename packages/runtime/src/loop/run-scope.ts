@@ -170,8 +170,11 @@ export class RunScope {
   output: JsonValue | undefined;
   /** The run's observer, when the runtime has instrumentation. */
   readonly instrumentation: RunInstrumentation | undefined;
-  /** The run's per-step journal, stamped into each run record the checkpointer writes. */
-  readonly journal: RunJournal;
+  /**
+   * The run's per-step journal, stamped into each run record the checkpointer writes; none without a durable
+   * store, where no run record can be read back (it would only cost the run time and memory).
+   */
+  readonly journal: RunJournal | undefined;
   private seq = 0;
   /** The step whose `step-end` was emitted last (-1: none yet). */
   private stepEnded = -1;
@@ -179,7 +182,9 @@ export class RunScope {
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
     this.instrumentation = options.instrumentation;
-    this.journal = new RunJournal(options.previous, options.runner, options.leaseToken);
+    this.journal = options.persistence.durable
+      ? new RunJournal(options.previous, options.runner, options.leaseToken)
+      : undefined;
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys);
     this.state.restore(options.threadState);
