@@ -6,6 +6,9 @@ import type { SeamCounts } from './seam-scan.js';
  * shrinking this list (`pnpm --filter @lunation/simulation seams --write` rewrites it, refusing any growth).
  */
 export const seamAllowList: SeamCounts = {
+  'packages/contract/src/postgres-utils/postgres-migrations.ts': {
+    'new Date()': 1,
+  },
   'packages/contract/src/provider-utils/provider-retry.ts': {
     'Date.now': 4,
     clearTimeout: 2,
@@ -14,12 +17,12 @@ export const seamAllowList: SeamCounts = {
   'packages/dispatch-bullmq/src/bullmq-admin.ts': {
     'Date.now': 2,
   },
-  'packages/dispatch-bullmq/src/bullmq-claims.ts': {
-    'Date.now': 8,
-  },
-  'packages/dispatch-bullmq/src/bullmq-dispatcher.ts': {
+  'packages/dispatch-bullmq/src/bullmq-backend.ts': {
     clearInterval: 1,
     setInterval: 1,
+  },
+  'packages/dispatch-bullmq/src/bullmq-claims.ts': {
+    'Date.now': 8,
   },
   'packages/dispatch-bullmq/src/bullmq-inbox.ts': {
     'Date.now': 2,
@@ -52,7 +55,7 @@ export const seamAllowList: SeamCounts = {
     'Date.now': 2,
     setTimeout: 1,
   },
-  'packages/dispatch-postgres/src/postgres-dispatcher.ts': {
+  'packages/dispatch-postgres/src/postgres-dispatch-backend.ts': {
     clearInterval: 1,
     setInterval: 1,
     setTimeout: 1,
@@ -61,29 +64,48 @@ export const seamAllowList: SeamCounts = {
     clearTimeout: 1,
     setTimeout: 1,
   },
-  'packages/runtime/src/cut-off-runs.ts': {
-    'Date.now': 3,
+  'packages/fleet/src/agent-worker.ts': {
+    clearInterval: 1,
+    clearTimeout: 3,
+    setInterval: 1,
+    setTimeout: 3,
+  },
+  'packages/fleet/src/event-pipe.ts': {
+    'Date.now': 2,
     setTimeout: 1,
   },
-  'packages/runtime/src/dispatch/local-cancels.ts': {
+  'packages/fleet/src/fleet-client.ts': {
+    createId: 5,
+  },
+  'packages/fleet/src/local-cancels.ts': {
     createId: 1,
   },
-  'packages/runtime/src/dispatch/local-dispatcher.ts': {
+  'packages/fleet/src/local-dispatcher.ts': {
     'Date.now': 12,
     clearTimeout: 1,
     setTimeout: 1,
   },
-  'packages/runtime/src/dispatch/local-run-events.ts': {
+  'packages/fleet/src/local-run-events.ts': {
     clearTimeout: 1,
     setTimeout: 1,
   },
-  'packages/runtime/src/dispatch/local-work-queue.ts': {
+  'packages/fleet/src/local-work-queue.ts': {
     'Date.now': 1,
     clearTimeout: 2,
     createId: 1,
     setTimeout: 1,
   },
-  'packages/runtime/src/executor/open-run.ts': {
+  'packages/fleet/src/log-repair.ts': {
+    'Date.now': 1,
+  },
+  'packages/fleet/src/thread-work.ts': {
+    'Date.now': 1,
+  },
+  'packages/runtime/src/cut-off-runs.ts': {
+    'Date.now': 3,
+    setTimeout: 1,
+  },
+  'packages/runtime/src/executor/reserve-run.ts': {
     createId: 1,
   },
   'packages/runtime/src/executor/run-options.ts': {
@@ -100,32 +122,11 @@ export const seamAllowList: SeamCounts = {
   'packages/runtime/src/executor/thread-executor.ts': {
     randomUUID: 1,
   },
-  'packages/runtime/src/fleet/agent-worker.ts': {
-    clearInterval: 1,
-    clearTimeout: 3,
-    setInterval: 1,
-    setTimeout: 3,
-  },
-  'packages/runtime/src/fleet/event-pipe.ts': {
-    'Date.now': 2,
-    setTimeout: 1,
-  },
-  'packages/runtime/src/fleet/fleet-client.ts': {
-    createId: 5,
-  },
-  'packages/runtime/src/fleet/log-repair.ts': {
-    'Date.now': 1,
-  },
-  'packages/runtime/src/fleet/thread-work.ts': {
-    'Date.now': 1,
-  },
   'packages/runtime/src/id.ts': {
     randomUUID: 1,
   },
   'packages/runtime/src/loop/agent-loop.ts': {
-    'Date.now': 6,
-    clearTimeout: 2,
-    setTimeout: 1,
+    'Date.now': 4,
   },
   'packages/runtime/src/loop/checkpointer.ts': {
     'Date.now': 5,
@@ -140,6 +141,16 @@ export const seamAllowList: SeamCounts = {
   'packages/runtime/src/loop/inference.ts': {
     createId: 3,
   },
+  'packages/runtime/src/loop/resume.ts': {
+    createId: 1,
+  },
+  'packages/runtime/src/loop/run-deadline.ts': {
+    clearTimeout: 1,
+    setTimeout: 1,
+  },
+  'packages/runtime/src/loop/run-end.ts': {
+    'Date.now': 1,
+  },
   'packages/runtime/src/loop/run-journal.ts': {
     'Date.now': 3,
   },
@@ -153,7 +164,7 @@ export const seamAllowList: SeamCounts = {
     createId: 1,
   },
   'packages/runtime/src/loop/tool-calls.ts': {
-    createId: 2,
+    createId: 1,
   },
   'packages/runtime/src/loop/tool-clock.ts': {
     'Date.now': 5,
@@ -181,16 +192,21 @@ export const seamAllowList: SeamCounts = {
     randomUUID: 1,
     setInterval: 1,
   },
+  'packages/runtime/src/time-travel.ts': {
+    'Date.now': 1,
+    createId: 2,
+    randomUUID: 1,
+  },
   'packages/store-memory/src/memory-store.ts': {
     'Date.now': 1,
   },
-  'packages/store-postgres/src/postgres-store.ts': {
+  'packages/store-postgres/src/postgres-backend.ts': {
     'Date.now': 5,
   },
-  'packages/store-redis/src/redis-store.ts': {
+  'packages/store-redis/src/redis-backend.ts': {
     'Date.now': 5,
   },
-  'packages/store-sqlite/src/sqlite-store.ts': {
+  'packages/store-sqlite/src/sqlite-backend.ts': {
     'Date.now': 10,
   },
 };
