@@ -10,7 +10,7 @@ const source = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
  * The directories of `src/` held to the size limits below. `executor` is switched on by whoever finishes its
  * stages (issue #37): set its flag to true.
  */
-const CHECKED_DIRECTORIES: Readonly<Record<string, boolean>> = { loop: true, executor: false };
+const CHECKED_DIRECTORIES: Readonly<Record<string, boolean>> = { loop: true, executor: true };
 
 /** No class longer than this many lines. */
 const MAX_CLASS_LINES = 300;
