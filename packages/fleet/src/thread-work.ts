@@ -251,9 +251,11 @@ export class ThreadWork {
       steps: result.steps,
     });
     if (result.status === 'done' && result.termination.type === 'error') {
-      // An error ending whose own commit failed leaves the run going in the store: the log must not end here.
+      // An error ending whose own commit failed leaves the run going in the store, or (its first commit failed
+      // too) not in the store at all: the log must not end here, and the submission is not acknowledged — the
+      // thread is handed back, and the run goes on from the store or starts again from its submission.
       const stored = await this.context.store.getRun(runId);
-      if (stored?.status === 'running') {
+      if (stored === undefined || stored.status === 'running') {
         throw new LunationError(
           'lease-lost',
           `Run "${runId}" could not commit its end; it goes on from the store`,

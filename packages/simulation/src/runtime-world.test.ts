@@ -26,12 +26,15 @@ describe('the runtime world (AgentWorkers over the simulated store and dispatche
 });
 
 describe('defects the simulator found in the runtime', () => {
-  // Seed 444 (also 147, 494): the run's first commit and the commit of its error ending both fail
-  // (store-unavailable, not applied); the worker still acknowledges the submission and completes the claim, so
-  // the input is lost and the run never happens. `it.fails` until the runtime keeps such a submission (hands the
-  // thread back or fails the claim); then this turns red: make it a plain `it`.
-  it.fails('seed 444: a submission whose run never reached the store is not acknowledged (every run ends done)', async () => {
-    const report = await runRuntimeWorld({ seed: 444, ...faultProfiles.all.runtime });
-    expect(report.violations).toEqual([]);
-  }, 120_000);
+  // Seeds 444, 147 and 494: the run's first commit and the commit of its error ending both fail (store-unavailable,
+  // not applied); the worker acknowledged the submission and completed the claim anyway, so the input was lost and
+  // the run never happened. Fixed: the worker hands the thread back and the submission is applied again.
+  it.each([444, 147, 494])(
+    'seed %i: a submission whose run never reached the store is not acknowledged (every run ends done)',
+    async (seed) => {
+      const report = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime });
+      expect(report.violations).toEqual([]);
+    },
+    120_000,
+  );
 });
