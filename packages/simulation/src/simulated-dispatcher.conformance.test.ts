@@ -21,4 +21,6 @@ runDispatcherConformance({
     });
   },
   redeliveryMs: 1_000,
+  // Its backend lives in this process's memory, as the local dispatcher's does: no worker process can reach it.
+  workerProcess: false,
 });
