@@ -1,4 +1,7 @@
 import { type AgentEvent, LunationError, type RunEventLog } from '@lunation/contract';
+
+type RunEndEvent = Extract<AgentEvent, { type: 'run-end' }>;
+
 import type { UnnumberedEvent } from './log-repair.js';
 
 /** What {@link EventPipe} takes. */
@@ -101,17 +104,32 @@ export class EventPipe {
   }
 }
 
-/** Copies every event of `events` (a run's stream) into the log after `prefix`; resolves once all are appended. */
+/** A run's stream piped into its log: the pipe (still open) and the run's `run-end`, held back. */
+export interface PipedRun {
+  pipe: EventPipe;
+  /** The run's `run-end`: it reaches the log only once the store is known to have that ending. */
+  end: RunEndEvent | undefined;
+}
+
+/**
+ * Copies every event of `events` (a run's stream) into the log after `prefix`, but its `run-end`: a run's ending
+ * goes to the log once its commit is known to have landed (an error ending may be one whose own commit failed,
+ * and then the run goes on elsewhere). Resolves when the stream ends; the caller pushes the ending and flushes.
+ */
 export async function pipeEvents(
   log: RunEventLog,
   runId: string,
   events: AsyncIterable<AgentEvent>,
-  options: EventPipeOptions & { prefix?: readonly UnnumberedEvent[]; skip?(event: AgentEvent): boolean } = {},
-): Promise<PipeOutcome> {
+  options: EventPipeOptions & { prefix?: readonly UnnumberedEvent[] } = {},
+): Promise<PipedRun> {
   const pipe = new EventPipe(log, runId, options);
   for (const event of options.prefix ?? []) pipe.push(event);
-  for await (const event of events) if (!options.skip?.(event)) pipe.push(event);
-  return pipe.flush();
+  let end: RunEndEvent | undefined;
+  for await (const event of events) {
+    if (event.type === 'run-end') end = event;
+    else pipe.push(event);
+  }
+  return { pipe, end };
 }
 
 /** Failures worth retrying: the backend was unreachable or slow, not a refusal. */

@@ -11,7 +11,7 @@ import {
 } from '@lunation/contract';
 import { type RunHandle, type RunResult, type ToolCallRecord, toolCallsKey } from '@lunation/runtime';
 import type { RunExecutor } from '@lunation/runtime/executor';
-import { EventPipe, type PipeOutcome, pipeEvents } from './event-pipe.js';
+import { EventPipe, type PipedRun, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
 import type { WorkerLogEntry } from './worker-log.js';
 
@@ -217,13 +217,12 @@ export class ThreadWork {
       ...(waitedMs === undefined ? {} : { waitedMs }),
     });
     this.active = handle;
-    let piped: PipeOutcome;
+    let piped: PipedRun;
     let result: RunResult;
     try {
       piped = await pipeEvents(dispatcher, runId, handle.events, {
         fence,
         prefix,
-        skip: leftRunning,
         onAppendFailed: (error) => this.appendFailed(runId, error),
       });
       result = await handle.result;
@@ -231,6 +230,8 @@ export class ThreadWork {
       this.active = undefined;
     }
     if (result.status === 'running') {
+      // Its `run-end` (status `running`) never reaches the log: the run goes on elsewhere.
+      await piped.pipe.flush();
       report({
         level: 'warn',
         event: 'lease-lost',
@@ -250,22 +251,14 @@ export class ThreadWork {
       termination: result.termination.type,
       steps: result.steps,
     });
-    if (result.status === 'done' && result.termination.type === 'error') {
-      // An error ending whose own commit failed leaves the run going in the store, or (its first commit failed
-      // too) not in the store at all: the log must not end here, and the submission is not acknowledged — the
-      // thread is handed back, and the run goes on from the store or starts again from its submission.
-      const stored = await this.context.store.getRun(runId);
-      if (stored === undefined || stored.status === 'running') {
-        throw new LunationError(
-          'lease-lost',
-          `Run "${runId}" could not commit its end; it goes on from the store`,
-          {
-            details: { threadId: this.claim.threadId, runId },
-          },
-        );
-      }
+    let end: UnnumberedEvent | undefined = piped.end;
+    if (result.termination.type === 'error') {
+      await piped.pipe.flush(); // what the run did reaches its log, whatever its ending turns out to be
+      end = await this.storedEnding(runId, end);
     }
-    if (result.status === 'done' && piped === 'appended') {
+    if (end !== undefined) piped.pipe.push(end);
+    const outcome: PipeOutcome = await piped.pipe.flush();
+    if (result.status === 'done' && outcome === 'appended') {
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
     }
     const handled = this.cancel;
@@ -290,6 +283,32 @@ export class ThreadWork {
     if (result.status !== 'done' && handled.runId === runId) return; // held until the run it names ends
     this.cancel = undefined;
     await dispatcher.clearCancel(this.claim.threadId, handled.id);
+  }
+
+  /**
+   * The `run-end` the log of a run that ended with an error gets — an error ending may be one whose own commit
+   * failed, so the store decides: a run it still has `running` (or not at all: its first commit failed
+   * too) goes on from the store or starts again from its submission, so the log must not end here and the
+   * submission is not acknowledged (the thread is handed back); an ending it has (an ambiguous commit that did
+   * land) is logged as the store has it.
+   */
+  private async storedEnding(
+    runId: string,
+    own: UnnumberedEvent | undefined,
+  ): Promise<UnnumberedEvent | undefined> {
+    const stored = await this.context.store.getRun(runId);
+    if (stored === undefined || stored.status === 'running') {
+      throw new LunationError(
+        'lease-lost',
+        `Run "${runId}" could not commit its end; it goes on from the store`,
+        {
+          details: { threadId: this.claim.threadId, runId },
+        },
+      );
+    }
+    const same =
+      own?.type === 'run-end' && own.status === stored.status && stored.termination?.type === 'error';
+    return same ? own : missingRunEnd(stored, undefined);
   }
 
   /**
@@ -386,11 +405,6 @@ export class ThreadWork {
       return { type: 'busy', retryAfterMs: delay };
     }
   }
-}
-
-/** The `run-end` of a run that lost its lease: the run goes on elsewhere, so its log must not end here. */
-function leftRunning(event: AgentEvent): boolean {
-  return event.type === 'run-end' && event.status === 'running';
 }
 
 function messageOf(error: unknown): string {

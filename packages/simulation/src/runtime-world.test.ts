@@ -37,4 +37,18 @@ describe('defects the simulator found in the runtime', () => {
     },
     120_000,
   );
+
+  // Seeds 228 and 10: a worker whose commit of the run's end fails (store-unavailable) appended a `run-end` with
+  // an error ending to the run's log anyway. At 228 the write was lost: the store kept the run `running`, and the
+  // worker that continued it appended `run-start` and the real ending after that error. At 10 the write landed
+  // (the ambiguous commit): the log said error, the store natural-end. Fixed: a run's error ending reaches its log
+  // only once the store is known to have it, and as the store has it.
+  it.each([228, 10])(
+    'seed %i: a log never ends with an ending the store does not have',
+    async (seed) => {
+      const report = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime });
+      expect(report.violations).toEqual([]);
+    },
+    120_000,
+  );
 });

@@ -1,10 +1,11 @@
-import type { AgentEvent, UserMessage } from '@lunation/contract';
+import type { UserMessage } from '@lunation/contract';
 import { AgentWorker } from '@lunation/fleet';
 import { createRuntime, defineTool } from '@lunation/runtime';
 import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
 import { z } from 'zod';
 import type { FaultCounts } from './faults.js';
 import type { WorldReport } from './inbox-world.js';
+import { logViolations } from './log-invariants.js';
 import { Scheduler, type SimulatedProcess } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';
@@ -183,18 +184,13 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
       }
       if (page.ended) ended.set(runId, page.events.length);
       else if (endedWith !== undefined && page.events.length < endedWith) ended.delete(runId);
-      let previous: AgentEvent | undefined;
-      for (const { event } of page.events) {
-        if (previous?.type === 'run-end') {
-          findings.add(
-            `run ${runId}: ${event.type} after a run-end event in its log (the log was not ended)`,
-          );
-        }
-        if (previous !== undefined && event.seq !== 0 && event.seq !== previous.seq + 1) {
-          violations.push(`run ${runId}: event seq ${event.seq} after ${previous.seq} in its log`);
-        }
-        previous = event;
-      }
+      violations.push(
+        ...logViolations(
+          runId,
+          page.events.map(({ event }) => event),
+          store.backend.runs.get(runId)?.record,
+        ),
+      );
     }
   };
 
