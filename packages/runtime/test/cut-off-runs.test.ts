@@ -4,22 +4,7 @@ import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
 import { createRuntime, defineTool } from '../src/index.js';
 import { reply, ScriptedModel } from '../src/testing/index.js';
-
-// A "process" is a runtime over the store; a dead one never reaches the store again (its calls hang).
-function processOn(store: LunationStore) {
-  let dead = false;
-  const proxy = new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'close') return value;
-      return (...args: unknown[]) =>
-        dead
-          ? new Promise<never>(() => {})
-          : (value as (...callArgs: unknown[]) => unknown).apply(target, args);
-    },
-  });
-  return { store: proxy as LunationStore, crash: () => (dead = true) };
-}
+import { processOn } from './loop/loop-processes.js';
 
 function runtimeOn(store: LunationStore, executions: Array<{ rerun: boolean }>, crash?: () => void) {
   let calls = 0;
@@ -45,7 +30,7 @@ function runtimeOn(store: LunationStore, executions: Array<{ rerun: boolean }>, 
     .model('m', model)
     .agent({ id: 'a', model: 'm', tools: [work] })
     .store(store)
-    .options({ leaseTtlMs: 150 })
+    .options({ leaseTtlMs: 5_000 })
     .build();
 }
 
@@ -148,7 +133,7 @@ describe('AgentRuntime.resumeCutOffRuns', () => {
           ],
         })
         .store(store)
-        .options({ owner, leaseTtlMs: 300 })
+        .options({ owner, leaseTtlMs: 5_000 })
         .build();
     const run = await build('live').run({ threadId: 'held', input: 'go' });
     while ((await store.getLatestRun('held'))?.status !== 'running') {

@@ -49,7 +49,7 @@ function runtimeOn(store: LunationStore, tool: ReturnType<typeof carefulTool>): 
     .model('m', model())
     .agent({ id: 'a', model: 'm', tools: [tool] })
     .store(store)
-    .options({ leaseTtlMs: 150 })
+    .options({ leaseTtlMs: 5_000 })
     .build();
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type CheckpointCommit,
+  type Lease,
   LunationError,
   type LunationStore,
   type ToolExecution,
@@ -43,12 +44,15 @@ export function loopBackends(prefix: string): LoopBackend[] {
 
 /**
  * A process's view of the store: its calls are recorded (commits as copies); after `crash()` nothing reaches the
- * store again and every call hangs, as for a process that died.
+ * store again and every call hangs, as for a process that died. Its thread leases lapse at once when it dies (as
+ * they would once their time to live passed), so a test's leases can be long — a live process never loses its
+ * lease to a starved machine — while a dead one's successor need not wait them out.
  */
 export function processOn(store: LunationStore) {
   let dead = false;
   const calls: Array<{ method: string; argument: unknown }> = [];
   const commits: CheckpointCommit[] = [];
+  const leases = new Map<string, number>();
   const proxy = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
@@ -57,7 +61,16 @@ export function processOn(store: LunationStore) {
         if (dead) return new Promise<never>(() => {});
         calls.push({ method: String(property), argument: args[0] });
         if (property === 'commit') commits.push(structuredClone(args[0] as CheckpointCommit));
-        return (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+        const result = (value as (...callArgs: unknown[]) => unknown).apply(target, args);
+        if (property === 'acquireLease' || property === 'renewLease') {
+          void (result as Promise<Lease>).then(
+            (lease) => leases.set(lease.threadId, lease.token),
+            () => {},
+          );
+        } else if (property === 'releaseLease') {
+          leases.delete((args[0] as { threadId: string }).threadId);
+        }
+        return result;
       };
     },
   });
@@ -67,6 +80,7 @@ export function processOn(store: LunationStore) {
     commits,
     crash: () => {
       dead = true;
+      for (const [threadId, token] of leases) void store.releaseLease({ threadId, token }).catch(() => {});
     },
     /** The ledger starts this process asked for. */
     begun: () =>

@@ -82,7 +82,7 @@ function runtimeOn(store: LunationStore, model: ScriptedModel, tools: ReturnType
       plugins: [{ plugin: permissionPlugin, config: { rules: [{ tool: 'gated_*', decision: 'ask' }] } }],
     })
     .store(store)
-    .options({ leaseTtlMs: 150 })
+    .options({ leaseTtlMs: 5_000 })
     .build();
 }
 
