@@ -46,6 +46,21 @@ export class FleetFront implements RunFront {
     return { ...this.stream(runId, undefined), first: { event: 'run-submitted', data: { runId } } };
   }
 
+  async continueRun(request: FrontRequest, runId: string): Promise<RunStream> {
+    // A `continue` submission, as the fleet's stranded-run scan files: a worker claims the thread and continues
+    // the run. Its id names the run, so a retried request files it once.
+    const submitted = await this.dispatcher.submit({
+      id: `continue:${runId}`,
+      threadId: request.threadId,
+      resourceId: request.resource,
+      request: { type: 'continue', runId },
+    });
+    if (submitted.deadLettered === true) {
+      throw new HttpError(409, 'dead-lettered', `Thread "${request.threadId}" is dead-lettered`);
+    }
+    return { ...this.stream(runId, undefined), first: { event: 'run-submitted', data: { runId } } };
+  }
+
   async decide(request: FrontRequest, decisions: ResumeDecision[]): Promise<RunStream | FrontAnswer> {
     const decided = await this.client.decide(request.threadId, decisions, threadCaller(request.resource));
     const { runId, applied, ignored, openTickets, after } = decided;

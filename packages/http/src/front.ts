@@ -46,6 +46,12 @@ export interface RunFront {
    */
   send(request: FrontRequest, text: string, options?: FrontSendOptions): Promise<RunStream>;
   /**
+   * Continues the thread's run `runId`, which the store holds as `running` with no process on it (the run a fork
+   * made with `continue` writes), and streams its events: its next step calls the model on the stored history.
+   * Optional for a custom front: without it, `POST /threads/:id/fork` refuses `continue` (400).
+   */
+  continueRun?(request: FrontRequest, runId: string): Promise<RunStream>;
+  /**
    * Answers open tickets: the resumed run's events, or a JSON answer while tickets stay open.
    * @throws 404 `not-found` when the caller does not own the thread (the front checks it, unlike other calls).
    */

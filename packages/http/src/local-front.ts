@@ -49,6 +49,20 @@ export class LocalFront implements RunFront {
     return this.start(run);
   }
 
+  async continueRun({ threadId, resource }: FrontRequest, runId: string): Promise<RunStream> {
+    // Without input, a run of a thread whose latest run is `running` continues that run (keeping its id).
+    const run = await this.runtime.run({ threadId, resourceId: resource });
+    if (run.runId !== runId) {
+      run.cancel('not the run asked to continue');
+      throw new HttpError(
+        409,
+        'store-conflict',
+        `Thread "${threadId}" did not continue run "${runId}" (its latest run is "${run.runId}")`,
+      );
+    }
+    return this.start(run);
+  }
+
   async decide(
     { threadId, resource }: FrontRequest,
     decisions: ResumeDecision[],

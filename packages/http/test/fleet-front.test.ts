@@ -107,6 +107,27 @@ describe('a fleet server', () => {
     });
   });
 
+  it("continues a fork's run on a worker (POST /threads/:id/fork with continue): a continue submission, followed by id", async () => {
+    const { call, startWorker, store, thread } = fleetApi();
+    let answers = 0;
+    startWorker(new ScriptedModel(() => reply(`answer ${++answers}`)));
+    const threadId = await thread();
+    await (await call(`/threads/${threadId}/messages`, { json: { text: 'hello' } })).text();
+    const forked = await call(`/threads/${threadId}/fork`, { json: { checkpoint: 1, continue: true } });
+    expect(forked.status, await forked.clone().text()).toBe(201);
+    const fork = (await forked.json()) as { threadId: string; runId: string };
+    const events = parseSse(await (await call(`/threads/${fork.threadId}/runs/${fork.runId}/events`)).text());
+    expect(JSON.parse(events.at(-1)?.data ?? '{}')).toMatchObject({
+      status: 'done',
+      identity: { runId: fork.runId, threadId: fork.threadId },
+    });
+    const texts = (await store.listMessages(fork.threadId)).map((record) =>
+      record.message.content.map((part) => (part.type === 'text' ? part.text : '')).join(''),
+    );
+    expect(texts).toEqual(['hello', 'answer 1', 'answer 2']);
+    expect((await store.listMessages(threadId)).length).toBe(2);
+  });
+
   it('starts one run for a message sent twice with the same client run id (a retry after a timeout, on any server)', async () => {
     const { call, startWorker, store, thread } = fleetApi();
     startWorker();

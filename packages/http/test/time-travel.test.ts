@@ -169,6 +169,89 @@ describe('time travel over HTTP: GET /threads/:id/checkpoints and POST /threads/
     expect(original.latestRun.status).toBe('waiting');
   });
 
+  it("runs a waiting step's open call again only when asked (openCalls: 'rerun', continue): as the fork's, its approval asked again", async () => {
+    api = await startApi(conversationModel());
+    const { thread } = await json<{ thread: { id: string } }>(await api.call('/threads', { json: {} }), 201);
+    const events = await readSse(
+      await api.call(`/threads/${thread.id}/messages`, { json: { text: 'read c.txt' } }),
+    );
+    expect(runEndOf(events).status).toBe('waiting');
+    const originalMessages = await messagesOf(thread.id);
+    // Running them again continues the step's run: without continue, refused (400), and no fork is made.
+    const refused = await api.call(`/threads/${thread.id}/fork`, {
+      json: { checkpoint: 1, openCalls: 'rerun' },
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: 'invalid-argument' } });
+    expect((await json<{ threads: unknown[] }>(await api.call('/threads'))).threads).toHaveLength(1);
+    const fork = await json<{
+      threadId: string;
+      runId: string;
+      settled: unknown[];
+      rerun: unknown[];
+      messageCount: number;
+    }>(
+      await api.call(`/threads/${thread.id}/fork`, {
+        json: { checkpoint: 1, openCalls: 'rerun', continue: true },
+      }),
+      201,
+    );
+    expect(fork).toMatchObject({
+      settled: [],
+      rerun: [{ toolCallId: 'call_1_1', toolName: 'read_file', answered: false }],
+      messageCount: 2,
+    });
+    expect(fork.runId).toEqual(expect.any(String));
+    // The fork's run continues the step: its open call goes through the gate again, asking for approval.
+    const continued = await readSse(await api.call(`/threads/${fork.threadId}/runs/${fork.runId}/events`));
+    expect(runEndOf(continued)).toMatchObject({
+      status: 'waiting',
+      identity: { runId: fork.runId },
+      openTickets: [{ toolName: 'read_file' }],
+    });
+    expect(reads).toEqual([]);
+    const decisions = runEndOf(continued).openTickets.map((ticket) => ({
+      ticketId: ticket.id,
+      action: 'resume',
+    }));
+    const resumed = await readSse(
+      await api.call(`/threads/${fork.threadId}/decisions`, { json: { decisions } }),
+    );
+    expect(runEndOf(resumed).status).toBe('done');
+    // It ran once, in the fork; the original still waits, unchanged.
+    expect(reads).toEqual(['c.txt']);
+    expect((await messagesOf(fork.threadId)).at(-1)?.message).toMatchObject({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'It says: contents of c.txt' }],
+    });
+    expect(await messagesOf(thread.id)).toEqual(originalMessages);
+    const original = await json<{ latestRun: { status: string } }>(await api.call(`/threads/${thread.id}`));
+    expect(original.latestRun.status).toBe('waiting');
+  });
+
+  it('continues the run of a complete step without input (continue: true): the model answers the copied history again', async () => {
+    const model = conversationModel();
+    api = await startApi(model);
+    const calls = () => model.requests.length;
+    const { thread } = await json<{ thread: { id: string } }>(await api.call('/threads', { json: {} }), 201);
+    await converse(thread.id, 'hello');
+    expect(calls()).toBe(1);
+    // Step 1 is the run's only step: its run, continued in the fork, calls the model again from there.
+    const fork = await json<{ threadId: string; runId: string; rerun: unknown[] }>(
+      await api.call(`/threads/${thread.id}/fork`, { json: { checkpoint: 1, continue: true } }),
+      201,
+    );
+    expect(fork.rerun).toEqual([]);
+    const continued = await readSse(await api.call(`/threads/${fork.threadId}/runs/${fork.runId}/events`));
+    expect(runEndOf(continued)).toMatchObject({ status: 'done', identity: { runId: fork.runId } });
+    expect(calls()).toBe(2);
+    const steps = await stepsOf(fork.threadId);
+    expect(steps.map((step) => [step.checkpoint, step.runId === fork.runId, step.step])).toEqual([
+      [1, false, 1],
+      [2, true, 2],
+    ]);
+  });
+
   it("refuses another tenant's thread (404), a checkpoint the thread does not have and a malformed body (400)", async () => {
     api = await startApi(conversationModel());
     const { thread } = await json<{ thread: { id: string } }>(await api.call('/threads', { json: {} }), 201);
@@ -183,6 +266,11 @@ describe('time travel over HTTP: GET /threads/:id/checkpoints and POST /threads/
       { checkpoint: 1.5 },
       {},
       { checkpoint: 1, extra: true },
+      { checkpoint: 1, openCalls: 'maybe' },
+      { checkpoint: 1, continue: 'yes' },
+      { checkpoint: 1, continue: true, input: 'both' },
+      // No run to continue before the first message.
+      { checkpoint: 0, continue: true },
     ]) {
       const response = await api.call(`/threads/${thread.id}/fork`, { json: body });
       expect(response.status, JSON.stringify(body)).toBe(400);
