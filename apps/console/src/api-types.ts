@@ -26,3 +26,34 @@ export interface ThreadAnswer {
     openTickets: SuspensionTicket[];
   } | null;
 }
+
+/** One checkpoint of `GET /threads/:id/checkpoints`: the thread after one of its steps (`listCheckpoints`). */
+export interface Checkpoint {
+  checkpoint: number;
+  runId: string;
+  step: number;
+  messageCount: number;
+  complete: boolean;
+  at: number;
+  text: string;
+  calls: Array<{ toolCallId: string; toolName: string; answered: boolean }>;
+  input?: string;
+  modelMs?: number;
+}
+
+/** `POST /threads/:id/fork`. */
+export interface ForkAnswer {
+  threadId: string;
+  thread: ThreadRecord;
+  messageCount: number;
+  settled: Array<{ toolCallId: string; toolName: string; outcome: 'recorded' | 'not-run' }>;
+  rerun: Array<{ toolCallId: string; toolName: string }>;
+  runId: string | null;
+}
+
+/** Where a fork came from: its `metadata.forkedFrom`. */
+export interface ForkOrigin {
+  threadId: string;
+  checkpoint: number;
+  messageCount: number;
+}

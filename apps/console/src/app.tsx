@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError } from './api.js';
 import { ChatView } from './chat-view.js';
+import { HistoryView } from './history-view.js';
 import { InboxView } from './inbox-view.js';
 import { NewThreadView } from './new-thread-view.js';
 import { ThreadList } from './thread-list.js';
@@ -11,6 +12,7 @@ type Route =
   | { page: 'new' }
   | { page: 'inbox' }
   | { page: 'thread'; threadId: string }
+  | { page: 'history'; threadId: string }
   | { page: 'timeline'; threadId: string; runId: string };
 
 const TOKEN_KEY = 'lunation-console-token';
@@ -75,7 +77,10 @@ export function App() {
     );
   }
   const changed = () => setVersion((value) => value + 1);
-  const threadId = route.page === 'thread' || route.page === 'timeline' ? route.threadId : undefined;
+  const threadId =
+    route.page === 'thread' || route.page === 'timeline' || route.page === 'history'
+      ? route.threadId
+      : undefined;
   // Skip links are buttons: an anchor's `#main` would be a route of this hash-routed page.
   const skipTo = (id: string) => () => document.getElementById(id)?.focus();
   return (
@@ -124,6 +129,9 @@ export function App() {
         {route.page === 'thread' && (
           <ChatView key={route.threadId} api={api} threadId={route.threadId} onChanged={changed} />
         )}
+        {route.page === 'history' && (
+          <HistoryView key={route.threadId} api={api} threadId={route.threadId} onChanged={changed} />
+        )}
         {route.page === 'timeline' && (
           <TimelineView api={api} threadId={route.threadId} runId={route.runId} />
         )}
@@ -169,6 +177,7 @@ function routeOf(hash: string): Route {
   if (parts[0] === 'new') return { page: 'new' };
   if (parts[0] === 'threads' && parts[1]) {
     if (parts[2] === 'runs' && parts[3]) return { page: 'timeline', threadId: parts[1], runId: parts[3] };
+    if (parts[2] === 'history') return { page: 'history', threadId: parts[1] };
     return { page: 'thread', threadId: parts[1] };
   }
   return { page: 'home' };

@@ -1,7 +1,7 @@
 import type { AgentEvent } from '@lunation/contract';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { type Api, ApiError, type StreamAnswer, type StreamEvent } from './api.js';
-import type { RunSummary, RunTimeline, SuspensionTicket, ThreadAnswer } from './api-types.js';
+import type { ForkOrigin, RunSummary, RunTimeline, SuspensionTicket, ThreadAnswer } from './api-types.js';
 import { type FollowResult, type FollowState, followRun } from './run-follower.js';
 import { runLabel } from './run-labels.js';
 import { storedTitle, titleFromMessage } from './thread-title.js';
@@ -15,7 +15,8 @@ type Phase = 'idle' | 'thinking' | 'writing' | 'tool';
 /** What the chat of a thread starts with when it opens: a decision made in the inbox, a new thread's message. */
 type PendingStart =
   | { threadId: string; kind: 'decision'; decision: Decision }
-  | { threadId: string; kind: 'message'; text: string };
+  | { threadId: string; kind: 'message'; text: string }
+  | { threadId: string; kind: 'run'; runId: string };
 let pendingStart: PendingStart | undefined;
 
 /** Hands a decision to the chat of `threadId`, which sends it and streams the resumed run. */
@@ -26,6 +27,14 @@ export function decideInChat(threadId: string, decision: Decision): void {
 /** Hands a new thread's first message to its chat, which sends it and streams the run. */
 export function sendInChat(threadId: string, text: string): void {
   pendingStart = { threadId, kind: 'message', text };
+}
+
+/**
+ * Hands a run started elsewhere (a fork's first run) to the chat of `threadId`, which follows it from its start,
+ * even before the store shows it as the thread's latest run.
+ */
+export function followInChat(threadId: string, runId: string): void {
+  pendingStart = { threadId, kind: 'run', runId };
 }
 
 /** A random id for a decision (`crypto.randomUUID` needs a secure context; a LAN address over http is not). */
@@ -61,6 +70,7 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   const [title, setTitle] = useState<{ text: string; stored: boolean } | undefined>();
   const [renaming, setRenaming] = useState(false);
   const [unsent, setUnsent] = useState<{ ticketId: string; detail: string } | undefined>();
+  const [forkedFrom, setForkedFrom] = useState<(ForkOrigin & { title?: string }) | undefined>();
   const detach = useRef<AbortController | undefined>(undefined);
   const marks = useRef<CallMarks>(new Map());
   /** Where focus goes once the page shows it: a decided call, or the next open ticket. */
@@ -140,6 +150,8 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
         stored: stored !== undefined,
       });
       setTickets(thread.latestRun?.status === 'waiting' ? thread.latestRun.openTickets : []);
+      const origin = forkOriginOf(thread.thread.metadata);
+      setForkedFrom((known) => (known?.threadId === origin?.threadId ? known : origin));
       return thread;
     },
     [api, path, threadId],
@@ -286,6 +298,23 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   };
 
   /**
+   * The events of the run from its start. A run just submitted to a fleet is found once a worker starts it: a 404
+   * is asked again for a few seconds.
+   */
+  const eventsOf = async (runId: string, signal: AbortSignal): Promise<StreamAnswer> => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        return await api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal });
+      } catch (failure) {
+        if (!(failure instanceof ApiError && failure.status === 404) || Date.now() > deadline) throw failure;
+        await pause(300, signal);
+        if (signal.aborted) throw failure;
+      }
+    }
+  };
+
+  /**
    * Follows a run that is already active, replaying its events from its start over the older history. A run a
    * restarted server continued has a log of the continuation only (its ids carry a prefix, `k3x9.1`): then the
    * run's earlier messages come from the store.
@@ -293,7 +322,7 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
   const followActive = (runId: string) =>
     follow(
       async (signal) => {
-        const answer = await api.stream(`${path}/runs/${encodeURIComponent(runId)}/events`, { signal });
+        const answer = await eventsOf(runId, signal);
         if (answer.type === 'json') return answer;
         const first = await answer.events.next();
         if (first.done) return answer;
@@ -310,11 +339,16 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
     void (async () => {
       try {
         const first = await api.json<ThreadAnswer>(path);
-        const active = first.latestRun?.status === 'running' ? first.latestRun.runId : undefined;
-        await reload(active);
-        if (cancelled) return;
         const pending = pendingStart?.threadId === threadId ? pendingStart : undefined;
         pendingStart = undefined;
+        const active =
+          pending?.kind === 'run'
+            ? pending.runId
+            : first.latestRun?.status === 'running'
+              ? first.latestRun.runId
+              : undefined;
+        await reload(active);
+        if (cancelled) return;
         if (pending?.kind === 'decision') {
           const ticket = first.latestRun?.openTickets.find((open) => open.id === pending.decision.ticketId);
           await decide(pending.decision, ticket?.toolCallId);
@@ -335,6 +369,21 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
       detach.current = undefined;
     };
   }, [threadId]);
+
+  // A fork names the thread it came from: its title, when the caller can still read it.
+  useEffect(() => {
+    if (!forkedFrom || forkedFrom.title !== undefined) return;
+    api
+      .json<ThreadAnswer>(`/threads/${encodeURIComponent(forkedFrom.threadId)}`)
+      .then((original) =>
+        setForkedFrom((known) =>
+          known?.threadId === forkedFrom.threadId
+            ? { ...known, title: storedTitle(original.thread) ?? 'Untitled thread' }
+            : known,
+        ),
+      )
+      .catch(() => undefined);
+  }, [forkedFrom?.threadId]);
 
   const send = (event: Event) => {
     event.preventDefault();
@@ -449,6 +498,20 @@ export function ChatView(props: { api: Api; threadId: string; onChanged(): void 
               </button>
             )}
           </div>
+        )}
+        {forkedFrom && (
+          <p class="forked-from">
+            Forked from{' '}
+            <a href={`#/threads/${encodeURIComponent(forkedFrom.threadId)}`}>
+              {forkedFrom.title ? `“${forkedFrom.title}”` : 'another thread'}
+            </a>{' '}
+            at step {forkedFrom.checkpoint}
+          </p>
+        )}
+        {runs.length > 0 && (
+          <a class="history-link" href={`#/threads/${encodeURIComponent(threadId)}/history`}>
+            History and forks
+          </a>
         )}
         {runs.length > 0 && (
           <nav aria-label="Runs of this thread">
@@ -587,6 +650,13 @@ function firstUserText(
     if (part) return titleFromMessage(part.text);
   }
   return undefined;
+}
+
+/** The thread's `metadata.forkedFrom`, when it is a fork. */
+function forkOriginOf(metadata: Record<string, unknown> | undefined): ForkOrigin | undefined {
+  const origin = metadata?.forkedFrom as Partial<ForkOrigin> | undefined;
+  if (typeof origin?.threadId !== 'string' || typeof origin.checkpoint !== 'number') return undefined;
+  return { threadId: origin.threadId, checkpoint: origin.checkpoint, messageCount: origin.messageCount ?? 0 };
 }
 
 /** A failure as one line for the page. */
