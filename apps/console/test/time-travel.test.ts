@@ -236,6 +236,53 @@ describe('time travel in the console: a thread’s history, and a fork from any 
     await page.context().close();
   });
 
+  it("runs a waiting step's open call again only when asked: the fork asks for its approval again, the original still waits", async () => {
+    const server = await serve(dataDir.path);
+    processes.push(server.app);
+    const page = await openPage(browser());
+    await page.goto(server.url);
+    await page.getByRole('link', { name: 'New thread' }).click();
+    await page.getByLabel('Message', { exact: true }).fill('read README.md');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+    const originalId = threadIdOf(page);
+    await expect.poll(async () => (await stored(server.url, originalId)).latestRun?.status).toBe('waiting');
+    const before = await stored(server.url, originalId);
+
+    await page.getByRole('link', { name: 'History and forks' }).click();
+    const step = page.getByRole('list', { name: 'Steps' }).locator(':scope > li').first();
+    await expect(step.getByRole('list', { name: 'Tool calls of step 1' }).textContent()).resolves.toBe(
+      'read_file no result yet',
+    );
+    await step.getByText('This step waited').waitFor();
+    await step.getByRole('button', { name: 'Fork from here (step 1)' }).click();
+    const form = page.getByRole('form', { name: 'Fork from step 1' });
+    // Running the open calls again is offered only when answering again (it continues the step's run).
+    await expect(form.getByLabel(/^Run this step's open calls again/).count()).resolves.toBe(0);
+    await form.getByLabel(/^Answer again from this step/).check();
+    await form.getByLabel(/^Run this step's open calls again/).check();
+    await expectNoAxeViolations(page, "a waiting step's fork form");
+    await form.getByRole('button', { name: 'Fork', exact: true }).click();
+
+    await page.waitForURL((url) => /#\/threads\/[^/]+$/.test(url.hash) && !url.hash.includes(originalId));
+    const forkId = threadIdOf(page);
+    // The call goes through the gate again, in the fork: its approval is asked there.
+    const approve = page.getByRole('button', { name: 'Approve' });
+    await approve.waitFor();
+    await approve.click();
+    await page.getByText('Here is README.md:').waitFor();
+    await runEnded(page);
+    const forked = await stored(server.url, forkId);
+    expect(forked.latestRun?.status).toBe('done');
+    const results = forked.messages
+      .filter((record) => record.message.role === 'tool')
+      .flatMap((record) => record.message.content as Array<{ toolName: string; result: { status: string } }>);
+    expect(results.map((part) => [part.toolName, part.result.status])).toEqual([['read_file', 'success']]);
+    // The original still waits for its own approval, unchanged.
+    expect(await stored(server.url, originalId)).toEqual(before);
+    await page.context().close();
+  });
+
   it('fits a 360 px phone: the history and its fork form, nothing scrolls sideways', async () => {
     const server = await serve(dataDir.path);
     processes.push(server.app);
