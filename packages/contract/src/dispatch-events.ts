@@ -72,6 +72,9 @@ export interface EndEventsOptions {
  *   `{ runId, ended: true }`), fenced or not, for as long as the ended log is kept (`ttlMs`). Once it expired,
  *   the run's log is forgotten with its fence, and an append starts a new log (ids from 1 again).
  * - An append without `fence` neither checks nor moves the position; only the end mark applies to it.
+ * - An append of no events under a fence higher than the log's claims the log for it: from then on the lower
+ *   fence is refused. A run's new holder does this before it reads what the log lacks, so the previous holder's
+ *   appends still on their way (a stalled process's) cannot land between its read and its own appends.
  */
 export interface RunEventLog {
   /**

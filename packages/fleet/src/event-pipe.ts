@@ -104,6 +104,33 @@ export class EventPipe {
   }
 }
 
+/**
+ * Claims a run's log for a lease before its new holder reads what the log lacks: an append of no events under the
+ * lease's fence, after which the log refuses appends from an older lease (a stalled previous holder's, still on
+ * their way). Retried as a pipe's appends are; `refused` when a newer lease has the log already, or it ended.
+ */
+export async function claimLog(
+  log: RunEventLog,
+  runId: string,
+  options: Pick<EventPipeOptions, 'fence' | 'retryForMs' | 'onAppendFailed'>,
+): Promise<PipeOutcome> {
+  if (options.fence === undefined) return 'appended';
+  const retryForMs = options.retryForMs ?? 30_000;
+  let failingSince: number | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await log.appendEvents(runId, [], { fence: options.fence });
+      return 'appended';
+    } catch (error) {
+      if (LunationError.hasCode(error, 'stale-lease')) return 'refused';
+      options.onAppendFailed?.(error);
+      failingSince ??= Date.now();
+      if (!retryable(error) || Date.now() - failingSince >= retryForMs) throw error;
+      await sleep(Math.min(1_000, 50 * 2 ** attempt));
+    }
+  }
+}
+
 /** A run's stream piped into its log: the pipe (still open) and the run's `run-end`, held back. */
 export interface PipedRun {
   pipe: EventPipe;

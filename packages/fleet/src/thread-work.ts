@@ -11,7 +11,7 @@ import {
 } from '@lunation/contract';
 import { type RunHandle, type RunResult, type ToolCallRecord, toolCallsKey } from '@lunation/runtime';
 import type { RunExecutor } from '@lunation/runtime/executor';
-import { EventPipe, type PipedRun, type PipeOutcome, pipeEvents } from './event-pipe.js';
+import { claimLog, EventPipe, type PipedRun, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun, type UnnumberedEvent } from './log-repair.js';
 import type { WorkerLogEntry } from './worker-log.js';
 
@@ -125,17 +125,19 @@ export class ThreadWork {
       await this.repairLog(now);
       return;
     }
-    // Read under the run's new lease: nothing the previous holder commits or appends later can land. Only what was
-    // committed before this run loaded the thread is the previous holder's; the run reports the rest itself.
+    // Read once the log is claimed for the run's new lease: nothing the previous holder commits or appends later
+    // can land. Only what was committed before this run loaded the thread is the previous holder's; the run
+    // reports the rest itself.
     const loaded = this.context.executor.loadedRun(handle);
     const loadedMessages = loaded?.messageCount;
-    const prefix = missingEvents(
-      latest,
-      await store.listMessages(threadId, loadedMessages === undefined ? {} : { toSeq: loadedMessages }),
-      await readLoggedRun(this.context.dispatcher, runId),
-      loaded?.callRecords,
+    await this.follow(handle, 'recovered', async () =>
+      missingEvents(
+        latest,
+        await store.listMessages(threadId, loadedMessages === undefined ? {} : { toSeq: loadedMessages }),
+        await readLoggedRun(this.context.dispatcher, runId),
+        loaded?.callRecords,
+      ),
     );
-    await this.follow(handle, 'recovered', prefix);
   }
 
   /** Applies one submission; a malformed one is reported and dropped. */
@@ -171,7 +173,7 @@ export class ThreadWork {
         ...(request.frontendTools === undefined ? {} : { frontendTools: request.frontendTools }),
         ...this.signalOption(request.runId),
       });
-      await this.follow(handle, 'started', [], Math.max(0, this.claim.claimedAt - entry.submittedAt));
+      await this.follow(handle, 'started', undefined, Math.max(0, this.claim.claimedAt - entry.submittedAt));
     } catch (error) {
       if (
         request.type === 'input' &&
@@ -192,7 +194,8 @@ export class ThreadWork {
   }
 
   /**
-   * Copies the run's events to its log (after `prefix`, what the log lacked of the run's committed work), fenced
+   * Copies the run's events to its log (after `prefix`, what the log lacked of the run's committed work, read once
+   * the log is claimed for the run's lease so that a stalled previous holder's late appends cannot land), fenced
    * by the run's lease, until it ends; marks a finished run's log ended and clears a cancel it handled. A run
    * that stopped because its lease went stale throws `lease-lost`: its `run-end` (status `running`) never reaches
    * the log, and the thread is handed back to whoever holds it now. A waiting run's log stays open, so a client
@@ -201,7 +204,7 @@ export class ThreadWork {
   private async follow(
     handle: RunHandle,
     how: 'started' | 'resumed' | 'recovered',
-    prefix: readonly UnnumberedEvent[] = [],
+    prefix?: () => Promise<readonly UnnumberedEvent[]>,
     waitedMs?: number,
   ): Promise<void> {
     const { dispatcher, eventTtlMs, report } = this.context;
@@ -220,10 +223,12 @@ export class ThreadWork {
     let piped: PipedRun;
     let result: RunResult;
     try {
+      const onAppendFailed = (error: unknown) => this.appendFailed(runId, error);
+      if (prefix !== undefined) await claimLog(dispatcher, runId, { fence, onAppendFailed });
       piped = await pipeEvents(dispatcher, runId, handle.events, {
         fence,
-        prefix,
-        onAppendFailed: (error) => this.appendFailed(runId, error),
+        prefix: prefix === undefined ? [] : await prefix(),
+        onAppendFailed,
       });
       result = await handle.result;
     } finally {
@@ -327,7 +332,10 @@ export class ThreadWork {
     const { executor } = this.context;
     const fence = await executor.acquireLease(threadId, runId);
     try {
-      // Read again under the lease: what the previous holder committed or appended is all there now.
+      const onAppendFailed = (error: unknown) => this.appendFailed(runId, error);
+      if ((await claimLog(dispatcher, runId, { fence, onAppendFailed })) === 'refused') return;
+      // Read again under the lease, the log claimed for it: what the previous holder committed or appended is all
+      // there now, and nothing it still has on its way can land.
       const run = await store.getRun(runId);
       if (run === undefined || run.status === 'running' || expired(run)) return;
       const logged = await readLoggedRun(dispatcher, runId);
@@ -337,10 +345,7 @@ export class ThreadWork {
       const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
       if (end) events.push(end);
       if (events.length === 0) return;
-      const pipe = new EventPipe(dispatcher, runId, {
-        fence,
-        onAppendFailed: (error) => this.appendFailed(runId, error),
-      });
+      const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed });
       for (const event of events) pipe.push(event);
       if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
       await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });

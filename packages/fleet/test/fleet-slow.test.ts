@@ -759,6 +759,122 @@ describe('a run whose ending could not be committed', () => {
     const ends = (await admin.readEvents(runId, { limit: 10_000 })).events.filter(
       (record) => record.event.type === 'run-end',
     );
-    expect(ends.at(-1)?.event).toMatchObject({ status: 'done', termination: { type: 'natural-end' } });
+    // One ending, the store's: no `run-end` with the error of the failed commit before it.
+    expect(
+      ends.map(({ event }) => event.type === 'run-end' && `${event.status}/${event.termination.type}`),
+    ).toEqual(['done/natural-end']);
   });
+});
+
+describe('a stalled holder whose late append lands while its successor repairs the log', () => {
+  it("is refused: the successor claims the run's log before it reads what the log lacks, so each step ends once", async () => {
+    const store = new MemoryStore();
+    const backend = new LocalDispatchBackend();
+    const executions: number[] = [];
+    const counting = defineTool({
+      name: 'count',
+      description: 'Counts',
+      input: z.object({ n: z.number() }),
+      execute: ({ n }) => {
+        executions.push(n);
+        return n;
+      },
+    });
+    const build = (owner: string, on: LunationStore) =>
+      createRuntime()
+        .model('m', model)
+        .agent({ id: 'a', model: 'm', tools: [counting] })
+        .store(on)
+        .options({ leaseTtlMs: 600, owner })
+        .build();
+    const hang = () => new Promise<never>(() => {});
+    // The stalled worker: once its append ending step 2 is out, every call it makes hangs (SIGSTOP), but that
+    // append, which lands later (SIGCONT), once its successor has read the log.
+    let frozen = false;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let lateAppend: Promise<unknown> | undefined;
+    const stalledStore = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => (frozen ? hang() : value.apply(target, args));
+      },
+    });
+    const stalledDispatcher = new LocalDispatcher({ backend });
+    dispatchers.push(stalledDispatcher);
+    const stalledView = new Proxy(stalledDispatcher, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property === 'appendEvents') {
+          return (runId: string, events: AgentEvent[], options?: AppendEventsOptions) => {
+            if (frozen) return hang();
+            if (!events.some((event) => event.type === 'step-end' && event.step === 2)) {
+              return target.appendEvents(runId, events, options);
+            }
+            frozen = true;
+            lateAppend = released.then(() => target.appendEvents(runId, events, options));
+            return lateAppend;
+          };
+        }
+        return (...args: unknown[]) => (frozen ? hang() : value.apply(target, args));
+      },
+    });
+    const stalled = new AgentWorker({
+      runtime: build('stalled', stalledStore),
+      dispatcher: stalledView,
+      workerId: 'stalled',
+      idleWaitMs: 50,
+      claimLockMs: 600,
+    });
+    const client = new FleetClient({ dispatcher: stalledDispatcher, store });
+    stalled.start();
+    const { runId } = await client.send({ threadId: 'late', input: 'count' });
+    for (let tries = 0; tries < 500 && !frozen; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(frozen).toBe(true);
+
+    // The successor: the stalled worker's late append lands right after the successor read the log.
+    const successorDispatcher = new LocalDispatcher({ backend });
+    dispatchers.push(successorDispatcher);
+    const successorView = new Proxy(successorDispatcher, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (property === 'readEvents') {
+          return async (...args: Parameters<LocalDispatcher['readEvents']>) => {
+            const page = await target.readEvents(...args);
+            if (args[0] === runId && lateAppend !== undefined) {
+              release();
+              await lateAppend.catch(() => {});
+            }
+            return page;
+          };
+        }
+        return value.bind(target);
+      },
+    });
+    const successor = new AgentWorker({
+      runtime: build('successor', store),
+      dispatcher: successorView,
+      workerId: 'successor',
+      idleWaitMs: 50,
+      claimLockMs: 600,
+    });
+    workers.push(successor);
+    successor.start();
+    for (let tries = 0; tries < 500 && (await store.getRun(runId))?.status !== 'done'; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await store.getRun(runId))?.status).toBe('done');
+    expect(executions).toEqual([1, 2, 3]);
+    const log = (await stalledDispatcher.readEvents(runId, { limit: 10_000 })).events;
+    const stepEnds = log.flatMap((record) => (record.event.type === 'step-end' ? [record.event.step] : []));
+    expect(stepEnds).toEqual([1, 2, 3, 4]);
+    expect(log.at(-1)?.event).toMatchObject({ type: 'run-end', status: 'done', steps: 4 });
+    void stalled.stop({ deadlineMs: 100 }).catch(() => {});
+  }, 30_000);
 });

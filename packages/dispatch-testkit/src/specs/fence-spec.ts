@@ -39,6 +39,28 @@ export function fenceSpec(context: DispatchSpecContext): void {
       expect((await dispatcher.readEvents(runId)).ended).toBe(true);
     });
 
+    it('an append of no events under a higher fence claims the log: the lower fence is refused from then on, and the claiming fence appends from seq 0', async () => {
+      const dispatcher = await context.open();
+      const sibling = await context.openSibling(dispatcher);
+      const runId = uniqueId('run');
+      await dispatcher.appendEvents(runId, makeEvents(runId, 2), { fence: 5 });
+      // A worker that took the thread over claims the log before it reads what the log lacks.
+      expect(await sibling.appendEvents(runId, [], { fence: 6 })).toEqual([]);
+      // The stalled previous holder wakes up and appends what it had: refused, nothing kept.
+      const error = await expectLunationError(
+        dispatcher.appendEvents(runId, makeEvents(runId, 2, 2), { fence: 5 }),
+        'stale-lease',
+      );
+      expect(error.details).toEqual({ runId, fence: 5, logFence: 6 });
+      expect(await seqs(dispatcher, runId)).toEqual([0, 1]);
+      expect(await sibling.appendEvents(runId, makeEvents(runId, 2), { fence: 6 })).toHaveLength(2);
+      expect(await seqs(dispatcher, runId)).toEqual([0, 1, 0, 1]);
+      // Claiming with a fence the log has already seen changes nothing.
+      expect(await dispatcher.appendEvents(runId, [], { fence: 6 })).toEqual([]);
+      expect(await sibling.appendEvents(runId, makeEvents(runId, 1, 2), { fence: 6 })).toHaveLength(1);
+      expect(await seqs(dispatcher, runId)).toEqual([0, 1, 0, 1, 2]);
+    });
+
     it('a retried append within one fence drops the events the log already took and appends the rest in order', async () => {
       const dispatcher = await context.open();
       const sibling = await context.openSibling(dispatcher);
