@@ -90,8 +90,7 @@ export class EventPipe {
             return;
           }
           this.onAppendFailed?.(error);
-          failingSince ??= Date.now();
-          if (!retryable(error) || Date.now() - failingSince >= this.retryForMs) throw error;
+          failingSince = giveUpOrWait(error, failingSince, this.retryForMs);
           this.batch = this.batch.length === 0 ? events : events.concat(this.batch);
           await sleep(Math.min(1_000, 50 * 2 ** attempt++));
         }
@@ -124,8 +123,7 @@ export async function claimLog(
     } catch (error) {
       if (LunationError.hasCode(error, 'stale-lease')) return 'refused';
       options.onAppendFailed?.(error);
-      failingSince ??= Date.now();
-      if (!retryable(error) || Date.now() - failingSince >= retryForMs) throw error;
+      failingSince = giveUpOrWait(error, failingSince, retryForMs);
       await sleep(Math.min(1_000, 50 * 2 ** attempt));
     }
   }
@@ -157,6 +155,17 @@ export async function pipeEvents(
     else pipe.push(event);
   }
   return { pipe, end };
+}
+
+/**
+ * After a failed append: rethrows `error` when it is not worth retrying or appends have failed for `retryForMs`
+ * since `failingSince`; otherwise answers since when they have been failing.
+ */
+function giveUpOrWait(error: unknown, failingSince: number | undefined, retryForMs: number): number {
+  const now = Date.now();
+  const since = failingSince ?? now;
+  if (!retryable(error) || now - since >= retryForMs) throw error;
+  return since;
 }
 
 /** Failures worth retrying: the backend was unreachable or slow, not a refusal. */

@@ -1,5 +1,4 @@
 import {
-  type AgentEvent,
   type CancelRequest,
   type DispatchClaim,
   type Dispatcher,
@@ -291,29 +290,27 @@ export class ThreadWork {
   }
 
   /**
-   * The `run-end` the log of a run that ended with an error gets — an error ending may be one whose own commit
-   * failed, so the store decides: a run it still has `running` (or not at all: its first commit failed
-   * too) goes on from the store or starts again from its submission, so the log must not end here and the
-   * submission is not acknowledged (the thread is handed back); an ending it has (an ambiguous commit that did
-   * land) is logged as the store has it.
+   * The `run-end` the log of a run that ended with an error gets. An error ending may be one whose own commit
+   * failed, so the store decides: only an ending it has as the run's own (that status, an error) is logged here.
+   * Otherwise the run's last commit did not land as it says — the store has it `running`, or not at all (its
+   * first commit failed too), or still `waiting` (a resume whose first commit failed), or ended otherwise (an
+   * ambiguous commit that did land) — and the thread is handed back without acknowledging the submission: the
+   * run goes on from the store or from its submission applied again, and its log gets the store's ending then.
    */
   private async storedEnding(
     runId: string,
     own: UnnumberedEvent | undefined,
   ): Promise<UnnumberedEvent | undefined> {
     const stored = await this.context.store.getRun(runId);
-    if (stored === undefined || stored.status === 'running') {
-      throw new LunationError(
-        'lease-lost',
-        `Run "${runId}" could not commit its end; it goes on from the store`,
-        {
-          details: { threadId: this.claim.threadId, runId },
-        },
-      );
-    }
-    const same =
-      own?.type === 'run-end' && own.status === stored.status && stored.termination?.type === 'error';
-    return same ? own : missingRunEnd(stored, undefined);
+    if (own?.type === 'run-end' && stored?.status === own.status && stored.termination?.type === 'error')
+      return own;
+    throw new LunationError(
+      'lease-lost',
+      `Run "${runId}" could not commit its end; it goes on from the store`,
+      {
+        details: { threadId: this.claim.threadId, runId },
+      },
+    );
   }
 
   /**

@@ -878,3 +878,41 @@ describe('a stalled holder whose late append lands while its successor repairs t
     void stalled.stop({ deadlineMs: 100 }).catch(() => {});
   }, 30_000);
 });
+
+describe('a decision whose first commit fails', () => {
+  it('and its error ending too, is applied again: the log stays open (the store still has the run waiting), and the run goes on to its end', async () => {
+    const store = new MemoryStore();
+    const commit = store.commit.bind(store);
+    let failing = 0;
+    store.commit = async (input) => {
+      const resumeStart =
+        input.run?.status === 'running' && input.threadState !== undefined && input.messages.length === 0;
+      // The resume's first commit (C0: the decision recorded, the call claimed) fails, and so does the commit
+      // of the error ending that follows: the store still has the run waiting, its ticket open.
+      if ((failing === 0 && resumeStart) || failing === 1) {
+        failing++;
+        throw new LunationError('store-unavailable', 'the store timed out');
+      }
+      return commit(input);
+    };
+    const { client, worker } = fleet({ store });
+    worker.start();
+    const { runId } = await client.send({ threadId: 'f1', input: 'note eggs' });
+    const first = await follow(client, runId);
+    const ticket = runEnd(first)?.openTickets[0];
+    expect(ticket?.toolName).toBe('note');
+    await client.decide('f1', [{ decisionId: 'yes', ticketId: ticket?.id ?? '', action: 'resume' }]);
+    // The log says again that the run waits (the store's truth until the decision is applied again), then ends.
+    const rest: RunEventRecord[] = [];
+    let after = first.at(-1)?.id;
+    for (let tries = 0; tries < 10 && runEnd(rest)?.status !== 'done'; tries++) {
+      const more = await follow(client, runId, after);
+      rest.push(...more);
+      after = more.at(-1)?.id ?? after;
+    }
+    expect(failing).toBe(2);
+    expect(runEnd(rest)).toMatchObject({ status: 'done', termination: { type: 'natural-end' } });
+    expect((await store.getRun(runId))?.status).toBe('done');
+    expect(started).toEqual(['note eggs']);
+  });
+});

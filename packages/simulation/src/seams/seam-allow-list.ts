@@ -71,7 +71,7 @@ export const seamAllowList: SeamCounts = {
     setTimeout: 3,
   },
   'packages/fleet/src/event-pipe.ts': {
-    'Date.now': 2,
+    'Date.now': 1,
     setTimeout: 1,
   },
   'packages/fleet/src/fleet-client.ts': {
