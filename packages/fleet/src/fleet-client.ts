@@ -212,6 +212,39 @@ export class FleetClient {
     return { cancelled: true, runId, requestId: request.id };
   }
 
+  /**
+   * Deletes the thread with everything the store has of it, as `caller` (a thread not theirs is `not-found`);
+   * false when it did not exist. Refused with `thread-busy` while a worker holds its lease or its inbox still
+   * holds submissions: a submission not yet acknowledged is applied again by the next worker, and once the
+   * thread is gone nothing shows it was applied — its run would start again from its input, tools and all.
+   * Cancel the thread's run first, and retry once its work is done.
+   */
+  async deleteThread(threadId: string, caller: ThreadCaller = {}): Promise<boolean> {
+    const { store, dispatcher } = this;
+    const thread = await store.getThread(threadId);
+    if (thread === undefined) return false;
+    if (!ownsThread(thread, caller)) {
+      throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+    }
+    const lease = await store.getLease(threadId);
+    if (lease !== undefined) {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${threadId}" has an active run (run ${lease.runId}); cancel it, then delete the thread`,
+        { details: { threadId, runId: lease.runId } },
+      );
+    }
+    const pending = await dispatcher.pending(threadId);
+    if (pending.length > 0) {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${threadId}" has ${pending.length} submission(s) a worker has not finished with; retry the delete once they are done (cancel its run to hurry it)`,
+        { details: { threadId, pending: pending.length } },
+      );
+    }
+    return store.deleteThread(threadId);
+  }
+
   /** The run a cancel of the thread means: its latest run unless that ended, else the newest one submitted. */
   private async currentRun(threadId: string): Promise<string | undefined> {
     const latest = await this.store.getLatestRun(threadId);
