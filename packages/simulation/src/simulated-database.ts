@@ -45,7 +45,10 @@ export class SimulatedTransaction {
   /** Stages a row of `key`. */
   insert(key: string): void {
     if (!this.open) {
-      throw new LunationError('cancelled', `The transaction of call ${this.toolCallId} is over; nothing was written`);
+      throw new LunationError(
+        'cancelled',
+        `The transaction of call ${this.toolCallId} is over; nothing was written`,
+      );
     }
     this.staged.push({ key, runId: this.runId, toolCallId: this.toolCallId });
   }

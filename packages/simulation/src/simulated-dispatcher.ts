@@ -430,8 +430,7 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** With the duplicate-delivery fault, takes the claim away some time within its lock. */
   private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
-    if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery'))
-      return;
+    if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery')) return;
     this.scheduler.world.clock.setTimeout(
       () => {
         this.backend.revoke(claim.token);
