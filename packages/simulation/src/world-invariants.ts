@@ -104,7 +104,9 @@ export class WorldInvariants {
       if (count > 1) violations.push(`transactional effect ${key} committed ${count} times`);
     }
     for (const row of database.rows.values()) {
-      if (journal.deleted(row.runId)) continue;
+      // A deleted thread takes its ledger with it; the effect's row stays (it is the application's).
+      const threadId = journal.runs.get(row.runId)?.threadId;
+      if (threadId === undefined || !store.backend.threads.has(threadId)) continue;
       const entry = store.backend.ledger.get(row.runId)?.get(row.toolCallId)?.entry;
       if (entry?.status !== 'completed') {
         violations.push(

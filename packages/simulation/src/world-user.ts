@@ -143,7 +143,8 @@ export class SimulatedUser {
   }
 
   /** Follows one run until it ends: answers its tickets, cancels it as drawn, deletes its thread as drawn. */
-  private async watch(run: SubmittedRun, deleteWhileWaiting: boolean): Promise<void> {
+  private async watch(run: SubmittedRun, deleteWaiting: boolean): Promise<void> {
+    let deleteWhileWaiting = deleteWaiting;
     const { journal } = this.world;
     const cancelMode = this.random.pick<CancelMode>([
       'none',
@@ -173,10 +174,11 @@ export class SimulatedUser {
       }
       if (record.status !== 'waiting' || record.openTickets.length === 0) continue;
       if (deleteWhileWaiting) {
+        deleteWhileWaiting = false;
         await this.deleteThread(run.threadId);
-        // Approves after the delete, too: nothing of the thread may run.
+        // Approves after the delete, too: nothing of the thread may run. (A refused delete: the run goes on.)
         for (const ticket of record.openTickets) await this.decide(ticket);
-        break;
+        continue;
       }
       if (cancelMode === 'while-waiting' && !cancelled) {
         cancelled = true;
@@ -303,12 +305,14 @@ export class SimulatedUser {
    * retried a while, then given up).
    */
   private async deleteThread(threadId: string): Promise<void> {
+    const existed = this.world.store.backend.threads.has(threadId);
     try {
-      if (!(await this.retry(() => this.client.deleteThread(threadId)))) return;
+      await this.retry(() => this.client.deleteThread(threadId));
     } catch (error) {
       if (!LunationError.isInstance(error)) throw error;
-      return;
     }
+    // A delete whose answer was lost may have applied (a retry then finds nothing to delete): the world looks.
+    if (!existed || this.world.store.backend.threads.has(threadId)) return;
     const { journal } = this.world;
     const runIds = journal.runsOf(threadId).map((run) => run.runId);
     journal.deletes.set(threadId, { at: this.now(), runIds });
