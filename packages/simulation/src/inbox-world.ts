@@ -61,6 +61,8 @@ export interface WorldReport {
   crashes: number;
   /** Every fault injected, in order, with its ordinal (what `keepFaults` names). */
   injected: ScheduledFault[];
+  /** What the world reached, by kind (runs by how they ended, tickets answered, cancels, deletes, effects). */
+  coverage?: Record<string, number>;
 }
 
 const ttlMs = 3_000;

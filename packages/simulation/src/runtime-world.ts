@@ -148,6 +148,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
       ...(crashes > 0 ? { crash: crashes } : {}),
     },
     injected: schedule.injected,
+    coverage: invariants.coverage(),
     effects: world.ledger.size + store.database.rows.size,
     crashes,
   };

@@ -137,4 +137,33 @@ export class WorldInvariants {
         store.backend.runs.get(runId)?.record.status !== 'done',
     );
   }
+
+  /** What the world reached: runs by how they ended, tickets by answer, cancels, deletes, effects by tool. */
+  coverage(): Record<string, number> {
+    const { store, journal, ledger } = this.world;
+    const counts: Record<string, number> = {};
+    const add = (kind: string) => {
+      counts[kind] = (counts[kind] ?? 0) + 1;
+    };
+    for (const runId of journal.runs.keys()) {
+      const record = store.backend.runs.get(runId)?.record;
+      if (journal.deleted(runId)) add('run deleted');
+      else add(`run ${record?.termination?.type ?? record?.status ?? 'never started'}`);
+    }
+    for (const intent of journal.intents.values()) {
+      add(
+        `ticket ${intent.ticket.action} ${intent.action === 'cancel' ? 'denied' : (intent.choice ?? 'approved')}`,
+      );
+    }
+    for (const attempt of journal.cancels) {
+      add(
+        `cancel ${attempt.outcome === undefined ? 'failed' : attempt.outcome.cancelled ? 'cancelled' : 'already ended'}`,
+      );
+    }
+    for (let index = 0; index < journal.deletes.size; index++) add('thread deleted');
+    for (const effect of ledger.all())
+      add(`effect ${effect.label.split(' ')[0]}${effect.label.endsWith('(rerun)') ? ' rerun' : ''}`);
+    for (let index = 0; index < store.database.rows.size; index++) add('effect book (transactional)');
+    return counts;
+  }
 }

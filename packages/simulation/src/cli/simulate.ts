@@ -78,15 +78,29 @@ interface Summary {
   nondeterministic: number;
   faults: Record<string, number>;
   findings: Record<string, number>;
+  coverage: Record<string, number>;
+}
+
+/** Adds `counts` to `into`, kind by kind. */
+function add(into: Record<string, number>, counts: Record<string, number>): void {
+  for (const [kind, n] of Object.entries(counts)) into[kind] = (into[kind] ?? 0) + n;
 }
 
 async function runRange(from: number, count: number): Promise<Summary> {
-  const summary: Summary = { count, steps: 0, failed: [], nondeterministic: 0, faults: {}, findings: {} };
+  const summary: Summary = {
+    count,
+    steps: 0,
+    failed: [],
+    nondeterministic: 0,
+    faults: {},
+    findings: {},
+    coverage: {},
+  };
   for (let seed = from; seed < from + count; seed++) {
     const report = await run(seed, false);
     summary.steps += report.steps;
-    for (const [kind, n] of Object.entries(report.faults))
-      summary.faults[kind] = (summary.faults[kind] ?? 0) + n;
+    add(summary.faults, report.faults);
+    add(summary.coverage, report.coverage ?? {});
     for (const finding of report.findings) {
       const kind = finding.replace(/(run|thread) \S+/g, '$1 …').replace(/\d+ failed/, 'n failed');
       if (summary.findings[kind] === undefined)
@@ -141,15 +155,22 @@ async function runJobs(from: number, count: number, jobs: number): Promise<Summa
         }),
     ),
   );
-  const total: Summary = { count, steps: 0, failed: [], nondeterministic: 0, faults: {}, findings: {} };
+  const total: Summary = {
+    count,
+    steps: 0,
+    failed: [],
+    nondeterministic: 0,
+    faults: {},
+    findings: {},
+    coverage: {},
+  };
   for (const summary of summaries) {
     total.steps += summary.steps;
     total.failed.push(...summary.failed);
     total.nondeterministic += summary.nondeterministic;
-    for (const [kind, n] of Object.entries(summary.faults))
-      total.faults[kind] = (total.faults[kind] ?? 0) + n;
-    for (const [kind, n] of Object.entries(summary.findings))
-      total.findings[kind] = (total.findings[kind] ?? 0) + n;
+    add(total.faults, summary.faults);
+    add(total.findings, summary.findings);
+    add(total.coverage, summary.coverage);
   }
   return total;
 }
@@ -163,6 +184,7 @@ if (values.seed !== undefined) {
     `\nseed ${seed}: ${report.steps} steps, ${report.virtualMs} virtual ms, trace ${report.traceHash}`,
   );
   console.log(`faults: ${JSON.stringify(report.faults)}; effects: ${report.effects}`);
+  if (report.coverage) console.log(`reached: ${JSON.stringify(report.coverage)}`);
   console.log(
     `fault schedule (${report.injected.length}): ${report.injected.map((fault) => `#${fault.ordinal} ${fault.kind}`).join(', ')}`,
   );
@@ -196,6 +218,8 @@ if (values.seed !== undefined) {
     );
     const injected = Object.values(summary.faults).reduce((sum, n) => sum + n, 0);
     console.log(`faults injected (${injected}): ${JSON.stringify(summary.faults)}`);
+    const reached = Object.entries(summary.coverage).sort(([a], [b]) => a.localeCompare(b));
+    if (reached.length > 0) console.log(`reached: ${reached.map(([kind, n]) => `${kind} ${n}`).join('; ')}`);
     for (const [kind, n] of Object.entries(summary.findings)) console.log(`finding in ${n} seeds: ${kind}`);
     if (summary.failed.length > 0) {
       console.log(`failing seeds: ${summary.failed.join(', ')}`);
