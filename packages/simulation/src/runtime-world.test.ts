@@ -36,7 +36,7 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   // Seeds 736, 846, 897, 999: new input superseding a waiting run, its superseding commit (C0) lost: the new run's
   // error ending committed the answers without ending the waiting run, which stayed `waiting` behind it for ever.
   // Seed 148: a waiting ending whose commit failed was acknowledged, the run left `running` with nothing to
-  // continue it. Seeds 100, 316, 330, 374: a thread deleted while a finished run's submission was still
+  // continue it (fixed with the seeds 228 and 10 below: an error ending is checked against the store). Seeds 100, 316, 330, 374: a thread deleted while a finished run's submission was still
   // unacknowledged; the next worker applied it again from its input, every tool of the deleted run running twice.
   it.each([444, 147, 494, 736, 846, 897, 999, 148, 100, 316, 330, 374])(
     'seed %i: every run ends, each effect as often as the protocol allows',
