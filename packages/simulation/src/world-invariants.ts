@@ -10,6 +10,8 @@ export class WorldInvariants {
   private readonly finished = new Set<string>();
   private readonly ended = new Map<string, number>();
   private readonly seen = new Set<string>();
+  /** Threads the store has had (only the user deletes one). */
+  private readonly threads = new Set<string>();
 
   constructor(private readonly world: WorldContext) {}
 
@@ -23,10 +25,16 @@ export class WorldInvariants {
     this.transactionalEffects();
   }
 
+  /** True when the store had the thread and has it no more: it was deleted. */
+  private gone(threadId: string): boolean {
+    return this.threads.has(threadId) && !this.world.store.backend.threads.has(threadId);
+  }
+
   /** No thread history holds a message twice or numbers them with a gap. */
   private histories(): void {
     const { store, violations } = this.world;
     for (const slot of store.backend.threads.values()) {
+      this.threads.add(slot.id);
       const ids = new Set<string>();
       slot.messages.forEach((record, index) => {
         if (record.seq !== index + 1)
@@ -76,7 +84,9 @@ export class WorldInvariants {
    */
   private log(runId: string): void {
     const { dispatcher, store, journal, violations } = this.world;
-    if (journal.deleted(runId)) return;
+    const threadId = journal.runs.get(runId)?.threadId;
+    // Deleted: the journal hears of a delete whose answer was lost only later, so a thread gone is one too.
+    if (journal.deleted(runId) || (threadId !== undefined && this.gone(threadId))) return;
     const page = dispatcher.backend.readEvents(runId, 0, 100_000);
     const endedWith = this.ended.get(runId);
     if (endedWith !== undefined && page.events.length > endedWith) {
