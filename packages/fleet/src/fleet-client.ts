@@ -189,7 +189,16 @@ export class FleetClient {
     const reason = options.reason ?? 'cancelled';
     const runId = options.runId ?? (await this.currentRun(threadId));
     if (runId === undefined) return { cancelled: false };
-    const run = await this.store.getRun(runId);
+    let run = await this.store.getRun(runId);
+    if (run === undefined && options.runId !== undefined) {
+      // A run the store does not have is cancelled only while its submission waits in the inbox (the inbox is read
+      // first: a submission acknowledged meanwhile has its run in the store by then). Else there is no such run —
+      // its thread was deleted, or it never existed — and nothing is cancelled.
+      const pending = await this.dispatcher.pending(threadId);
+      const queued = pending.some(({ request }) => request.type === 'input' && request.runId === runId);
+      run = await this.store.getRun(runId);
+      if (!queued && run === undefined) return { cancelled: false, runId };
+    }
     if (run !== undefined && run.identity.threadId !== threadId) {
       throw new LunationError('not-found', `Thread "${threadId}" has no run "${runId}"`);
     }

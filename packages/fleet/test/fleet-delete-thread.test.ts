@@ -76,3 +76,22 @@ describe('FleetClient.deleteThread', () => {
     await dispatcher.close();
   });
 });
+
+// Found by the simulator (runtime world, every fault: seed 8894): a cancel naming a run of a thread deleted
+// meanwhile answered `cancelled: true`, as for a run still queued; there is no such run to cancel.
+describe('FleetClient.cancel of a run the store does not have', () => {
+  it('answers cancelled: false unless the run is still queued in the inbox', async () => {
+    const store = new MemoryStore();
+    const dispatcher = new LocalDispatcher();
+    const client = new FleetClient({ dispatcher, store });
+    expect(await client.cancel('t', { runId: 'gone' })).toEqual({ cancelled: false, runId: 'gone' });
+    expect(await dispatcher.cancelRequest('t')).toBeUndefined();
+
+    const input = [{ id: 'm1', role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }] }];
+    await dispatcher.submit({ id: 's1', threadId: 't', request: { type: 'input', input, runId: 'queued' } });
+    const queued = await client.cancel('t', { runId: 'queued' });
+    expect(queued).toMatchObject({ cancelled: true, runId: 'queued' });
+    expect((await dispatcher.cancelRequest('t'))?.runId).toBe('queued');
+    await dispatcher.close();
+  });
+});

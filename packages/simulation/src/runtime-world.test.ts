@@ -38,7 +38,8 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   // Seed 148: a waiting ending whose commit failed was acknowledged, the run left `running` with nothing to
   // continue it (fixed with the seeds 228 and 10 below: an error ending is checked against the store). Seeds 100, 316, 330, 374: a thread deleted while a finished run's submission was still
   // unacknowledged; the next worker applied it again from its input, every tool of the deleted run running twice.
-  it.each([444, 147, 494, 736, 846, 897, 999, 148, 100, 316, 330, 374])(
+  // Seed 8894: a cancel naming a run of a thread deleted meanwhile answered `cancelled: true`.
+  it.each([444, 147, 494, 736, 846, 897, 999, 148, 100, 316, 330, 374, 8894])(
     'seed %i: every run ends, each effect as often as the protocol allows',
     async (seed) => {
       const report = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime });
