@@ -189,7 +189,16 @@ export class FleetClient {
     const reason = options.reason ?? 'cancelled';
     const runId = options.runId ?? (await this.currentRun(threadId));
     if (runId === undefined) return { cancelled: false };
-    const run = await this.store.getRun(runId);
+    let run = await this.store.getRun(runId);
+    if (run === undefined && options.runId !== undefined) {
+      // A run the store does not have is cancelled only while its submission waits in the inbox (the inbox is read
+      // first: a submission acknowledged meanwhile has its run in the store by then). Else there is no such run —
+      // its thread was deleted, or it never existed — and nothing is cancelled.
+      const pending = await this.dispatcher.pending(threadId);
+      const queued = pending.some(({ request }) => request.type === 'input' && request.runId === runId);
+      run = await this.store.getRun(runId);
+      if (!queued && run === undefined) return { cancelled: false, runId };
+    }
     if (run !== undefined && run.identity.threadId !== threadId) {
       throw new LunationError('not-found', `Thread "${threadId}" has no run "${runId}"`);
     }
@@ -210,6 +219,39 @@ export class FleetClient {
       await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });
     }
     return { cancelled: true, runId, requestId: request.id };
+  }
+
+  /**
+   * Deletes the thread with everything the store has of it, as `caller` (a thread not theirs is `not-found`);
+   * false when it did not exist. Refused with `thread-busy` while a worker holds its lease or its inbox still
+   * holds submissions: a submission not yet acknowledged is applied again by the next worker, and once the
+   * thread is gone nothing shows it was applied — its run would start again from its input, tools and all.
+   * Cancel the thread's run first, and retry once its work is done.
+   */
+  async deleteThread(threadId: string, caller: ThreadCaller = {}): Promise<boolean> {
+    const { store, dispatcher } = this;
+    const thread = await store.getThread(threadId);
+    if (thread === undefined) return false;
+    if (!ownsThread(thread, caller)) {
+      throw new LunationError('not-found', `Thread "${threadId}" does not exist for this owner`);
+    }
+    const lease = await store.getLease(threadId);
+    if (lease !== undefined) {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${threadId}" has an active run (run ${lease.runId}); cancel it, then delete the thread`,
+        { details: { threadId, runId: lease.runId } },
+      );
+    }
+    const pending = await dispatcher.pending(threadId);
+    if (pending.length > 0) {
+      throw new LunationError(
+        'thread-busy',
+        `Thread "${threadId}" has ${pending.length} submission(s) a worker has not finished with; retry the delete once they are done (cancel its run to hurry it)`,
+        { details: { threadId, pending: pending.length } },
+      );
+    }
+    return store.deleteThread(threadId);
   }
 
   /** The run a cancel of the thread means: its latest run unless that ended, else the newest one submitted. */

@@ -105,6 +105,11 @@ export class FleetFront implements RunFront {
     return { status: 200, body: { deadLetters: own } };
   }
 
+  async deleteThread({ threadId, resource }: FrontRequest): Promise<void> {
+    // A submission not yet acknowledged would run again once its thread is gone: the client refuses until none is.
+    await this.client.deleteThread(threadId, threadCaller(resource));
+  }
+
   async resubmit({ threadId }: FrontRequest): Promise<FrontAnswer> {
     const resubmitted = await this.dispatcher.resubmit(threadId);
     return { status: resubmitted ? 202 : 200, body: { resubmitted, threadId } };

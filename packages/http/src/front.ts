@@ -73,6 +73,12 @@ export interface RunFront {
   active(request: FrontRequest): Promise<RunStream | undefined>;
   /** Ends what the front runs or streams, for a shutdown. */
   close(): Promise<void>;
+  /**
+   * Deletes the thread for the API's `DELETE /threads/:id` (the API has checked the caller owns it). A fleet's
+   * refuses with `thread-busy` while a worker holds the thread or its inbox holds submissions. Absent: the API
+   * deletes from the store once no lease is held.
+   */
+  deleteThread?(request: FrontRequest): Promise<void>;
   /** The caller's dead-lettered threads (a fleet's: their work failed repeatedly and was given up). */
   deadLetters?(resource: string): Promise<FrontAnswer>;
   /** Makes the caller's dead-lettered thread run again: its kept submissions run in order. */

@@ -327,6 +327,10 @@ class LunationHttpApi {
 
   private async deleteThread({ params, resource }: RouteContext): Promise<Response> {
     const thread = await this.ownThread(params[0]!, resource);
+    if (this.front.deleteThread) {
+      await this.front.deleteThread({ threadId: thread.id, resource });
+      return jsonResponse(200, { deleted: true });
+    }
     const lease = await this.store.getLease(thread.id);
     if (lease && lease.expiresAt > Date.now()) {
       throw new HttpError(

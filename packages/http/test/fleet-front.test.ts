@@ -36,10 +36,13 @@ function fleetApi() {
     },
   });
   closing.push(() => api.close());
-  const call = (path: string, { token = ALICE, json }: { token?: string; json?: unknown } = {}) =>
+  const call = (
+    path: string,
+    { token = ALICE, json, method }: { token?: string; json?: unknown; method?: string } = {},
+  ) =>
     api.handle(
       new Request(`http://fleet.test${path}`, {
-        method: json === undefined ? 'GET' : 'POST',
+        method: method ?? (json === undefined ? 'GET' : 'POST'),
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         ...(json === undefined ? {} : { body: JSON.stringify(json) }),
       }),
@@ -60,6 +63,28 @@ function fleetApi() {
 }
 
 describe('a fleet server', () => {
+  it('refuses to delete a thread while its inbox holds a submission, so a deleted run never runs again', async () => {
+    // Found by the simulator (seeds 100, 316, 330, 374): a thread deleted while a submission was not yet
+    // acknowledged had that submission applied again afterwards, from its input, every tool running again.
+    const { call, startWorker, store, thread } = fleetApi();
+    const threadId = await thread();
+    const sent = await call(`/threads/${threadId}/messages`, { json: { text: 'hello' } });
+    expect(sent.status).toBe(200);
+    void sent.body?.cancel(); // the client goes away; the submission stays
+    const refused = await call(`/threads/${threadId}`, { method: 'DELETE' });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('thread-busy');
+    expect(await store.getThread(threadId)).toBeDefined();
+    startWorker();
+    let deleted = await call(`/threads/${threadId}`, { method: 'DELETE' });
+    for (let attempt = 0; deleted.status === 409 && attempt < 100; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      deleted = await call(`/threads/${threadId}`, { method: 'DELETE' });
+    }
+    expect(deleted.status).toBe(200);
+    expect(await store.getThread(threadId)).toBeUndefined();
+  });
+
   it('answers a cancel of a run that had ended with how it ended, not cancelled: true', async () => {
     const { call, startWorker, thread } = fleetApi();
     startWorker();

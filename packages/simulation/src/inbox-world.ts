@@ -1,5 +1,5 @@
 import { type DispatchClaim, LunationError, type UserMessage } from '@lunation/contract';
-import type { FaultCounts } from './faults.js';
+import { type FaultCounts, FaultSchedule, type ScheduledFault } from './faults.js';
 import { Scheduler } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';
@@ -34,6 +34,8 @@ export interface InboxWorldOptions {
   keepTrace?: boolean;
   /** Give up after this many virtual ms. @default 600000 */
   maxVirtualMs?: number;
+  /** Inject only the faults with these ordinals (a shrunk schedule). @default every fault the seed draws */
+  keepFaults?: ReadonlySet<number>;
 }
 
 /** What one world run did and found. */
@@ -57,6 +59,10 @@ export interface WorldReport {
   effects: number;
   /** Crashes injected. */
   crashes: number;
+  /** Every fault injected, in order, with its ordinal (what `keepFaults` names). */
+  injected: ScheduledFault[];
+  /** What the world reached, by kind (runs by how they ended, tickets answered, cancels, deletes, effects). */
+  coverage?: Record<string, number>;
 }
 
 const ttlMs = 3_000;
@@ -74,12 +80,15 @@ export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldRe
   const scheduler = new Scheduler({ seed: options.seed, trace: { keepAll: options.keepTrace ?? false } });
   const random = scheduler.stream('world');
   const chaos = scheduler.stream('chaos');
+  const schedule = new FaultSchedule(options.keepFaults);
   const store = new SimulatedStore({
     scheduler,
+    schedule,
     ...(options.storeFaults ? { faults: options.storeFaults } : {}),
   });
   const dispatcher = new SimulatedDispatcher({
     scheduler,
+    schedule,
     ...(options.dispatchFaults ? { faults: options.dispatchFaults } : {}),
   });
   const ledger = new WorldLedger();
@@ -100,7 +109,7 @@ export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldRe
     const storeView = store.forProcess(process);
     const dispatcherView = dispatcher.forProcess(process);
     const crashPoint = () => {
-      if (!chaos.chance(crashRate)) return;
+      if (!chaos.chance(crashRate) || !schedule.allows('crash')) return;
       crashes++;
       process.crash();
       startWorker(slot);
@@ -260,6 +269,7 @@ export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldRe
     },
     effects: ledger.size,
     crashes,
+    injected: schedule.injected,
   };
 }
 

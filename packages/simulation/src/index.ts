@@ -1,5 +1,13 @@
 export { type FaultProfile, faultProfiles } from './fault-profiles.js';
-export { type CallFault, type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
+export {
+  type CallFault,
+  type CallFaults,
+  countFault,
+  drawCallFault,
+  type FaultCounts,
+  FaultSchedule,
+  type ScheduledFault,
+} from './faults.js';
 export {
   type InboxMutation,
   type InboxWorldOptions,
@@ -21,6 +29,14 @@ export {
 } from './scheduler.js';
 export { SeededIds } from './seeded-ids.js';
 export { SeededRandom } from './seeded-random.js';
+export {
+  failureKind,
+  type ShrinkOptions,
+  type ShrinkResult,
+  shrinkFaults,
+  type WorldRun,
+} from './shrink.js';
+export { SimulatedDatabase, type SimulatedRow, SimulatedTransaction } from './simulated-database.js';
 export {
   type CancelWatcher,
   type ClaimWaiter,

@@ -36,7 +36,7 @@ import {
   type ResolvedDispatchPolicy,
   resolveDispatchPolicy,
 } from '@lunation/contract/dispatch-utils';
-import { type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
+import { type CallFaults, countFault, drawCallFault, type FaultCounts, FaultSchedule } from './faults.js';
 import { type Scheduler, type SimulatedProcess, unavailableError } from './scheduler.js';
 import type { SeededRandom } from './seeded-random.js';
 import {
@@ -73,6 +73,8 @@ export interface SimulatedDispatcherOptions extends DispatchPolicy {
   faults?: DispatchFaults;
   /** Fault counts to add to (shared by siblings). @default a new record */
   faultCounts?: FaultCounts;
+  /** The world's fault schedule: each fault drawn is injected only if it allows it. @default every fault */
+  schedule?: FaultSchedule;
 }
 
 const defaultDedupeWindowMs = 10 * 60_000;
@@ -111,12 +113,13 @@ export class SimulatedDispatcher implements Dispatcher {
   private readonly lockMs: number;
   private readonly faults: DispatchFaults;
   private readonly random: SeededRandom;
+  private readonly schedule: FaultSchedule;
   private readonly watches = new Set<CancelWatcher>();
   private readonly closers = new Set<() => void>();
   private closed = false;
 
   constructor(options: SimulatedDispatcherOptions) {
-    const { scheduler, process, backend, lockMs, faults, faultCounts, ...policy } = options;
+    const { scheduler, process, backend, lockMs, faults, faultCounts, schedule, ...policy } = options;
     this.options = policy;
     this.policy = resolveDispatchPolicy(policy, { dedupeWindowMs: defaultDedupeWindowMs });
     this.lockMs = lockMs ?? 30_000;
@@ -127,6 +130,7 @@ export class SimulatedDispatcher implements Dispatcher {
     this.faults = faults ?? {};
     this.faultCounts = faultCounts ?? {};
     this.random = scheduler.stream('dispatch-faults');
+    this.schedule = schedule ?? new FaultSchedule();
     // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
     // their locks run out, as an engine's would).
     this.owner.onCrash(() => {
@@ -149,6 +153,7 @@ export class SimulatedDispatcher implements Dispatcher {
       lockMs: this.lockMs,
       faults,
       faultCounts: this.faultCounts,
+      schedule: this.schedule,
     });
   }
 
@@ -179,9 +184,7 @@ export class SimulatedDispatcher implements Dispatcher {
       const deliver = (claim: DispatchClaim | undefined): DispatchClaim | undefined => {
         if (claim === undefined) return undefined;
         this.maybeRevoke(claim, lockMs);
-        if (!lost) return claim;
-        countFault(this.faultCounts, 'lost-claim');
-        return undefined;
+        return lost && this.inject('lost-claim') ? undefined : claim;
       };
       // A claim issued before close() and applied after it takes nothing.
       if (this.closed) return undefined;
@@ -224,8 +227,8 @@ export class SimulatedDispatcher implements Dispatcher {
   }
 
   acknowledge(threadId: string, submissionIds: readonly string[]): Promise<number> {
-    const lost = this.random.chance(this.faults.lostAcknowledgement ?? 0);
-    if (lost) countFault(this.faultCounts, 'lost-acknowledgement');
+    const lost =
+      this.random.chance(this.faults.lostAcknowledgement ?? 0) && this.inject('lost-acknowledgement');
     return this.call(`acknowledge ${threadId} ${submissionIds.join(',')}`, 'acknowledge', () => {
       assertId(threadId, 'threadId');
       if (!Array.isArray(submissionIds)) {
@@ -427,8 +430,7 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** With the duplicate-delivery fault, takes the claim away some time within its lock. */
   private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
-    if (!this.random.chance(this.faults.duplicateDelivery ?? 0)) return;
-    countFault(this.faultCounts, 'duplicate-delivery');
+    if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery')) return;
     this.scheduler.world.clock.setTimeout(
       () => {
         this.backend.revoke(claim.token);
@@ -437,11 +439,18 @@ export class SimulatedDispatcher implements Dispatcher {
     );
   }
 
+  /** Puts a drawn fault to the schedule; counts it when injected. */
+  private inject(kind: string): boolean {
+    if (!this.schedule.allows(`dispatch.${kind}`)) return false;
+    countFault(this.faultCounts, kind);
+    return true;
+  }
+
   private call<T>(label: string, kind: string, apply: () => T | Promise<T>): Promise<T> {
     const name = `dispatch.${label}`;
-    const { fault, delayMs } = drawCallFault(this.random, this.faults, writes.has(kind));
-    if (delayMs > 0) countFault(this.faultCounts, 'late');
-    if (fault !== 'none') countFault(this.faultCounts, fault);
+    const { fault, delayMs } = drawCallFault(this.random, this.faults, writes.has(kind), (drawn) =>
+      this.inject(drawn),
+    );
     return this.scheduler.operation(
       this.owner,
       name,

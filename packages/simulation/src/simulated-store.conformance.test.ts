@@ -7,6 +7,7 @@ import { SimulatedStore } from './simulated-store.js';
 runStoreConformance({
   name: 'simulated',
   tsconfig: new URL('../tsconfig.json', import.meta.url),
+  transactionalToolEffects: true,
   create: async () => new SimulatedStore({ scheduler: new Scheduler({ seed: 1, mode: 'live' }) }),
   createSibling: async (store) => {
     const simulated = store as SimulatedStore;

@@ -18,12 +18,17 @@ import {
   type RunRecord,
   type ThreadCheckpoint,
   type ThreadRecord,
+  type ToolEffectInput,
   type ToolExecution,
+  type ToolResult,
+  type TransactionalToolEffects,
 } from '@lunation/contract';
+import { assertToolEffect, runEffectUntilAborted } from '@lunation/contract/store-utils';
 import { type MemoryBackend, MemoryStore } from '@lunation/store-memory';
-import { type CallFaults, countFault, drawCallFault, type FaultCounts } from './faults.js';
+import { type CallFaults, countFault, drawCallFault, type FaultCounts, FaultSchedule } from './faults.js';
 import { type Scheduler, type SimulatedProcess, unavailableError } from './scheduler.js';
 import type { SeededRandom } from './seeded-random.js';
+import { SimulatedDatabase, SimulatedTransaction } from './simulated-database.js';
 
 /** Faults of a {@link SimulatedStore}: those of every call, plus refusals a real store can give. */
 export interface StoreFaults extends CallFaults {
@@ -45,18 +50,26 @@ export interface SimulatedStoreOptions {
   faults?: StoreFaults;
   /** Fault counts to add to (shared by siblings). @default a new record */
   faultCounts?: FaultCounts;
+  /** The world's fault schedule: each fault drawn is injected only if it allows it. @default every fault */
+  schedule?: FaultSchedule;
+  /** Another SimulatedStore's `database` (where transactional tool effects write), to share it. */
+  database?: SimulatedDatabase;
 }
 
 /**
  * A store for simulations: `MemoryStore` semantics on the world's virtual clock (the database's clock), where
  * every call is an operation the scheduler completes later, in the order the seed decides, with injectable
- * faults. Without faults it passes the store kit.
+ * faults. Its transactional tool effects (`completeToolExecutionWithEffect`) write rows into `database` (a
+ * {@link SimulatedTransaction}), committed with the call's ledger completion in the same operation. Without
+ * faults it passes the store kit, transactional effects included.
  */
-export class SimulatedStore implements LunationStore {
+export class SimulatedStore implements LunationStore, TransactionalToolEffects {
   readonly specificationVersion = 'v1' as const;
   readonly kind = 'simulated';
   /** The data; pass it to another SimulatedStore to share it. */
   readonly backend: MemoryBackend;
+  /** The store's own database table, where transactional tool effects land. */
+  readonly database: SimulatedDatabase;
   /** The faults injected so far, by kind (shared with siblings made by `forProcess`). */
   readonly faultCounts: FaultCounts;
   /** The scheduler that completes this store's calls. */
@@ -65,6 +78,7 @@ export class SimulatedStore implements LunationStore {
   private readonly inner: MemoryStore;
   private readonly faults: StoreFaults;
   private readonly random: SeededRandom;
+  private readonly schedule: FaultSchedule;
   private closed = false;
 
   constructor(options: SimulatedStoreOptions) {
@@ -76,9 +90,11 @@ export class SimulatedStore implements LunationStore {
       now: () => world.clock.now(),
     });
     this.backend = this.inner.backend;
+    this.database = options.database ?? new SimulatedDatabase();
     this.faults = options.faults ?? {};
     this.faultCounts = options.faultCounts ?? {};
     this.random = options.scheduler.stream('store-faults');
+    this.schedule = options.schedule ?? new FaultSchedule();
   }
 
   /** The same data, seen by another process (its calls are its own: they vanish when it crashes). */
@@ -89,6 +105,8 @@ export class SimulatedStore implements LunationStore {
       backend: this.backend,
       faults,
       faultCounts: this.faultCounts,
+      schedule: this.schedule,
+      database: this.database,
     });
   }
 
@@ -156,6 +174,47 @@ export class SimulatedStore implements LunationStore {
     );
   }
 
+  completeToolExecutionWithEffect(
+    input: ToolEffectInput,
+    effect: (transaction: unknown) => Promise<ToolResult>,
+  ): Promise<ToolExecution> {
+    try {
+      assertToolEffect(input, effect);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { runId, toolCallId, leaseToken, signal } = input;
+    return this.call(`completeToolExecutionWithEffect ${runId}/${toolCallId}`, true, async () => {
+      const existing = await this.inner.getToolExecution(runId, toolCallId);
+      if (existing === undefined) {
+        throw new LunationError(
+          'not-found',
+          `Tool call "${toolCallId}" of run "${runId}" was never begun; call beginToolExecution first`,
+          { details: { runId, toolCallId } },
+        );
+      }
+      if (existing.status === 'completed') return existing;
+      const transaction = new SimulatedTransaction(runId, toolCallId);
+      let result: ToolResult;
+      try {
+        result = await runEffectUntilAborted(() => effect(transaction), signal);
+      } catch (error) {
+        transaction.close(); // rolled back
+        throw error;
+      }
+      const rows = transaction.close();
+      // Checks the lease and records the completion; a refusal rolls the rows back with it.
+      const entry = await this.inner.completeToolExecution({
+        runId,
+        toolCallId,
+        result,
+        ...(leaseToken === undefined ? {} : { leaseToken }),
+      });
+      this.database.apply(rows);
+      return entry;
+    });
+  }
+
   getToolExecution(runId: string, toolCallId: string): Promise<ToolExecution | undefined> {
     return this.call(`getToolExecution ${runId}/${toolCallId}`, false, () =>
       this.inner.getToolExecution(runId, toolCallId),
@@ -197,8 +256,7 @@ export class SimulatedStore implements LunationStore {
   /** A refusal (thread-busy / store-conflict) drawn for a commit or lease call, or undefined. */
   private refusal(threadId: string, kinds: readonly ('busy' | 'conflict')[]): LunationError | undefined {
     for (const kind of kinds) {
-      if (!this.random.chance(this.faults[kind] ?? 0)) continue;
-      countFault(this.faultCounts, kind);
+      if (!this.random.chance(this.faults[kind] ?? 0) || !this.inject(kind)) continue;
       return kind === 'busy'
         ? new LunationError(
             'thread-busy',
@@ -214,6 +272,13 @@ export class SimulatedStore implements LunationStore {
           );
     }
     return undefined;
+  }
+
+  /** Puts a drawn fault to the schedule; counts it when injected. */
+  private inject(kind: string): boolean {
+    if (!this.schedule.allows(`store.${kind}`)) return false;
+    countFault(this.faultCounts, kind);
+    return true;
   }
 
   private call<T>(
@@ -234,9 +299,10 @@ export class SimulatedStore implements LunationStore {
       );
     }
     const name = `store.${label}`;
-    const { fault, delayMs } = drawCallFault(this.random, this.faults, write);
-    if (delayMs > 0) countFault(this.faultCounts, 'late');
-    if (refusal === undefined && fault !== 'none') countFault(this.faultCounts, fault);
+    const { fault, delayMs } = drawCallFault(this.random, this.faults, write, (kind) =>
+      // A refused call is refused whatever else was drawn for it: those faults are not injected.
+      kind === 'late' || refusal === undefined ? this.inject(kind) : false,
+    );
     return this.scheduler.operation(
       this.owner,
       name,

@@ -37,6 +37,8 @@ export class Checkpointer {
   private readonly createdAt: number;
   /** Ledger entries to write with the next commit (undefined: none). */
   private riding: ToolExecution[] | undefined;
+  /** The ending of a superseded run whose C0 has not reached the store yet (it failed). */
+  private superseding: RunRecord | undefined;
 
   constructor(private readonly scope: RunScope) {
     const { previous, history } = scope.options;
@@ -198,12 +200,24 @@ export class Checkpointer {
       openTickets: [],
       updatedAt: Date.now(),
     };
-    return this.write('C0', { record: ended, own: false });
+    this.superseding = ended;
+    return this.write('C0', { record: ended, own: false }).then(() => {
+      this.superseding = undefined;
+    });
   }
 
-  /** The run's last commit: whatever is not in the store yet and the run record with its final status. */
-  commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
-    return this.write('run-end', this.ownRun(status, termination, 'always'));
+  /**
+   * The run's last commit: whatever is not in the store yet and the run record with its final status. When the
+   * superseding C0 failed, it is committed first: its answers never reach the store without the superseded run's
+   * ending (that run would stay `waiting` behind this one, where no decision can reach it).
+   */
+  async commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
+    const superseding = this.superseding;
+    if (superseding !== undefined) {
+      await this.write('C0', { record: superseding, own: false });
+      this.superseding = undefined;
+    }
+    await this.write('run-end', this.ownRun(status, termination, 'always'));
   }
 
   /**

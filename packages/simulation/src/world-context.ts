@@ -1,0 +1,18 @@
+import type { Scheduler } from './scheduler.js';
+import type { SimulatedDispatcher } from './simulated-dispatcher.js';
+import type { SimulatedStore } from './simulated-store.js';
+import type { UserJournal } from './world-journal.js';
+import type { WorldLedger } from './world-ledger.js';
+
+/** What the actors of the runtime world share: the simulated parts, the world's own records, what went wrong. */
+export interface WorldContext {
+  scheduler: Scheduler;
+  store: SimulatedStore;
+  dispatcher: SimulatedDispatcher;
+  ledger: WorldLedger;
+  journal: UserJournal;
+  /** Invariant violations found so far (the first one first). */
+  violations: string[];
+  /** Things worth a look that break no invariant. */
+  findings: Set<string>;
+}

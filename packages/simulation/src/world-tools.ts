@@ -1,0 +1,135 @@
+import type { InterruptPolicy } from '@lunation/contract';
+import { defineTool, type ToolContext } from '@lunation/runtime';
+import { z } from 'zod';
+import type { SimulatedProcess } from './scheduler.js';
+import type { SimulatedTransaction } from './simulated-database.js';
+import type { WorldContext } from './world-context.js';
+
+/**
+ * The tools of the runtime world, one of each kind the runtime treats differently: `charge` (re-run after a
+ * crash, the default), `refund` (gated: the permission plugin asks a person first), `notify` (interrupt policy
+ * `fail`: at most once), `invoice` (interrupt policy `ask`: a person decides), `book` (a transactional effect:
+ * a row in the store's own database, committed with the call's completion).
+ */
+export const worldToolNames = ['charge', 'refund', 'notify', 'invoice', 'book'] as const;
+export type WorldToolName = (typeof worldToolNames)[number];
+
+/** The permission rules of the world's agent: `refund` waits for an approval. */
+export const worldPermissionRules = [{ tool: 'refund', decision: 'ask' as const }];
+
+const policies: Record<WorldToolName, InterruptPolicy> = {
+  charge: 'rerun',
+  refund: 'rerun',
+  notify: 'fail',
+  invoice: 'ask',
+  book: 'rerun',
+};
+
+/** The world's tools for one worker process: each real effect is an operation of that process. */
+export function worldTools(world: WorldContext, process: SimulatedProcess) {
+  const effect = (name: WorldToolName, context: ToolContext) =>
+    world.scheduler.operation(process, `tool.${name} ${context.identity.runId}`, () =>
+      recordEffect(world, process, name, context),
+    );
+  const simple = (name: Exclude<WorldToolName, 'book'>) =>
+    defineTool({
+      name,
+      description: `${name}: a real effect the world counts`,
+      input: z.object({ amount: z.number() }),
+      interruptPolicy: policies[name],
+      execute: async ({ amount }, context) => {
+        await effect(name, context);
+        return { [name]: amount };
+      },
+    });
+  const book = defineTool({
+    name: 'book',
+    description: 'Books a slot: a row written in the store’s own database with the call’s completion',
+    input: z.object({ amount: z.number() }),
+    execute: async ({ amount }, context) =>
+      context.transaction(async (transaction) => {
+        checkEffect(world, process, 'book', context);
+        (transaction as SimulatedTransaction).insert(context.idempotencyKey);
+        return { booked: amount };
+      }),
+  });
+  return [simple('charge'), simple('refund'), simple('notify'), simple('invoice'), book];
+}
+
+/** Checks an effect about to happen against the store and the user's journal, then counts it. */
+function recordEffect(
+  world: WorldContext,
+  process: SimulatedProcess,
+  name: WorldToolName,
+  context: ToolContext,
+): void {
+  checkEffect(world, process, name, context);
+  world.ledger.record({
+    key: context.idempotencyKey,
+    process: process.name,
+    label: `${name} ${context.identity.runId}${context.rerun ? ' (rerun)' : ''}`,
+    at: world.scheduler.elapsed(),
+  });
+}
+
+/**
+ * The invariants of one effect, checked as it happens: never after its result was recorded; again only when
+ * re-run (`rerun`); a `fail` call at most once; an `ask` call again only after a person chose `rerun`; a gated
+ * call only with the user's approving decision for its ticket, sent before its run was cancelled, superseded or
+ * deleted; nothing of a deleted thread's runs after the delete.
+ */
+function checkEffect(
+  world: WorldContext,
+  process: SimulatedProcess,
+  name: WorldToolName,
+  context: ToolContext,
+): void {
+  const { journal, ledger, store, violations } = world;
+  const { runId } = context.identity;
+  const key = context.idempotencyKey;
+  const who = `${process.name}: ${name} ${key}`;
+  const recorded = [...(store.backend.ledger.get(runId)?.values() ?? [])].find(
+    (slot) => slot.entry.idempotencyKey === key,
+  );
+  if (recorded?.entry.status === 'completed') violations.push(`${who} ran after its result was recorded`);
+  const before = ledger.count(key);
+  if (before > 0 && !context.rerun) violations.push(`${who} ran again without rerun`);
+  if (name === 'notify' && before > 0) violations.push(`${who} (interrupt policy fail) ran twice`);
+  if (name === 'invoice' && before > 0) {
+    const reruns = [...journal.intents.values()].filter(
+      (intent) =>
+        intent.choice === 'rerun' &&
+        intent.action === 'resume' &&
+        (intent.ticket.parameters as { idempotencyKey?: string } | undefined)?.idempotencyKey === key,
+    ).length;
+    if (before > reruns)
+      violations.push(`${who} (interrupt policy ask) ran ${before + 1} times after ${reruns} rerun choices`);
+  }
+  if (name === 'refund') {
+    const intent = journal.intentFor(runId, [context.toolCallId, context.callId]);
+    const closedAt = journal.closedAt(runId);
+    if (intent === undefined) violations.push(`${who} (gated) ran without a decision for its ticket`);
+    else if (intent.action !== 'resume') violations.push(`${who} (gated) ran after it was denied`);
+    else if (closedAt !== undefined && intent.firstSentAt > closedAt) {
+      const displaced = journal.displacedCancels.get(runId);
+      if (displaced === undefined) {
+        violations.push(`${who} (gated) ran on an approval sent after its run was cancelled or superseded`);
+      } else {
+        // Known, not fixed yet (docs/simulation.md, "What it found"): the cancel's request was replaced.
+        world.findings.add(
+          `known defect: run ${runId} went on after its cancel said cancelled (a later cancel of ${displaced.by} replaced its request); its gated call ran on a later approval`,
+        );
+      }
+    }
+  }
+  if (journal.deleted(runId, world.scheduler.elapsed()))
+    violations.push(`${who} ran after its thread was deleted`);
+}
+
+/** The model's plan for a run: the tools named in its input (`<run id>: charge refund …`). */
+export function planOf(text: string): WorldToolName[] {
+  const [, list = ''] = text.split(': ');
+  return list
+    .split(' ')
+    .filter((name): name is WorldToolName => (worldToolNames as readonly string[]).includes(name));
+}
