@@ -17,7 +17,6 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { GEN_AI, LUNATION } from './attribute-names.js';
-import { genAIMessages } from './message-content.js';
 import { type CheckpointRecording, errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
 import { fromTraceCarrier } from './trace-carrier.js';
 
@@ -78,22 +77,16 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
 
   runStarted(fact: RunStartFact): RunInstrumentation {
     const { identity } = fact;
+    // Only what a sampler may decide on (the operation, provider, agent and model): the SDK validates and copies
+    // what `startSpan` gets twice, and a run its sampler drops needs nothing else. The run's other attributes come
+    // with its end (`RunTracer.runEnded`), when an exporter first sees the span.
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'invoke_agent',
       [GEN_AI.providerName]: fact.provider,
       [GEN_AI.agentId]: identity.agentId,
       [GEN_AI.agentName]: identity.agentId,
-      [GEN_AI.conversationId]: identity.threadId,
       [GEN_AI.requestModel]: fact.model,
-      [LUNATION.runId]: identity.runId,
-      [LUNATION.runOrigin]: identity.origin,
-      [LUNATION.resumed]: fact.resumed,
     };
-    if (fact.description !== undefined) attributes[GEN_AI.agentDescription] = fact.description;
-    if (identity.parentRunId !== undefined) attributes[LUNATION.parentRunId] = identity.parentRunId;
-    if (this.settings.captureMessageContent && fact.input.length > 0) {
-      attributes[GEN_AI.inputMessages] = genAIMessages(fact.input);
-    }
     let links: Link[] | undefined;
     const suspended = fact.suspendedBy === undefined ? undefined : fromTraceCarrier(fact.suspendedBy);
     if (suspended !== undefined)
@@ -106,13 +99,13 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
         : { kind: SpanKind.INTERNAL, attributes, links },
       parent,
     );
-    if (fact.lease !== undefined) {
+    if (fact.lease !== undefined && span.isRecording()) {
       span.addEvent(LUNATION.leaseAcquireEvent, {
         [LUNATION.leaseToken]: fact.lease.token,
         [LUNATION.leaseTakeover]: fact.lease.takeover,
       });
     }
-    return new RunTracer(span, parent, identity.threadId, identity.runId, this.settings);
+    return new RunTracer(span, parent, fact, this.settings);
   }
 
   leaseRejected(fact: LeaseRejectionFact): void {

@@ -10,6 +10,7 @@ import {
   type ResumeDecision,
   type RunEndFact,
   type RunInstrumentation,
+  type RunStartFact,
   type SuspensionTicket,
   type ToolCallFact,
   type ToolCallOutcome,
@@ -69,16 +70,21 @@ export class RunTracer implements RunInstrumentation {
   private checkpointCount = 0;
   private checkpointMs = 0;
 
+  readonly threadId: string;
+  readonly runId: string;
+
   constructor(
     readonly span: Span,
     parent: Context,
-    readonly threadId: string,
-    readonly runId: string,
+    /** What the run started with: its attributes besides the sampler's are set when it ends. */
+    private readonly start: RunStartFact,
     private readonly settings: RunTraceSettings,
   ) {
+    this.threadId = start.identity.threadId;
+    this.runId = start.identity.runId;
     this.context = trace.setSpan(parent, span);
     this.recording = span.isRecording();
-    settings.runs.set(runId, this);
+    settings.runs.set(this.runId, this);
   }
 
   /** The live span of one of this run's tool calls. */
@@ -236,13 +242,22 @@ export class RunTracer implements RunInstrumentation {
     if (this.settings.runs.get(this.runId) === this) this.settings.runs.delete(this.runId);
     if (!span.isRecording()) return; // not sampled: nothing to add
     const { termination, usage } = fact;
+    const { identity } = this.start;
     const attributes: Attributes = {
+      [GEN_AI.conversationId]: identity.threadId,
+      [LUNATION.runId]: identity.runId,
+      [LUNATION.runOrigin]: identity.origin,
+      [LUNATION.resumed]: this.start.resumed,
       [LUNATION.status]: fact.status,
       [LUNATION.termination]: termination.type,
       [LUNATION.steps]: fact.steps,
       [GEN_AI.usageInputTokens]: usage.inputTokens,
       [GEN_AI.usageOutputTokens]: usage.outputTokens,
     };
+    if (this.start.description !== undefined) attributes[GEN_AI.agentDescription] = this.start.description;
+    if (identity.parentRunId !== undefined) attributes[LUNATION.parentRunId] = identity.parentRunId;
+    if (this.settings.captureMessageContent && this.start.input.length > 0)
+      attributes[GEN_AI.inputMessages] = genAIMessages(this.start.input);
     if (this.checkpointCount > 0) {
       attributes[LUNATION.checkpoints] = this.checkpointCount;
       attributes[LUNATION.checkpointsDuration] = this.checkpointMs;
