@@ -21,6 +21,8 @@ export interface HarnessOptions {
   storeInstance?: LunationStore;
   /** Lunation only: the runtime's instrumentation (the tracing-overhead command's OpenTelemetry tracing). */
   instrumentation?: Instrumentation;
+  /** Lunation only: the runtime's thread lease (longer under valgrind, where a run can outlive the default). */
+  leaseTtlMs?: number;
 }
 
 /** One framework set up for one variant of the tool-loop workload. */

@@ -292,7 +292,8 @@ async function main(): Promise<void> {
       }
       const inProcess = inProcessRun(id);
       const runInfo = inProcess ? info() : await childInfo(environment);
-      const tasks = allTasks(environment.frameworks).filter(
+      // Traced W1 only in the workspace run: the Node 24 install has neither @lunation/otel nor the SDK.
+      const tasks = allTasks(environment.frameworks, { traced: id === 'node20' }).filter(
         (task) => filters.length === 0 || filters.some((filter) => taskId(task).includes(filter)),
       );
       const title = runTitle(id, runInfo.node);

@@ -4,7 +4,14 @@ import type { MemorySample, Stats, Timing } from './measure.js';
 import type { PostgresStoreKind } from './postgres.js';
 
 export type Task =
-  | { kind: 'w1'; framework: FrameworkId; mode: Mode; store: StoreKind }
+  | {
+      kind: 'w1';
+      framework: FrameworkId;
+      mode: Mode;
+      store: StoreKind;
+      /** Lunation only: every run traced by `@lunation/otel` on a real SDK tracer (src/tracing/sdk-tracing.ts). */
+      traced?: boolean;
+    }
   | { kind: 'w1-redis-round-trips' }
   | { kind: 'w1-postgres-round-trips' }
   | { kind: 'w2'; framework: FrameworkId; mode: Mode; store?: StoreKind }
@@ -15,7 +22,7 @@ export type W3Store = 'sqlite' | 'redis' | PostgresStoreKind;
 export function taskId(task: Task): string {
   switch (task.kind) {
     case 'w1':
-      return `w1:${task.framework}:${task.mode}:${task.store}`;
+      return `w1:${task.framework}:${task.mode}:${task.store}${task.traced ? ':traced' : ''}`;
     case 'w1-redis-round-trips':
       return 'w1:lunation:redis-round-trips';
     case 'w1-postgres-round-trips':
@@ -45,6 +52,8 @@ export interface W1Result extends Outcome {
   framework: FrameworkId;
   mode: Mode;
   store: StoreKind;
+  /** Every run traced (OpenTelemetry, `@lunation/otel` on a real SDK tracer; see src/tracing/sdk-tracing.ts). */
+  traced?: boolean;
   /** By step count. */
   timings: Record<string, Timing>;
   /** Heap still used after the last run and a full GC, per run made: what the framework keeps per finished run. */

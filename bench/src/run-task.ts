@@ -33,6 +33,7 @@ export function emptyResult(
         framework: task.framework,
         mode: task.mode,
         store: task.store,
+        ...(task.traced ? { traced: true } : {}),
         timings: {},
       };
     case 'w1-redis-round-trips':
@@ -111,8 +112,11 @@ export async function runTask(task: Task, config: BenchConfig, redisUrl: string)
   }
 }
 
-/** Every task of a benchmark run with these frameworks, in order. */
-export function allTasks(frameworks: readonly FrameworkId[]): Task[] {
+/**
+ * Every task of a benchmark run with these frameworks, in order. `traced`: with W1 of Lunation traced (no store
+ * and SQLite, every run; the workspace run, whose install has `@lunation/otel` and the OpenTelemetry SDK).
+ */
+export function allTasks(frameworks: readonly FrameworkId[], options: { traced?: boolean } = {}): Task[] {
   const tasks: Task[] = [];
   const has = (framework: FrameworkId) => frameworks.includes(framework);
   const w1 = (framework: FrameworkId, modes: Array<'generate' | 'stream'>, stores: StoreKind[]) => {
@@ -121,6 +125,10 @@ export function allTasks(frameworks: readonly FrameworkId[]): Task[] {
   };
   w1('bare', ['generate', 'stream'], ['none']);
   w1('lunation', ['generate', 'stream'], ['none', 'memory', 'sqlite', 'redis', 'postgres', 'postgres-async']);
+  if (has('lunation') && options.traced) {
+    for (const store of ['none', 'sqlite'] as const)
+      tasks.push({ kind: 'w1', framework: 'lunation', mode: 'generate', store, traced: true });
+  }
   w1('ai-sdk', ['generate', 'stream'], ['none']);
   w1('langgraph', ['generate'], ['none', 'memory', 'sqlite']);
   w1('langgraph', ['stream'], ['none']);

@@ -77,6 +77,7 @@ export async function createLunation(options: HarnessOptions): Promise<Harness> 
     .agent({ id: 'a', model: 'm', tools: [addTool(script)] });
   if (store) builder.store(store);
   if (options.instrumentation) builder.instrumentation(options.instrumentation);
+  if (options.leaseTtlMs !== undefined) builder.options({ leaseTtlMs: options.leaseTtlMs });
   const runtime: AgentRuntime = builder.build();
   return {
     async run(steps) {

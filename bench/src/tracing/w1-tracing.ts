@@ -4,7 +4,7 @@
  *
  * The W1 tool loop (S = 10, non-streaming) with no store, MemoryStore and SqliteStore (file), each twice in one
  * process: without instrumentation, and with `@lunation/otel` on a real SDK tracer (`TracerProvider`, always
- * sampled, a `BatchSpanProcessor` as in production) whose exporter drops the spans. The two variants alternate in
+ * sampled, a `BatchSpanProcessor` as in production) whose exporter drops the spans (src/tracing/sdk-tracing.ts). The two variants alternate in
  * `--rounds` rounds (the order swapped every round) so drift on a shared machine hits both alike; each round
  * times a few batches of runs per variant and the figure is the median over the rounds' medians. A third variant
  * samples 10 % of the runs (what a busy production service typically keeps).
@@ -15,21 +15,13 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Instrumentation } from '@lunation/contract';
-import { openTelemetryInstrumentation } from '@lunation/otel';
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type ReadableSpan,
-  type SpanExporter,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
 import { createLunation } from '../frameworks/lunation.js';
 import type { Harness, StoreKind } from '../harness.js';
 import { benchDir, lunationFrom, packageVersion } from '../machine.js';
 import { stats, type TimingPlan, timeRuns } from '../measure.js';
 import { expectToolExecutions, Script } from '../script.js';
 import { createScratch, type Scratch } from '../workloads/scratch.js';
+import { benchTracing, spansPerRun } from './sdk-tracing.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,17 +37,6 @@ const steps = 10;
 const plan: TimingPlan = values.smoke
   ? { warmupMs: 0, warmupRuns: 2, warmupMaxMs: 10_000, reps: 2, repMs: 0, minRunsPerRep: 2 }
   : { warmupMs: 300, warmupRuns: 100, warmupMaxMs: 3000, reps: 5, repMs: 100, minRunsPerRep: 3 };
-
-/** An exporter that drops every span (counting them): what tracing costs the process, not the backend. */
-class DroppingExporter implements SpanExporter {
-  spans = 0;
-  export(spans: ReadableSpan[], resultCallback: (result: { code: number }) => void): void {
-    this.spans += spans.length;
-    resultCallback({ code: 0 });
-  }
-  async shutdown(): Promise<void> {}
-  async forceFlush(): Promise<void> {}
-}
 
 interface Variant {
   name: 'off' | 'on' | 'sampled';
@@ -113,19 +94,11 @@ async function variant(name: Variant['name'], store: StoreKind, instrumentation?
 }
 
 async function measure(store: StoreKind): Promise<TracingFigure> {
-  const exporter = new DroppingExporter();
-  const tracerProvider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter })] });
-  const sampledProvider = new TracerProvider({
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new DroppingExporter() })],
-  });
+  const every = benchTracing('every');
+  const sampledTracing = benchTracing('sampled');
   const off = await variant('off', store);
-  const on = await variant('on', store, openTelemetryInstrumentation({ tracerProvider }));
-  const sampled = await variant(
-    'sampled',
-    store,
-    openTelemetryInstrumentation({ tracerProvider: sampledProvider }),
-  );
+  const on = await variant('on', store, every.instrumentation);
+  const sampled = await variant('sampled', store, sampledTracing.instrumentation);
   const all = [off, on, sampled];
   try {
     for (let round = 0; round < rounds; round++) {
@@ -138,12 +111,12 @@ async function measure(store: StoreKind): Promise<TracingFigure> {
         current.runs += timing.totalRuns;
       }
     }
-    await tracerProvider.forceFlush();
-    if (exporter.spans === 0) throw new Error('Tracing was on but no span was exported');
+    await every.check(on.runs * spansPerRun(steps));
+    await sampledTracing.check(0);
   } finally {
     await Promise.all(all.map((current) => current.harness.close()));
     await Promise.all(all.map((current) => current.scratch.dispose()));
-    await Promise.all([tracerProvider.shutdown(), sampledProvider.shutdown()]);
+    await Promise.all([every.shutdown(), sampledTracing.shutdown()]);
   }
   const offWall = stats(off.perStepUs).median;
   const onWall = stats(on.perStepUs).median;
@@ -161,7 +134,7 @@ async function measure(store: StoreKind): Promise<TracingFigure> {
     },
     overheadPercent: ((onWall - offWall) / offWall) * 100,
     cpuOverheadPercent: ((onCpu - offCpu) / offCpu) * 100,
-    spansPerStep: exporter.spans / (on.runs * steps),
+    spansPerStep: every.exporter.spans / (on.runs * steps),
   };
 }
 

@@ -16,6 +16,11 @@ export async function runW1(
 ): Promise<{ timings: Record<string, Timing>; retainedBytesPerRun: number }> {
   const create = await FRAMEWORKS[task.framework].load();
   const script = new Script(scratch.runPrefix);
+  if (task.traced && task.framework !== 'lunation')
+    throw new Error(`${task.framework} cannot be traced here`);
+  // Imported only when asked for, so that the other tasks load neither @lunation/otel nor the SDK.
+  const traceKit = task.traced ? await import('../tracing/sdk-tracing.js') : undefined;
+  const tracing = traceKit?.benchTracing('every');
   const harness: Harness = await create({
     mode: task.mode,
     store: task.store,
@@ -23,7 +28,9 @@ export async function runW1(
     workDir: scratch.dir,
     redisUrl: scratch.redisUrl,
     redisKeyPrefix: `${scratch.prefix}:`,
+    ...(tracing ? { instrumentation: tracing.instrumentation } : {}),
   });
+  let spans = 0;
   try {
     const timings: Record<string, Timing> = {};
     fullGc();
@@ -35,12 +42,15 @@ export async function runW1(
       expectToolExecutions(script, before, timing.totalRuns, steps);
       timings[String(steps)] = timing;
       runs += timing.totalRuns;
+      if (traceKit) spans += timing.totalRuns * traceKit.spansPerRun(steps);
     }
+    await tracing?.check(spans);
     if (script.openRuns !== 0) throw new Error(`${script.openRuns} runs were never checked`);
     fullGc();
     return { timings, retainedBytesPerRun: (memory().heapUsed - heapBefore) / runs };
   } finally {
     await harness.close();
+    await tracing?.shutdown();
   }
 }
 
