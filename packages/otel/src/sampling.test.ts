@@ -52,7 +52,15 @@ describe('sampling', () => {
     const runtime = echoRuntime(openTelemetryInstrumentation({ tracerProvider }));
     await runtime.generate({ threadId: 't', input: 'say hi' });
     await tracerProvider.forceFlush();
-    // The GenAI conventions' sampling-relevant attributes (operation, provider, model) are there from the start.
+    // The GenAI conventions' sampling-relevant attributes (operation, provider, model) are there from the start;
+    // a run's span also names its agent. The rest comes with the span's end (the SDK validates it once).
+    expect(seen.get('invoke_agent a')).toEqual({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'scripted',
+      'gen_ai.agent.id': 'a',
+      'gen_ai.agent.name': 'a',
+      'gen_ai.request.model': 'scripted',
+    });
     expect(seen.get('chat scripted')).toEqual({
       'gen_ai.operation.name': 'chat',
       'gen_ai.provider.name': 'scripted',
@@ -61,6 +69,16 @@ describe('sampling', () => {
     expect(seen.get('execute_tool echo')).toEqual({
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'echo',
+    });
+    const run = exporter.getFinishedSpans().find((span) => span.name === 'invoke_agent a');
+    expect(run?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': 'a',
+      'gen_ai.conversation.id': 't',
+      'lunation.run.id': expect.any(String),
+      'lunation.run.origin': expect.any(String),
+      'lunation.run.resumed': false,
+      'lunation.run.status': 'done',
     });
     const tool = exporter.getFinishedSpans().find((span) => span.name === 'execute_tool echo');
     expect(tool?.attributes).toMatchObject({
