@@ -12,8 +12,16 @@ describe('the traced W1 tasks', () => {
     ]);
     // Every untraced task is still there, under the same id.
     expect(traced.filter((id) => !id.endsWith(':traced'))).toEqual(allTasks(['lunation']).map(taskId));
-    expect(allTasks(['lunation']).map(taskId).filter((id) => id.includes('traced'))).toEqual([]);
-    expect(allTasks(['bare'], { traced: true }).map(taskId).filter((id) => id.includes('traced'))).toEqual([]);
+    expect(
+      allTasks(['lunation'])
+        .map(taskId)
+        .filter((id) => id.includes('traced')),
+    ).toEqual([]);
+    expect(
+      allTasks(['bare'], { traced: true })
+        .map(taskId)
+        .filter((id) => id.includes('traced')),
+    ).toEqual([]);
   });
 
   it('expect the spans of a W1 run: invoke_agent, a chat per step, an execute_tool per tool step', () => {
