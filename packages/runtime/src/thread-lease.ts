@@ -85,6 +85,25 @@ export class ThreadLeases implements LeaseCheck {
     return lease?.token === token && performance.now() - lease.confirmedAt < this.freshForMs;
   }
 
+  /**
+   * True once the lease `token` of `threadId` is provably still this process's: fresh already, or renewed now —
+   * a renewal the store accepts means no later token was issued, so nothing read under this one went stale.
+   * False when the store refuses the renewal (another process took the thread) or it came back too late.
+   */
+  async confirm(threadId: string, token: number): Promise<boolean> {
+    if (this.fresh(threadId, token)) return true;
+    const lease = this.held.get(threadId);
+    if (lease?.token !== token) return false;
+    const sentAt = performance.now();
+    try {
+      await this.persistence.renewLease(threadId, token, this.ttlMs);
+    } catch {
+      return false;
+    }
+    if (sentAt > lease.confirmedAt) lease.confirmedAt = sentAt;
+    return this.fresh(threadId, token);
+  }
+
   /** How long after its confirmation a lease counts as held: its time to live less a quarter of it. */
   private get freshForMs(): number {
     return this.ttlMs * 0.75;

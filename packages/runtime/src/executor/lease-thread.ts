@@ -19,8 +19,9 @@ export async function leaseThread<T extends Opening>(core: ExecutorCore, opening
  *
  * The thread was read under the lease taken first. A new token would cover that read even if this process
  * stalled past the lease meanwhile and another one took the thread, committed and let it go: so the lease must
- * still be provably this process's (fresh on its own clock) when it is taken again, or the opening fails with
- * `lease-lost` and the caller opens it again from a new read.
+ * still be provably this process's when it is taken again (fresh on its own clock, or renewed now: the store
+ * accepts a renewal only while no later token was issued), or the opening fails with `lease-lost` and the caller
+ * opens it again from a new read.
  */
 export async function leaseAsContinued<T extends Opening>(core: ExecutorCore, opening: T): Promise<T> {
   const { leases } = core;
@@ -28,7 +29,7 @@ export async function leaseAsContinued<T extends Opening>(core: ExecutorCore, op
   if (!leases || opening.leaseToken === undefined || !previous) return opening;
   if (previous.identity.runId === opening.run.identity.runId) return opening;
   const { threadId } = opening.run.identity;
-  if (!leases.fresh(threadId, opening.leaseToken)) {
+  if (!(await leases.confirm(threadId, opening.leaseToken))) {
     throw new LunationError(
       'lease-lost',
       `The lease of thread "${threadId}" lapsed while it was being read (a stalled process): open the run again`,
