@@ -39,8 +39,6 @@ export interface Persistence {
     metadata?: Record<string, unknown>,
   ): Promise<void>;
   commit(commit: CheckpointCommit): Promise<number>;
-  /** {@link commit} at once, without a promise, where the threads are this process's memory (no store). */
-  commitNow?(commit: CheckpointCommit): number;
   beginTool(input: BeginToolExecutionInput): Promise<ToolExecution | undefined>;
   completeTool(input: {
     runId: string;
@@ -257,11 +255,6 @@ export class InProcessPersistence implements Persistence {
   }
 
   async commit(commit: CheckpointCommit): Promise<number> {
-    return this.commitNow(commit);
-  }
-
-  /** {@link commit} without a promise: a run's checkpoints here cost it no asynchronous step. */
-  commitNow(commit: CheckpointCommit): number {
     const thread = this.use(commit.threadId);
     if (!thread) throw new LunationError('not-found', `Thread "${commit.threadId}" does not exist`);
     if (thread.messages.length !== commit.expectedMessageCount) {

@@ -242,62 +242,34 @@ export class Checkpointer {
   /**
    * One atomic commit of everything not yet in the store: the messages added since the last commit, ledger
    * entries riding along, the thread state when it changed, and the run's part (a record, or the run's id).
-   * Into this process's memory (no store, no observer) it is made at once, without a promise of its own.
    */
-  private write(kind: CheckpointKind, run: RunPart): Promise<void> {
-    const { persistence, instrumentation } = this.scope.options;
-    if (!persistence.commitNow || instrumentation) return this.writeAsync(kind, run);
-    // This process's memory keeps no ledger: no entries ride here to be kept for a next commit on failure.
-    const threadRevision = this.scope.state.threadRevision;
-    try {
-      this.assertLeaseHeld();
-      this.committedCount = persistence.commitNow(this.nextCommit(run));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.written(run, threadRevision);
-    return DONE;
-  }
-
-  private async writeAsync(kind: CheckpointKind, run: RunPart): Promise<void> {
+  private async write(kind: CheckpointKind, run: RunPart): Promise<void> {
     this.assertLeaseHeld();
     const { scope } = this;
+    const { persistence, identity, leaseToken } = scope.options;
+    const messages = scope.messages.slice(this.committedCount);
     const threadRevision = scope.state.threadRevision;
-    const commit = this.nextCommit(run);
-    const executions = commit.toolExecutions;
+    const executions = this.riding;
+    this.riding = undefined;
+    const commit: CheckpointCommit = {
+      threadId: identity.threadId,
+      expectedMessageCount: this.committedCount,
+      messages,
+    };
+    if ('record' in run) commit.run = run.record;
+    else commit.runId = run.runId;
+    if (threadRevision !== this.lastThreadRevision) commit.threadState = scope.state.exportScope('thread');
+    if (executions !== undefined) commit.toolExecutions = executions;
+    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
     const observed = scope.instrumentation?.checkpointStarted(kind);
     try {
-      this.committedCount = await scope.options.persistence.commit(commit);
+      this.committedCount = await persistence.commit(commit);
     } catch (error) {
       if (executions !== undefined) this.riding = this.riding ? executions.concat(this.riding) : executions;
       observed?.end({ ...checkpointOutcome(commit), error });
       throw error;
     }
     observed?.end(checkpointOutcome(commit));
-    this.written(run, threadRevision);
-  }
-
-  /** The next commit: what the store lacks, the ledger entries riding along (taken), and the run's part. */
-  private nextCommit(run: RunPart): CheckpointCommit {
-    const { scope } = this;
-    const { identity, leaseToken } = scope.options;
-    const commit: CheckpointCommit = {
-      threadId: identity.threadId,
-      expectedMessageCount: this.committedCount,
-      messages: scope.messages.slice(this.committedCount),
-    };
-    if ('record' in run) commit.run = run.record;
-    else commit.runId = run.runId;
-    if (scope.state.threadRevision !== this.lastThreadRevision)
-      commit.threadState = scope.state.exportScope('thread');
-    if (this.riding !== undefined) commit.toolExecutions = this.riding;
-    this.riding = undefined;
-    if (leaseToken !== undefined) commit.leaseToken = leaseToken;
-    return commit;
-  }
-
-  /** What the store has now, after a commit. */
-  private written(run: RunPart, threadRevision: number): void {
     this.lastThreadRevision = threadRevision;
     if ('record' in run && run.own) {
       this.runWritten = true;
