@@ -1,5 +1,4 @@
 import {
-  emptyUsage,
   type InstrumentedOperation,
   type Message,
   type ModelCallOutcome,
@@ -17,7 +16,7 @@ import { type Inference, infer } from './inference.js';
 import { buildRequest } from './model-request.js';
 import { RunDeadline } from './run-deadline.js';
 import { finishRun } from './run-end.js';
-import { abortReason, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
+import { abortReason, NO_USAGE, type RunLoopOptions, type RunResult, RunScope } from './run-scope.js';
 import { evaluateStopConditions, timedOut } from './stop-conditions.js';
 import { isLunationError } from './storable.js';
 import { checkOutput, type OutputSpec, resolveOutput } from './structured-output.js';
@@ -192,7 +191,7 @@ export class AgentLoop {
     scope.switchAgentIfHandedOff();
     this.inbox.drain();
     scope.progress.step++;
-    scope.stepUsage = emptyUsage();
+    scope.stepUsage = NO_USAGE;
     if (scope.listening) scope.emit({ type: 'step-start', step: scope.progress.step });
   }
 

@@ -12,7 +12,7 @@ import {
   type ToolCallPart,
   type Usage,
 } from '@lunation/contract';
-import { createId } from '../id.js';
+import { createCallId, createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
 import type { RunScope } from './run-scope.js';
 
@@ -175,11 +175,14 @@ class Answer {
   private endCall(part: StreamPart<'tool-call-end'>): void {
     if (this.startedId === part.toolCallId) this.startedId = undefined;
     else this.startedMore?.delete(part.toolCallId);
+    // Built with its `callId` (the runtime's id, see identifyCalls): a property added later costs every call an
+    // extra properties array, kept as long as the thread is.
     const call: ToolCallPart = {
       type: 'tool-call',
       toolCallId: part.toolCallId,
       toolName: part.toolName,
       arguments: part.arguments,
+      callId: createCallId(),
     };
     if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
     this.addCall(call);
@@ -238,7 +241,13 @@ class Answer {
 
   /** A call that started but never ended: kept with empty arguments. */
   private cutShort(toolCallId: string, toolName: string): ToolCallPart {
-    const call: ToolCallPart = { type: 'tool-call', toolCallId, toolName, arguments: '' };
+    const call: ToolCallPart = {
+      type: 'tool-call',
+      toolCallId,
+      toolName,
+      arguments: '',
+      callId: createCallId(),
+    };
     this.addCall(call);
     return call;
   }
@@ -254,8 +263,8 @@ const cutShortProblem =
   "The model's response was cut off before this tool call's arguments were complete, so it was not run. Call the tool again if it is still needed.";
 
 /**
- * Gives every call the runtime's own id (`callId`, unique in the thread: the ledger, idempotency keys and
- * recovery use it), so a provider may reuse its ids in later answers of a run. Within one answer the
+ * Every call has the runtime's own id (`callId`, unique in the thread: the ledger, idempotency keys and
+ * recovery use it; given as the call is built), so a provider may reuse its ids in later answers of a run. Within one answer the
  * provider's ids pair calls with results: a call whose id is empty or repeats another call of the same answer
  * gets a fresh provider-side id too (in the message, so call and result stay paired) and will not run; the
  * model is told why.
@@ -264,7 +273,6 @@ function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefin
   let rejected: Map<string, string> | undefined;
   let seen: Set<string> | undefined;
   for (const call of toolCalls) {
-    call.callId = createCallId();
     const id = call.toolCallId;
     const problem =
       typeof id !== 'string' || id === ''
@@ -285,9 +293,4 @@ function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefin
     rejected.set(replacement, problem);
   }
   return rejected;
-}
-
-/** A runtime call id: `lc_` and a unique id. */
-function createCallId(): string {
-  return `lc_${createId()}`;
 }

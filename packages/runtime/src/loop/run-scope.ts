@@ -117,6 +117,9 @@ export interface RunLoopOptions {
   instrumentation?: RunInstrumentation | undefined;
 }
 
+/** A step's usage before its first model call: shared (usage values are never changed, only summed anew). */
+export const NO_USAGE: Usage = Object.freeze(emptyUsage());
+
 /** What a run ended with. */
 export interface RunResult<Output = unknown> {
   identity: RunIdentity;
@@ -157,7 +160,7 @@ export class RunScope {
     this.ownStepUsage = usage;
     this.stepUsageUnknown = false;
   }
-  private ownStepUsage: Usage = emptyUsage();
+  private ownStepUsage: Usage = NO_USAGE;
   /** A model call of the current step reported no usage (its provider could not tell): `stepUsage` lacks it. */
   stepUsageUnknown = false;
   /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */

@@ -89,25 +89,26 @@ export interface ToolStepOutcome {
  * The policy is read only when the ledger says the call was interrupted; calls of the `rerun` policy cost no
  * extra read (their `begin` tells).
  */
-export class ToolCalls {
-  private readonly stage: ToolStage;
+export class ToolCalls implements ToolStage {
+  readonly gate: ToolGate;
   /** Made when the first call runs. */
   private runner: ToolRunner | undefined;
   /** The calls of the step in progress (until its tool message or records are written). */
   private plans: readonly CallPlan[] = NO_PLANS;
 
+  /** The tool stage's parts (`ToolStage`) are this object's own: no separate object per run. */
   constructor(
-    private readonly scope: RunScope,
-    private readonly checkpointer: Checkpointer,
+    readonly scope: RunScope,
+    readonly checkpointer: Checkpointer,
   ) {
-    this.stage = { scope, checkpointer, gate: new ToolGate(scope) };
+    this.gate = new ToolGate(scope);
   }
 
   /** The calls of a fresh step: gate, C1, run, then the results for C2. */
   async step(response: ModelResponse, rejectedCalls?: ReadonlyMap<string, string>): Promise<ToolStepOutcome> {
     const { scope } = this;
     const plans = this.plansOf(response.toolCalls, rejectedCalls);
-    const blocked = this.stage.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
+    const blocked = this.gate.hasGates ? await this.decide(plans, response) : this.validate(plans);
     this.recordOutcomes(plans, undefined);
     if (scope.durable) await this.commitOutcomes(plans, 'C1');
     announceTickets(scope, plans);
@@ -127,15 +128,15 @@ export class ToolCalls {
    * call. Undefined when the thread has no unanswered call.
    */
   async resume(): Promise<ToolStepOutcome | undefined> {
-    const { scope, stage } = this;
+    const { scope } = this;
     const calls = unansweredCalls(scope.messages);
     if (calls.length === 0) return undefined;
     const { superseded } = scope.options;
     if (superseded !== undefined) {
-      await supersede(stage, superseded);
+      await supersede(this, superseded);
       return undefined;
     }
-    const { plans, applied } = await restoreStep(stage, calls);
+    const { plans, applied } = await restoreStep(this, calls);
     this.plans = plans;
     if (scope.options.decisions.length > 0 && plans.some(isAwaitingDecision)) {
       // Decisions for some tickets only: C0 records them, and nothing runs until every ticket is decided.
@@ -199,7 +200,7 @@ export class ToolCalls {
   }
 
   private get running(): ToolRunner {
-    if (this.runner === undefined) this.runner = new ToolRunner(this.stage);
+    if (this.runner === undefined) this.runner = new ToolRunner(this);
     return this.runner;
   }
 
@@ -223,7 +224,7 @@ export class ToolCalls {
     let blocked: string | undefined;
     for (const plan of plans) {
       if (plan.status !== 'new') continue;
-      await this.stage.gate.decide(plan, response);
+      await this.gate.decide(plan, response);
       if (plan.blocked !== undefined && blocked === undefined) blocked = plan.blocked;
     }
     if (blocked !== undefined) interrupt(plans);
@@ -232,7 +233,7 @@ export class ToolCalls {
 
   /** `decide` for an agent without ToolGate hooks: validation alone, nothing to await, nothing blocks. */
   private validate(plans: CallPlan[]): undefined {
-    for (const plan of plans) if (plan.status === 'new') this.stage.gate.validate(plan);
+    for (const plan of plans) if (plan.status === 'new') this.gate.validate(plan);
     return undefined;
   }
 

@@ -274,7 +274,7 @@ export class ToolRunner {
     // A call stopped because this process lost the thread was cut off, not finished: its entry stays in flight
     // for the next holder's interrupt policy. Any other outcome is the call's result for good.
     const cutOff =
-      scope.leaseLost && (invocation.status === 'cancelled' || invocation.status === 'abandoned');
+      (invocation.status === 'cancelled' || invocation.status === 'abandoned') && scope.leaseLost;
     if (scope.durable && plan.execution && plan.result && !cutOff) {
       plan.execution = checkpointer.completion(plan.execution, plan.result);
       checkpointer.ride(plan.execution);
