@@ -98,7 +98,9 @@ describe('a process stalled between reading a thread and running it', () => {
     expect(log).toEqual(['sent 1']);
     const before = await store.getLatestRun('t');
 
-    // The stalled process goes on: it must not resume the run from its old read.
+    // The stalled process goes on (SIGCONT: its calls reach the store again): it must not resume the run from its
+    // old read.
+    stalled = false;
     resume();
     const late: unknown = await slow.catch((error: unknown) => error);
     if (late instanceof Error) {
