@@ -86,7 +86,7 @@ export class LocalDispatchOperations implements DispatchBackend {
   }
 
   async extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
-    this.state.work.extend(claim, lockMs ?? this.lockMs, Date.now());
+    this.state.work.extend(claim, lockMs, Date.now());
   }
 
   async pending(threadId: string): Promise<InboxEntry[]> {
