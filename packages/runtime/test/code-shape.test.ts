@@ -74,7 +74,9 @@ function shapesOf(file: string, text: string): Shape[] {
 }
 
 describe.each(CHECKED_DIRECTORIES)('%s', (directory) => {
-  const shapes = files(join(packages, directory)).flatMap((file) => shapesOf(file, readFileSync(file, 'utf8')));
+  const shapes = files(join(packages, directory)).flatMap((file) =>
+    shapesOf(file, readFileSync(file, 'utf8')),
+  );
 
   it(`has no class over ${MAX_CLASS_LINES} lines`, () => {
     const long = shapes.filter((shape) => shape.kind === 'class' && shape.lines > MAX_CLASS_LINES);
