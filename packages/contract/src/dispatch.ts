@@ -188,7 +188,7 @@ export interface DispatchPolicy {
 export interface ClaimOptions {
   /** Who claims, for diagnostics (e.g. a process id). */
   workerId: string;
-  /** How long the claim holds without `extend`. @default the dispatcher's own default */
+  /** How long the claim holds without `extend`, and what `extend` without `lockMs` renews. @default the dispatcher's own default */
   lockMs?: number;
   /** How long to wait for a thread when none is ready. @default 0 */
   waitMs?: number;
@@ -256,7 +256,11 @@ export interface SubmissionQueue {
 export interface WorkQueue {
   /** Claims one thread with work (oldest first), or resolves `undefined` after `waitMs` or an abort. */
   claim(options: ClaimOptions): Promise<DispatchClaim | undefined>;
-  /** Keeps the claim for `lockMs` more; `claim-lost` when it expired or was released. */
+  /**
+   * Keeps the claim for `lockMs` more; `claim-lost` when it expired or was released. Without `lockMs`, for the lock
+   * the claim was made with (its `claim` call's `lockMs`, or the dispatcher's default when that gave none), on any
+   * instance of the dispatcher: not the dispatcher's default.
+   */
   extend(claim: DispatchClaim, lockMs?: number): Promise<void>;
   /** The thread's unacknowledged submissions, in submission order. */
   pending(threadId: string): Promise<InboxEntry[]>;
@@ -308,6 +312,9 @@ export interface DispatchAdmin {
  * - Losing a claim is never a failure: only `fail` counts toward dead-lettering, however often a thread's claims
  *   are lost (a worker died or stalled past its lock).
  * - Nothing completes the claim on the worker's behalf: a lock expiry is the only way a claim ends by itself.
+ * - A claim's lock is the one it was made with (`ClaimOptions.lockMs`, else the dispatcher's default): `extend`
+ *   without `lockMs` renews that lock, on whichever instance of the dispatcher it is called; a dispatcher's
+ *   default lock applies only to a claim made without `lockMs`.
  */
 export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, CancelSignals, RunEventLog {
   /**

@@ -133,7 +133,7 @@ export class BullMQBackend implements DispatchBackend {
   }
 
   extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
-    return this.workSide().extend(claim, lockMs ?? this.context.settings.lockMs);
+    return this.workSide().extend(claim, lockMs);
   }
 
   pending(threadId: string): Promise<InboxEntry[]> {

@@ -25,7 +25,15 @@ export interface ThreadJobData {
 interface HeldClaim {
   claim: DispatchClaim;
   job: Job;
+  /** The lock the claim was made with: `extend` without `lockMs` keeps it. */
+  lockMs: number;
 }
+
+/**
+ * The job hash field holding `lockMs:token` of a claim made with a lock other than the dispatcher's default, so
+ * that another instance extending the claim without `lockMs` keeps it too.
+ */
+const claimLockField = 'lunationClaimLock';
 
 /**
  * The worker side on BullMQ: claims are BullMQ jobs fetched by hand (a Worker without a processor), their token
@@ -70,7 +78,8 @@ export class BullMQClaims {
     return undefined;
   }
 
-  extend(claim: DispatchClaim, lockMs: number): Promise<void> {
+  /** Keeps the claim for `lockMs` more; without it, for the lock the claim was made with. */
+  extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
     return this.bounded(this.extendNow(claim, lockMs), 'extend');
   }
 
@@ -95,8 +104,9 @@ export class BullMQClaims {
     }
   }
 
-  private async extendNow(claim: DispatchClaim, lockMs: number): Promise<void> {
+  private async extendNow(claim: DispatchClaim, given: number | undefined): Promise<void> {
     await this.ready;
+    const lockMs = given ?? (await this.claimLock(claim));
     const jobId = jobIdOf(claim.threadId);
     const failed = await this.worker.extendJobLocks([jobId], [claim.token], lockMs);
     if (failed.length > 0) {
@@ -163,7 +173,13 @@ export class BullMQClaims {
     // Marked by BullMQ's stalled check under an older limit (a dispatcher of an earlier version on this queue):
     // a lost claim is not a failure, so the mark is dropped and the thread claimed.
     if (job.deferredFailure) await this.context.client.hdel(this.worker.toKey(job.id as string), 'defa');
-    if (lockMs !== this.context.settings.lockMs) await job.extendLock(token, lockMs);
+    if (lockMs !== this.context.settings.lockMs) {
+      const key = this.worker.toKey(job.id as string);
+      await Promise.all([
+        job.extendLock(token, lockMs),
+        this.context.client.hset(key, claimLockField, `${lockMs}:${token}`),
+      ]);
+    }
     if (data.resourceId !== undefined) {
       const cap = this.context.policy.maxActivePerResource;
       const taken = await this.context.run(
@@ -176,13 +192,26 @@ export class BullMQClaims {
         return undefined;
       }
     }
-    this.held.set(token, { claim, job });
+    this.held.set(token, { claim, job, lockMs });
     return claim;
   }
 
   /** `promise`, failing with `store-unavailable` after `commandTimeoutMs`. */
   private bounded<T>(promise: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
     return withTimeout(promise, this.context.settings.commandTimeoutMs, what, onLate);
+  }
+
+  /** The lock `claim` was made with: held here, or as its job records it (else the dispatcher's default). */
+  private async claimLock(claim: DispatchClaim): Promise<number> {
+    const held = this.held.get(claim.token);
+    if (held !== undefined) return held.lockMs;
+    const key = this.worker.toKey(jobIdOf(claim.threadId));
+    const stored = await this.context.client.hget(key, claimLockField);
+    const separator = stored?.indexOf(':') ?? -1;
+    if (stored && separator > 0 && stored.slice(separator + 1) === claim.token) {
+      return Number(stored.slice(0, separator));
+    }
+    return this.context.settings.lockMs;
   }
 
   /** The claim's job: the one fetched here, or loaded by id for a claim made by another instance. */

@@ -11,8 +11,8 @@ import {
 import type { AgentRuntime } from '@lunation/runtime';
 import type { RunExecutor, ScanPosition } from '@lunation/runtime/executor';
 import { submitStrandedRuns } from './stranded-runs.js';
-import { errorFields, ThreadWork, type ThreadWorkFact } from './thread-work.js';
-import type { WorkerLogEntry } from './worker-log.js';
+import { ThreadWork, type ThreadWorkFact, type ThreadWorkOutcome } from './thread-work.js';
+import { errorFields, type WorkerLogEntry } from './worker-log.js';
 
 /** What {@link AgentWorker} takes. */
 export interface AgentWorkerOptions {
@@ -224,51 +224,60 @@ export class AgentWorker {
         },
         claim,
       );
-      const outcome = await work.run();
-      if (outcome.type === 'busy') {
-        await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
-        this.logClaim(claim, {
-          level: 'info',
-          event: 'claim-handed-back',
-          message: `Handed thread "${claim.threadId}" back: another process holds its lease`,
-          delayMs: outcome.retryAfterMs,
-        });
-      } else {
-        await dispatcher.complete(claim);
-        this.logClaim(claim, {
-          level: 'debug',
-          event: 'claim-completed',
-          message: `Completed the claim of thread "${claim.threadId}": its inbox is empty`,
-        });
-      }
+      await this.settle(claim, await work.run());
     } catch (error) {
-      // A claim that lapsed (a stall, a slow extend) is not the work's failure: whoever holds it now goes on.
-      if (LunationError.hasCode(error, 'claim-lost')) {
-        this.report(error);
-        return;
-      }
-      const failed = await dispatcher
-        .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
-        .catch((failure: unknown) => this.report(failure));
-      if (failed) {
-        this.logClaim(claim, {
-          level: 'error',
-          ...(failed.deadLettered
-            ? {
-                event: 'claim-dead-lettered',
-                message: `Thread "${claim.threadId}" dead-lettered after attempt ${claim.attempt}: ${errorFields(error).error}`,
-              }
-            : {
-                event: 'claim-failed',
-                message: `Work on thread "${claim.threadId}" failed (attempt ${claim.attempt}; retried): ${errorFields(error).error}`,
-                ...(failed.retryAt === undefined ? {} : { retryAt: failed.retryAt }),
-              }),
-          ...errorFields(error),
-        });
-      }
+      await this.failed(claim, error);
     } finally {
       clearInterval(keepAlive);
     }
+  }
+
+  /** Hands the claim back (the thread is held elsewhere) or completes it (its inbox is empty). */
+  private async settle(claim: DispatchClaim, outcome: ThreadWorkOutcome): Promise<void> {
+    const { dispatcher } = this.options;
+    if (outcome.type === 'busy') {
+      await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
+      this.logClaim(claim, {
+        level: 'info',
+        event: 'claim-handed-back',
+        message: `Handed thread "${claim.threadId}" back: another process holds its lease`,
+        delayMs: outcome.retryAfterMs,
+      });
+      return;
+    }
+    await dispatcher.complete(claim);
+    this.logClaim(claim, {
+      level: 'debug',
+      event: 'claim-completed',
+      message: `Completed the claim of thread "${claim.threadId}": its inbox is empty`,
+    });
+  }
+
+  /** The work failed: the claim is failed (retried or dead-lettered); a claim that lapsed is only reported. */
+  private async failed(claim: DispatchClaim, error: unknown): Promise<void> {
+    // A claim that lapsed (a stall, a slow extend) is not the work's failure: whoever holds it now goes on.
+    if (LunationError.hasCode(error, 'claim-lost')) {
+      this.report(error);
+      return;
+    }
+    const failed = await this.options.dispatcher
+      .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
+      .catch((failure: unknown) => this.report(failure));
+    if (!failed) return;
+    this.logClaim(claim, {
+      level: 'error',
+      ...(failed.deadLettered
+        ? {
+            event: 'claim-dead-lettered',
+            message: `Thread "${claim.threadId}" dead-lettered after attempt ${claim.attempt}: ${errorFields(error).error}`,
+          }
+        : {
+            event: 'claim-failed',
+            message: `Work on thread "${claim.threadId}" failed (attempt ${claim.attempt}; retried): ${errorFields(error).error}`,
+            ...(failed.retryAt === undefined ? {} : { retryAt: failed.retryAt }),
+          }),
+      ...errorFields(error),
+    });
   }
 
   private logClaim(claim: DispatchClaim, fact: ThreadWorkFact): void {

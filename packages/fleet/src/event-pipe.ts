@@ -2,7 +2,7 @@ import { type AgentEvent, LunationError, type RunEventLog } from '@lunation/cont
 
 type RunEndEvent = Extract<AgentEvent, { type: 'run-end' }>;
 
-import type { UnnumberedEvent } from './log-repair.js';
+import type { UnnumberedEvent } from './missing-events.js';
 
 /** What {@link EventPipe} takes. */
 export interface EventPipeOptions {

@@ -16,15 +16,17 @@ export class LocalEventSubscription implements AsyncIterableIterator<RunEventRec
   private waiting: Promise<IteratorResult<RunEventRecord>> | undefined;
   private wake: (() => void) | undefined;
   private readonly onAbort = () => this.close();
+  private readonly signal: AbortSignal;
 
   constructor(
     private readonly events: LocalRunEvents,
     private readonly runId: string,
-    after: number,
-    private readonly signal: AbortSignal,
+    from: { after: number; signal: AbortSignal },
     private readonly onClose: (subscription: LocalEventSubscription) => void,
   ) {
-    this.position = after;
+    this.position = from.after;
+    this.signal = from.signal;
+    const { signal } = from;
     if (!signal.aborted) signal.addEventListener('abort', this.onAbort, { once: true });
   }
 

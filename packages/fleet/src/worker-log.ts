@@ -1,3 +1,5 @@
+import { LunationError } from '@lunation/contract';
+
 /**
  * What an {@link AgentWorker} reports to its `log` hook:
  * - `claim-taken` — the worker was handed a thread's work (`attempt` counts the claim's attempts);
@@ -67,4 +69,12 @@ export interface WorkerLogEntry {
   error?: string;
   /** The error's `LunationError` code, when it has one. */
   errorCode?: string;
+}
+
+/** `error` and `errorCode` of a log entry. */
+export function errorFields(error: unknown): { error: string; errorCode?: string } {
+  return {
+    error: error instanceof Error ? error.message : String(error),
+    ...(LunationError.isInstance(error) ? { errorCode: error.code } : {}),
+  };
 }

@@ -66,7 +66,7 @@ export {
 export type { FrontendTool, RunResult } from './loop/run-scope.js';
 export { MAX_JSON_DEPTH } from './loop/storable.js';
 export type { InProcessRetention } from './persistence.js';
-export { PHASES, type Phase } from './phase.js';
+export type { Phase } from './phase.js';
 export {
   type ActionHandler,
   type AgentView,
@@ -87,12 +87,8 @@ export {
 export { backgroundTasksPlugin } from './plugins/background-tasks-plugin.js';
 export {
   evaluateInterruptPolicy,
-  type PermissionConfig,
-  type PermissionDecision,
   type PermissionRule,
-  permissionConfigSchema,
   permissionPlugin,
-  permissionRuleSchema,
 } from './plugins/permission-plugin.js';
 export { AgentRegistry, type RegistrySet, RegistrySnapshot } from './registry.js';
 export {

@@ -43,6 +43,8 @@ interface ClaimSlot {
   claim: DispatchClaim;
   slot: ThreadSlot;
   expiresAt: number;
+  /** The lock the claim was made with: `extend` without `lockMs` keeps it. */
+  lockMs: number;
   owner: object;
 }
 
@@ -159,7 +161,8 @@ export class SimulatedDispatchBackend {
       token: this.ids.id(),
       claimedAt: now,
     };
-    this.claims.set(claim.token, { claim, slot, expiresAt: now + request.lockMs, owner: request.owner });
+    const { lockMs, owner } = request;
+    this.claims.set(claim.token, { claim, slot, expiresAt: now + lockMs, lockMs, owner });
     if (slot.resourceId !== undefined) this.resource(slot.resourceId).active++;
     return claim;
   }
@@ -191,10 +194,14 @@ export class SimulatedDispatchBackend {
     return [...this.claims.values()].filter((held) => held.owner === owner).map((held) => held.claim);
   }
 
-  /** Keeps a live claim for `lockMs` more; `claim-lost` when it lapsed or was released. */
-  extend(claim: DispatchClaim, lockMs: number): void {
+  /**
+   * Keeps a live claim for `lockMs` more (without it, for the lock the claim was made with); `claim-lost` when it
+   * lapsed or was released.
+   */
+  extend(claim: DispatchClaim, lockMs: number | undefined): void {
     const now = this.clock.now();
-    this.current(claim, now).expiresAt = now + lockMs;
+    const held = this.current(claim, now);
+    held.expiresAt = now + (lockMs ?? held.lockMs);
   }
 
   /**

@@ -212,9 +212,9 @@ export class SimulatedDispatcher implements Dispatcher {
     });
   }
 
-  extend(claim: DispatchClaim, lockMs: number = this.lockMs): Promise<void> {
+  extend(claim: DispatchClaim, lockMs?: number): Promise<void> {
     return this.call(`extend ${claim.threadId}`, 'extend', () => {
-      assertInteger(lockMs, 'lockMs', 1);
+      if (lockMs !== undefined) assertInteger(lockMs, 'lockMs', 1);
       this.backend.extend(claim, lockMs);
     });
   }

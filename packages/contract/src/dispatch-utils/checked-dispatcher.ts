@@ -47,7 +47,7 @@ export interface DispatchBackend {
   submit(submission: Submission): Promise<SubmitResult>;
   /** See `WorkQueue.claim`; an aborted `signal` never gets here. */
   claim(options: CheckedClaimOptions): Promise<DispatchClaim | undefined>;
-  /** See `WorkQueue.extend`; `lockMs` undefined when the caller gave none. */
+  /** See `WorkQueue.extend`; `lockMs` undefined when the caller gave none: the claim keeps the lock it was made with. */
   extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void>;
   /** See `WorkQueue.pending`. */
   pending(threadId: string): Promise<InboxEntry[]>;

@@ -66,6 +66,16 @@ export const breakages: Record<string, Breakage> = {
       const extend = dispatcher.extend.bind(dispatcher);
       dispatcher.extend = (held) => extend(held, 24 * 3_600_000);
     }),
+  "extends a claim by the dispatcher's default lock, not the claim's own, when given no lockMs": (options) =>
+    broken(options, (dispatcher) => {
+      const extend = dispatcher.extend.bind(dispatcher);
+      dispatcher.extend = (held, lockMs) => extend(held, lockMs ?? 30_000);
+    }),
+  "extends a claim by a short default lock, not the claim's own, when given no lockMs": (options) =>
+    broken(options, (dispatcher) => {
+      const extend = dispatcher.extend.bind(dispatcher);
+      dispatcher.extend = (held, lockMs) => extend(held, lockMs ?? 500);
+    }),
   'drops the re-wake when submissions arrived during the claim': (options) =>
     broken(options, (dispatcher) => {
       const complete = dispatcher.complete.bind(dispatcher);
@@ -192,4 +202,8 @@ export const caughtBy: Record<string, string> = {
   'ignores the dedupe window it is given (keeps its default)': 'the dedupe window',
   'counts the dedupe window from the submission, not the acknowledgement': 'the dedupe window',
   'skips the first event after the id a subscription resumes from': 'an approval flow',
+  "extends a claim by the dispatcher's default lock, not the claim's own, when given no lockMs":
+    'extend without lockMs keeps the lock the claim was made with, on any instance: a short one lapses',
+  "extends a claim by a short default lock, not the claim's own, when given no lockMs":
+    'extend without lockMs keeps the lock the claim was made with, on any instance: a long one holds',
 };

@@ -114,6 +114,47 @@ export function claimSpec(context: DispatchSpecContext): void {
       expect(await dispatcher.complete(claim)).toEqual({ rewoken: true });
     });
 
+    it('extend without lockMs keeps the lock the claim was made with, on any instance: a short one lapses', {
+      timeout: 30_000,
+    }, async () => {
+      const dispatcher = await context.open();
+      const sibling = await context.openSibling(dispatcher);
+      const threadId = uniqueId('thread');
+      await dispatcher.submit(makeSubmission(threadId));
+      const claim = (await dispatcher.claim({ workerId: 'w1', lockMs: 1_000 }))!;
+      for (let round = 0; round < 6; round++) {
+        await sleep(200);
+        await (round % 2 === 0 ? dispatcher : sibling).extend(claim);
+      }
+      // Past its first lock: each extend gave it its 1,000 ms again.
+      expect(await sibling.claim({ workerId: 'w2', waitMs: 100 })).toBeUndefined();
+      // Not extended any more, it lapses 1,000 ms after the last extend, whatever the dispatcher's default lock.
+      const taken = await sibling.claim({ workerId: 'w2', waitMs: 1_000 + context.redeliveryMs + 1_000 });
+      expect(taken, 'the claim outlived the lock it was made with').toEqual(
+        expect.objectContaining({ threadId, workerId: 'w2' }),
+      );
+      await expectLunationError(dispatcher.extend(claim), 'claim-lost');
+      expect(await sibling.complete(taken!)).toEqual({ rewoken: true });
+    });
+
+    it('extend without lockMs keeps the lock the claim was made with, on any instance: a long one holds', {
+      timeout: 30_000,
+    }, async () => {
+      const dispatcher = await context.open();
+      const sibling = await context.openSibling(dispatcher);
+      const threadId = uniqueId('thread');
+      await dispatcher.submit(makeSubmission(threadId));
+      const claim = (await dispatcher.claim({ workerId: 'w1', lockMs: 60_000 }))!;
+      await dispatcher.extend(claim);
+      await sibling.extend(claim);
+      // Longer than a dispatcher's default lock would hold it (and its redelivery), far shorter than the claim's.
+      expect(
+        await sibling.claim({ workerId: 'w2', waitMs: context.redeliveryMs + 3_000 }),
+        "the claim lapsed with the dispatcher's default lock",
+      ).toBeUndefined();
+      expect(await dispatcher.complete(claim)).toEqual({ rewoken: true });
+    });
+
     it('a released claim is lost: extend, complete, fail and handBack reject with claim-lost', async () => {
       const dispatcher = await context.open();
       const threadId = uniqueId('thread');

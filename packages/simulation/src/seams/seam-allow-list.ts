@@ -80,7 +80,12 @@ export const seamAllowList: SeamCounts = {
   'packages/fleet/src/local-cancels.ts': {
     createId: 1,
   },
-  'packages/fleet/src/local-dispatcher.ts': {
+  'packages/fleet/src/local-claim-waiters.ts': {
+    'Date.now': 1,
+    clearTimeout: 2,
+    setTimeout: 1,
+  },
+  'packages/fleet/src/local-dispatch-operations.ts': {
     'Date.now': 12,
     clearTimeout: 1,
     setTimeout: 1,
@@ -90,15 +95,12 @@ export const seamAllowList: SeamCounts = {
     setTimeout: 1,
   },
   'packages/fleet/src/local-work-queue.ts': {
-    'Date.now': 1,
-    clearTimeout: 2,
     createId: 1,
-    setTimeout: 1,
   },
   'packages/fleet/src/log-repair.ts': {
     'Date.now': 1,
   },
-  'packages/fleet/src/thread-work.ts': {
+  'packages/fleet/src/missing-events.ts': {
     'Date.now': 1,
   },
   'packages/runtime/src/cut-off-runs.ts': {
