@@ -2,7 +2,7 @@ import type { InboxWorldOptions } from './inbox-world.js';
 import type { RuntimeWorldOptions } from './runtime-world.js';
 
 /** The fault profiles `pnpm simulate --faults` knows. */
-export type FaultProfile = 'none' | 'crash' | 'all';
+export type FaultProfile = 'none' | 'crash' | 'all' | 'appends';
 
 /** For each profile, the options of each world. */
 export const faultProfiles: Record<
@@ -11,7 +11,19 @@ export const faultProfiles: Record<
 > = {
   none: { inbox: {}, runtime: {} },
   crash: { inbox: { crashRate: 0.05 }, runtime: { crashRate: 0.01 } },
-  all: {
+  all: allFaults(),
+  // Every fault, and event appends that fail (2 % of them): the log must still get all the committed work.
+  appends: (() => {
+    const all = allFaults();
+    return {
+      ...all,
+      runtime: { ...all.runtime, dispatchFaults: { ...all.runtime.dispatchFaults, failedAppend: 0.02 } },
+    };
+  })(),
+};
+
+function allFaults(): { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<RuntimeWorldOptions, 'seed'> } {
+  return {
     inbox: {
       crashRate: 0.05,
       storeFaults: {
@@ -29,5 +41,5 @@ export const faultProfiles: Record<
       storeFaults: { lostWrite: 0.01, unacknowledgedWrite: 0.01, unavailable: 0.01, late: 0.02 },
       dispatchFaults: { duplicateDelivery: 0.05, lostClaim: 0.02, lostAcknowledgement: 0.02, late: 0.02 },
     },
-  },
-};
+  };
+}

@@ -57,6 +57,11 @@ export interface DispatchFaults extends CallFaults {
   lostClaim?: number;
   /** An `acknowledge` lost before it applies: the caller gets `store-unavailable`, the submissions stay. */
   lostAcknowledgement?: number;
+  /**
+   * An `appendEvents` refused with `store-unavailable` before it applies (a log's backend timing out under load).
+   * Drawn from a stream of its own, so turning it on shifts none of the seed's other faults.
+   */
+  failedAppend?: number;
 }
 
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
@@ -114,6 +119,7 @@ export class SimulatedDispatcher implements Dispatcher {
   private readonly faults: DispatchFaults;
   private readonly random: SeededRandom;
   private readonly schedule: FaultSchedule;
+  private readonly appendRandom: SeededRandom;
   private readonly watches = new Set<CancelWatcher>();
   private readonly closers = new Set<() => void>();
   private closed = false;
@@ -131,6 +137,7 @@ export class SimulatedDispatcher implements Dispatcher {
     this.faultCounts = faultCounts ?? {};
     this.random = scheduler.stream('dispatch-faults');
     this.schedule = schedule ?? new FaultSchedule();
+    this.appendRandom = scheduler.stream('dispatch-append-faults');
     // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
     // their locks run out, as an engine's would).
     this.owner.onCrash(() => {
@@ -345,12 +352,14 @@ export class SimulatedDispatcher implements Dispatcher {
     events: readonly AgentEvent[],
     options?: AppendEventsOptions,
   ): Promise<string[]> {
+    const failed = this.appendRandom.chance(this.faults.failedAppend ?? 0) && this.inject('failed-append');
     return this.call(
       `appendEvents ${runId} ${events.length} fence=${options?.fence ?? '-'}`,
       'appendEvents',
       () => {
         assertId(runId, 'runId');
         const fence = assertAppendEvents(events, options);
+        if (failed) throw unavailableError(`dispatch.appendEvents ${runId}`);
         return this.backend.appendEvents(runId, events, fence, this.policy.maxEventsPerRun);
       },
     );

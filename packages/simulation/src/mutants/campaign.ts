@@ -128,17 +128,17 @@ export class ScratchCheckout {
   }
 }
 
-/** What `pnpm simulate --until-violation` reported. */
+/** What `seek-cli.ts` reported: the first seed with a violation. */
 export interface SimulateOutcome {
   seed: number | undefined;
   seedsRun: number;
   violation: string | undefined;
 }
 
-/** The marker of the line `simulate --until-violation` ends with (JSON after it). */
+/** The marker of the line `seek-cli.ts` ends with (JSON after it). */
 export const resultMarker = '@@simulate-result ';
 
-/** Runs the simulate CLI of the checkout at `root` in a child process until the first violation. */
+/** Runs the simulator of the checkout at `root` (`seek-cli.ts`) in a child process until the first violation. */
 export function simulate(
   root: string,
   options: { world: string; faults: string; maxSeeds: number; onOutput?: (line: string) => void },
@@ -147,14 +147,13 @@ export function simulate(
     '--conditions=@lunation/source',
     '--import',
     'tsx',
-    'src/cli/simulate.ts',
+    'src/mutants/seek-cli.ts',
     '--seeds',
     String(options.maxSeeds),
     '--world',
     options.world,
     '--faults',
     options.faults,
-    '--until-violation',
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
@@ -174,8 +173,7 @@ export function simulate(
     child.on('close', (code) => {
       const line = out.split('\n').find((candidate) => candidate.startsWith(resultMarker));
       if (line === undefined) {
-        // The mutant broke the world itself (it threw, or did not load): that is a detection at seed 1 only if
-        // a seed ran; otherwise the campaign cannot say, and fails.
+        // The child did not get to run seeds (the mutant does not load, say): the campaign cannot say, and fails.
         reject(
           new LunationError(
             'internal',

@@ -168,6 +168,8 @@ export const mutations: readonly Mutation[] = [
     file: eventPipe,
     search: 'this.batch = this.batch.length === 0 ? events : events.concat(this.batch);',
     replace: '// (mutated: the failed append is dropped)',
+    faults: 'appends',
+    needs: "the runtime clock seam (on main the pipe's retry sleep is a real timer: the world's virtual time runs past it)",
   },
   {
     name: 'redelivered-claim-dead-letters',
