@@ -155,10 +155,14 @@ export class ThreadWork {
       }
       if (request.runId !== undefined) {
         // Applied by a worker that died (or lost the thread) before acknowledging it: the run's first commit holds
-        // the input, and the claim's recovery continued it if it was left running. Its log gets what it lacks.
+        // the input. A finished one's log gets what it lacks.
         const applied = await store.getRun(request.runId);
         if (applied !== undefined) {
-          if (applied.status !== 'running') await this.repairLog(applied);
+          // Found running: its first commit may have landed after the claim's recovery looked (this claim was
+          // delivered again while its holder started the run). Continue it under the lease — while the holder
+          // lives that is `thread-busy`, and the thread is handed back with the submission unacknowledged.
+          if (applied.status === 'running') await this.recover();
+          else await this.repairLog(applied);
           return;
         }
       }

@@ -1,8 +1,9 @@
 import type { InboxWorldOptions } from './inbox-world.js';
 import type { RuntimeWorldOptions } from './runtime-world.js';
+import type { DispatchFaults } from './simulated-dispatcher.js';
 
 /** The fault profiles `pnpm simulate --faults` knows. */
-export type FaultProfile = 'none' | 'crash' | 'all' | 'appends';
+export type FaultProfile = 'none' | 'crash' | 'all' | 'redelivery' | 'appends';
 
 /** For each profile, the options of each world. */
 export const faultProfiles: Record<
@@ -12,14 +13,13 @@ export const faultProfiles: Record<
   none: { inbox: {}, runtime: {} },
   crash: { inbox: { crashRate: 0.05 }, runtime: { crashRate: 0.01 } },
   all: allFaults(),
-  // Every fault, and event appends that fail (2 % of them): the log must still get all the committed work.
-  appends: (() => {
-    const all = allFaults();
-    return {
-      ...all,
-      runtime: { ...all.runtime, dispatchFaults: { ...all.runtime.dispatchFaults, failedAppend: 0.02 } },
-    };
-  })(),
+  // Every fault, plus one the mutation campaign added: claims delivered again within 50 ms (10 % of claims), so two
+  // workers are on one thread at once. Drawn from a stream of its own, so `all`'s seeds (and the regression seeds
+  // kept from them) keep their schedules.
+  redelivery: withDispatchFaults({ promptRedelivery: 0.1 }),
+  // Every fault, plus event appends that fail (2 % of appends): the log must still get all the committed work.
+  // Drawn from a stream of its own, like `redelivery`'s.
+  appends: withDispatchFaults({ failedAppend: 0.02 }),
 };
 
 function allFaults(): { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<RuntimeWorldOptions, 'seed'> } {
@@ -42,4 +42,13 @@ function allFaults(): { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<Ru
       dispatchFaults: { duplicateDelivery: 0.05, lostClaim: 0.02, lostAcknowledgement: 0.02, late: 0.02 },
     },
   };
+}
+
+/** `all`, with more dispatcher faults in the runtime world. */
+function withDispatchFaults(more: DispatchFaults): {
+  inbox: Omit<InboxWorldOptions, 'seed'>;
+  runtime: Omit<RuntimeWorldOptions, 'seed'>;
+} {
+  const all = allFaults();
+  return { ...all, runtime: { ...all.runtime, dispatchFaults: { ...all.runtime.dispatchFaults, ...more } } };
 }

@@ -62,6 +62,13 @@ export interface DispatchFaults extends CallFaults {
    * Drawn from a stream of its own, so turning it on shifts none of the seed's other faults.
    */
   failedAppend?: number;
+  /**
+   * A duplicate delivery within `promptRedeliveryMs` of the claim (default 50 ms): the thread goes to another worker
+   * while its holder is most likely still running it. Drawn from a stream of its own, like `failedAppend`.
+   */
+  promptRedelivery?: number;
+  /** @default 50 */
+  promptRedeliveryMs?: number;
 }
 
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
@@ -120,6 +127,7 @@ export class SimulatedDispatcher implements Dispatcher {
   private readonly random: SeededRandom;
   private readonly schedule: FaultSchedule;
   private readonly appendRandom: SeededRandom;
+  private readonly redeliveryRandom: SeededRandom;
   private readonly watches = new Set<CancelWatcher>();
   private readonly closers = new Set<() => void>();
   private closed = false;
@@ -138,6 +146,7 @@ export class SimulatedDispatcher implements Dispatcher {
     this.random = scheduler.stream('dispatch-faults');
     this.schedule = schedule ?? new FaultSchedule();
     this.appendRandom = scheduler.stream('dispatch-append-faults');
+    this.redeliveryRandom = scheduler.stream('dispatch-redelivery-faults');
     // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
     // their locks run out, as an engine's would).
     this.owner.onCrash(() => {
@@ -439,6 +448,16 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** With the duplicate-delivery fault, takes the claim away some time within its lock. */
   private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
+    if (this.redeliveryRandom.chance(this.faults.promptRedelivery ?? 0)) {
+      // Drawn whether or not the schedule injects it, so turning it off shifts no other draw.
+      const delayMs = this.redeliveryRandom.int(0, Math.min(lockMs - 1, this.faults.promptRedeliveryMs ?? 50));
+      if (this.inject('prompt-redelivery')) {
+        this.scheduler.world.clock.setTimeout(() => {
+          this.backend.revoke(claim.token);
+        }, delayMs);
+      }
+      return;
+    }
     if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery')) return;
     this.scheduler.world.clock.setTimeout(
       () => {

@@ -122,6 +122,31 @@ export class ScratchCheckout {
     }
   }
 
+  /**
+   * Applies `mutation` and replays one seed with `pnpm simulate --seed` (its trace and violations printed here),
+   * then restores the file. Resolves the child's exit code.
+   */
+  replay(mutation: Mutation, seed: number): Promise<number> {
+    const applied = applyMutation(this.root, mutation);
+    const args = [
+      '--conditions=@lunation/source',
+      '--import',
+      'tsx',
+      'src/cli/simulate.ts',
+      '--seed',
+      String(seed),
+    ];
+    args.push('--world', mutation.world ?? 'runtime', '--faults', mutation.faults ?? 'all');
+    return new Promise<number>((resolve, reject) => {
+      const child = spawn(process.execPath, args, {
+        cwd: join(this.root, 'packages', 'simulation'),
+        stdio: 'inherit',
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve(code ?? 1));
+    }).finally(() => applied.restore());
+  }
+
   /** Removes the copy. */
   dispose(): void {
     rmSync(this.root, { recursive: true, force: true });

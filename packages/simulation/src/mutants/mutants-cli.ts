@@ -1,4 +1,4 @@
-// `pnpm --filter @lunation/simulation mutants [--only NAME[,NAME…]] [--max-seeds N] [--out FILE] [--list]`: the
+// `pnpm --filter @lunation/simulation mutants [--only NAME[,NAME…]] [--max-seeds N] [--out FILE] [--list] [--replay SEED]`: the
 // mutation campaign. The checkout is copied to a scratch directory once; each mutation is applied there, the
 // simulator runs seeds from 1 until the first violation (at most --max-seeds), and the file is restored. Prints a
 // table and writes it (Markdown, and JSON beside it) to --out. Fails when a mutation no longer applies.
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     'max-seeds': { type: 'string', default: '5000' },
     out: { type: 'string' },
     list: { type: 'boolean', default: false },
+    replay: { type: 'string' },
   },
 });
 
@@ -25,10 +26,23 @@ checkMutations(repoRoot, mutations);
 const names = values.only?.split(',').map((name) => name.trim());
 const unknown = names?.filter((name) => !mutations.some((mutation) => mutation.name === name)) ?? [];
 if (unknown.length > 0) throw new Error(`--only: no mutation named ${unknown.join(', ')}`);
-const chosen = names === undefined ? mutations : mutations.filter((mutation) => names.includes(mutation.name));
+const chosen =
+  names === undefined ? mutations : mutations.filter((mutation) => names.includes(mutation.name));
 if (values.list) {
-  for (const mutation of chosen) console.log(`${mutation.name} (${mutation.origin}): ${mutation.description}`);
+  for (const mutation of chosen)
+    console.log(`${mutation.name} (${mutation.origin}): ${mutation.description}`);
   process.exit(0);
+}
+if (values.replay !== undefined) {
+  // Replays one seed of one mutant: `mutants --only NAME --replay SEED`.
+  if (chosen.length !== 1) throw new Error('--replay needs --only with one mutation');
+  const scratch = ScratchCheckout.create(repoRoot);
+  try {
+    process.exitCode = await scratch.replay(chosen[0]!, Number(values.replay));
+  } finally {
+    scratch.dispose();
+  }
+  process.exit();
 }
 const maxSeeds = Number(values['max-seeds']);
 if (!Number.isInteger(maxSeeds) || maxSeeds < 1) throw new Error('--max-seeds must be a positive integer');
@@ -61,6 +75,8 @@ writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify(results, nul
 console.log(`written: ${out}`);
 const undetected = results.filter((result) => result.detectedAt === undefined && result.needs === undefined);
 if (undetected.length > 0) {
-  console.log(`not detected, and not waiting on a feature: ${undetected.map((result) => result.name).join(', ')}`);
+  console.log(
+    `not detected, and not waiting on a feature: ${undetected.map((result) => result.name).join(', ')}`,
+  );
   process.exitCode = 1;
 }

@@ -60,7 +60,8 @@ export function checkMutations(root: string, mutations: readonly Mutation[]): vo
   for (const mutation of mutations) {
     if (names.has(mutation.name)) rotten.push(`${mutation.name}: the name is used twice`);
     names.add(mutation.name);
-    if (mutation.search === mutation.replace) rotten.push(`${mutation.name}: the replacement changes nothing`);
+    if (mutation.search === mutation.replace)
+      rotten.push(`${mutation.name}: the replacement changes nothing`);
     let source: string;
     try {
       source = readFileSync(join(root, mutation.file), 'utf8');

@@ -16,7 +16,8 @@ export const mutations: readonly Mutation[] = [
   // ——— The store: fences, the ledger, leases ———
   {
     name: 'commit-fence-skipped',
-    description: 'A commit carrying an older lease token than the newest issued is applied (the fence skipped).',
+    description:
+      'A commit carrying an older lease token than the newest issued is applied (the fence skipped).',
     origin: 'mutation',
     file: memoryOperations,
     search: `    this.assertFreshLease(threadId, leaseToken);
@@ -26,7 +27,8 @@ export const mutations: readonly Mutation[] = [
   },
   {
     name: 'ledger-begin-fence-skipped',
-    description: "beginToolExecution does not check the caller's lease token: a fenced-out holder records a start.",
+    description:
+      "beginToolExecution does not check the caller's lease token: a fenced-out holder records a start.",
     origin: 'mutation',
     file: memoryOperations,
     search: `    this.assertFreshLease(input.threadId, input.leaseToken);
@@ -41,6 +43,7 @@ export const mutations: readonly Mutation[] = [
     file: memoryOperations,
     search: 'if (active !== undefined && active.expiresAt > now && !mayTakeOver(active, input, now)) {',
     replace: 'if (active !== undefined && active.expiresAt > now && false) {',
+    faults: 'redelivery',
   },
   {
     name: 'same-owner-takeover-at-once',
@@ -83,7 +86,8 @@ export const mutations: readonly Mutation[] = [
   // ——— The runtime: the ledger, re-runs, endings ———
   {
     name: 'ledger-lookup-skipped',
-    description: "A restored call does not look up the ledger: a call that finished before a crash is run again.",
+    description:
+      'A restored call does not look up the ledger: a call that finished before a crash is run again.',
     origin: 'mutation',
     file: 'packages/runtime/src/loop/resume.ts',
     search: 'const entry = await checkpointer.lookup(plan.runId, call);',
@@ -91,7 +95,7 @@ export const mutations: readonly Mutation[] = [
   },
   {
     name: 'ledger-hit-ignored',
-    description: "A call whose ledger entry is completed runs again instead of taking the recorded result.",
+    description: 'A call whose ledger entry is completed runs again instead of taking the recorded result.',
     origin: 'mutation',
     file: toolRunner,
     search: `      if (entry?.status === 'completed' && entry.result) {
@@ -112,7 +116,7 @@ export const mutations: readonly Mutation[] = [
   {
     name: 'tool-start-without-lease-check',
     description:
-      "A tool starts without the last look at the lease (issue 33 item 5: a stalled holder keeps starting tools).",
+      'A tool starts without the last look at the lease (issue 33 item 5: a stalled holder keeps starting tools).',
     origin: 'reverted: issue 33 item 5',
     file: toolRunner,
     search: `    // Last look before the side effect: another process may hold the thread now if this one stalled.
@@ -123,7 +127,7 @@ export const mutations: readonly Mutation[] = [
   {
     name: 'run-end-announced-though-commit-failed',
     description:
-      "A run whose end commit failed (not fenced) announces the ending it meant, not an error: its log ends as the store never had it.",
+      'A run whose end commit failed (not fenced) announces the ending it meant, not an error: its log ends as the store never had it.',
     origin: 'mutation',
     file: 'packages/runtime/src/loop/run-end.ts',
     search: `    if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };`,
@@ -132,7 +136,8 @@ export const mutations: readonly Mutation[] = [
   // ——— The fleet: the inbox, acknowledgements, the log ———
   {
     name: 'acknowledge-before-commit',
-    description: 'A worker acknowledges a submission before it applies it (a crash in between loses the input).',
+    description:
+      'A worker acknowledges a submission before it applies it (a crash in between loses the input).',
     origin: 'mutation',
     file: threadWork,
     search: `          const held = await this.busyFrom(() => this.apply(entry));
@@ -154,7 +159,7 @@ export const mutations: readonly Mutation[] = [
   },
   {
     name: 'stranded-run-not-recovered',
-    description: "A claim does not continue the run a dead worker left running (nothing ever continues it).",
+    description: 'A claim does not continue the run a dead worker left running (nothing ever continues it).',
     origin: 'mutation',
     file: threadWork,
     search: 'const busy = await this.busyFrom(() => this.recover());',
@@ -163,13 +168,14 @@ export const mutations: readonly Mutation[] = [
   {
     name: 'failed-append-dropped',
     description:
-      "An event append that failed is not retried: its events never reach the log (issue 33 item 6: the log misses committed work).",
+      'An event append that failed is not retried: its events never reach the log (issue 33 item 6: the log misses committed work).',
     origin: 'reverted: issue 33 item 6',
     file: eventPipe,
     search: 'this.batch = this.batch.length === 0 ? events : events.concat(this.batch);',
     replace: '// (mutated: the failed append is dropped)',
     faults: 'appends',
-    needs: "the runtime clock seam (on main the pipe's retry sleep is a real timer: the world's virtual time runs past it)",
+    needs:
+      "the runtime clock seam (on main the pipe's retry sleep is a real timer: the world's virtual time runs past it)",
   },
   {
     name: 'redelivered-claim-dead-letters',
@@ -177,7 +183,8 @@ export const mutations: readonly Mutation[] = [
       'A redelivered claim whose run the previous holder finished meanwhile fails the claim (issue 33 item 4).',
     origin: 'reverted: issue 33 item 4',
     file: threadWork,
-    search: "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
+    search:
+      "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
     replace: 'const now = undefined as RunRecord | undefined;',
   },
   {
@@ -232,7 +239,7 @@ export const mutations: readonly Mutation[] = [
   {
     name: 'waiting-cancel-dropped',
     description:
-      "A cancel of a run waiting for a decision declines nothing: approving later runs the gated tool (issue 33 item 2).",
+      'A cancel of a run waiting for a decision declines nothing: approving later runs the gated tool (issue 33 item 2).',
     origin: 'reverted: issue 33 item 2',
     file: fleetClient,
     search: `      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });`,

@@ -15,13 +15,16 @@ const { values } = parseArgs({
   },
 });
 const world = values.world;
-if (world !== 'runtime' && world !== 'inbox') throw new Error(`--world must be runtime or inbox, got ${world}`);
+if (world !== 'runtime' && world !== 'inbox')
+  throw new Error(`--world must be runtime or inbox, got ${world}`);
 const profileName = values.faults as FaultProfile;
 if (!(profileName in faultProfiles))
   throw new Error(`--faults must be one of ${Object.keys(faultProfiles).join(', ')}`);
 const profile = faultProfiles[profileName];
 const run = (seed: number): Promise<WorldReport> =>
-  world === 'runtime' ? runRuntimeWorld({ seed, ...profile.runtime }) : runInboxWorld({ seed, ...profile.inbox });
+  world === 'runtime'
+    ? runRuntimeWorld({ seed, ...profile.runtime })
+    : runInboxWorld({ seed, ...profile.inbox });
 
 let first: { seed: number; violation: string } | undefined;
 let seedsRun = 0;
@@ -35,10 +38,14 @@ for (let seed = 1; seed <= Number(values.seeds); seed++) {
     first = { seed, violation: `the world threw: ${error instanceof Error ? error.message : String(error)}` };
   }
   if (first) {
-    console.log(`seed ${seed}: ${first.violation}\n  replay: pnpm simulate --seed ${seed} --world ${world} --faults ${profileName}`);
+    console.log(
+      `seed ${seed}: ${first.violation}\n  replay: pnpm simulate --seed ${seed} --world ${world} --faults ${profileName}`,
+    );
     break;
   }
 }
-console.log(`@@simulate-result ${JSON.stringify({ seed: first?.seed, seedsRun, violation: first?.violation })}`);
+console.log(
+  `@@simulate-result ${JSON.stringify({ seed: first?.seed, seedsRun, violation: first?.violation })}`,
+);
 // Workers that crashed mid-run leave the runtime's real timers behind: end here.
 process.exit(0);
