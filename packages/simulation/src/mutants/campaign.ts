@@ -29,6 +29,8 @@ export interface MutantResult {
   violation: string | undefined;
   /** What the simulator needs to reach it (from the mutation), shown when it was not detected. */
   needs: string | undefined;
+  /** What catches it in the code as it is (from the mutation), shown when it was not detected. */
+  masked: string | undefined;
   /** Real seconds the run took. */
   seconds: number;
 }
@@ -115,6 +117,7 @@ export class ScratchCheckout {
         seedsRun: found.seedsRun,
         violation: found.violation,
         needs: mutation.needs,
+        masked: mutation.masked,
         seconds: (performance.now() - started) / 1000,
       };
     } finally {
@@ -229,7 +232,7 @@ export function resultTable(results: readonly MutantResult[], maxSeeds: number):
   const rows = results.map((result) => {
     const found =
       result.detectedAt === undefined
-        ? `not detected in ${result.seedsRun}${result.needs ? ` (needs ${result.needs})` : ''}`
+        ? `not detected in ${result.seedsRun}${result.needs ? ` (needs ${result.needs})` : ''}${result.masked ? ` (masked: ${result.masked})` : ''}`
         : String(result.detectedAt);
     const violation = (result.violation ?? '—').replaceAll('|', '\\|').replaceAll('\n', ' ');
     return `| \`${result.name}\` | ${result.origin} | \`${result.file}\` | ${result.world}/${result.faults} | ${found} | ${violation.length > 160 ? `${violation.slice(0, 157)}…` : violation} |`;

@@ -57,7 +57,7 @@ try {
     results.push(result);
     console.log(
       result.detectedAt === undefined
-        ? `  not detected in ${result.seedsRun} seeds (${result.seconds.toFixed(0)} s)${result.needs ? `; needs ${result.needs}` : ''}`
+        ? `  not detected in ${result.seedsRun} seeds (${result.seconds.toFixed(0)} s)${result.needs ? `; needs ${result.needs}` : ''}${result.masked ? `; masked: ${result.masked}` : ''}`
         : `  detected at seed ${result.detectedAt} (${result.seconds.toFixed(0)} s): ${result.violation}`,
     );
   }

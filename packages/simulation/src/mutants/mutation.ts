@@ -31,6 +31,11 @@ export interface Mutation {
    * undetected result.
    */
   needs?: string;
+  /**
+   * Why the world cannot tell it from the code as it is, when another part catches what it breaks (defence in
+   * depth): recorded beside an undetected result.
+   */
+  masked?: string;
 }
 
 /** Applies `mutation` to the checkout at `root`; throws `invalid-argument` when its search text is not found once. */

@@ -71,6 +71,7 @@ export const mutations: readonly Mutation[] = [
     file: memoryOperations,
     search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
     replace: `      // (mutated: a completed entry is overwritten)`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   {
     name: 'begin-reopens-completed-entry',
@@ -82,6 +83,7 @@ export const mutations: readonly Mutation[] = [
     existing.entry.attempts += 1;`,
     replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
     existing.entry.attempts += 1;`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   // ——— The runtime: the ledger, re-runs, endings ———
   {
@@ -102,6 +104,7 @@ export const mutations: readonly Mutation[] = [
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     replace: `      if (false) {
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   {
     name: 'rerun-flag-dropped',
@@ -156,6 +159,8 @@ export const mutations: readonly Mutation[] = [
         if (applied !== undefined) {`,
     replace: `        const applied = undefined as RunRecord | undefined;
         if (applied !== undefined) {`,
+    masked:
+      "the store refuses a second run with the submission's run id (store-conflict), and the worker then continues or repairs that run",
   },
   {
     name: 'stranded-run-not-recovered',
@@ -196,6 +201,7 @@ export const mutations: readonly Mutation[] = [
     search: `          await dispatcher.extend(this.claim, this.context.claimLockMs);
           const held = await this.busyFrom(() => this.apply(entry));`,
     replace: `          const held = await this.busyFrom(() => this.apply(entry));`,
+    needs: 'a stalled worker whose claim lapsed and whose lease expired (stalls)',
   },
   {
     name: 'unstored-run-acknowledged',
