@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   lstatSync,
@@ -13,6 +13,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { LunationError } from '@lunation/contract';
 import { applyMutation, type Mutation } from './mutation.js';
+
+/** Children still running (killed by {@link ScratchCheckout.dispose}). */
+const children = new Set<ChildProcess>();
 
 /** The outcome of one mutation's run. */
 export interface MutantResult {
@@ -150,8 +153,9 @@ export class ScratchCheckout {
     }).finally(() => applied.restore());
   }
 
-  /** Removes the copy. */
+  /** Stops the simulations still running and removes the copy. */
   dispose(): void {
+    for (const child of children) child.kill();
     rmSync(this.root, { recursive: true, force: true });
   }
 }
@@ -188,6 +192,7 @@ export function simulate(
       cwd: join(root, 'packages', 'simulation'),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    children.add(child);
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -199,6 +204,7 @@ export function simulate(
     });
     child.on('error', reject);
     child.on('close', (code) => {
+      children.delete(child);
       const line = out.split('\n').find((candidate) => candidate.startsWith(resultMarker));
       if (line === undefined) {
         // The child did not get to run seeds (the mutant does not load, say): the campaign cannot say, and fails.

@@ -49,6 +49,12 @@ if (!Number.isInteger(maxSeeds) || maxSeeds < 1) throw new Error('--max-seeds mu
 
 const scratch = ScratchCheckout.create(repoRoot);
 console.log(`scratch copy: ${scratch.root}`);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    scratch.dispose();
+    process.exit(130);
+  });
+}
 const results: MutantResult[] = [];
 try {
   for (const mutation of chosen) {
