@@ -14,9 +14,13 @@ export const faultProfiles: Record<
   crash: { inbox: { crashRate: 0.05 }, runtime: { crashRate: 0.01 } },
   all: allFaults(),
   // Every fault, plus one the mutation campaign added: claims delivered again within 50 ms (10 % of claims), so two
-  // workers are on one thread at once. Drawn from a stream of its own, so `all`'s seeds (and the regression seeds
+  // workers are on one thread at once; and tools that take up to 100 ms more, so a holder is often still in its
+  // tool when the thread is delivered again. Drawn from a stream of its own, so `all`'s seeds (and the regression seeds
   // kept from them) keep their schedules.
-  redelivery: withDispatchFaults({ promptRedelivery: 0.1 }),
+  redelivery: (() => {
+    const profile = withDispatchFaults({ promptRedelivery: 0.1 });
+    return { ...profile, runtime: { ...profile.runtime, toolDelayMs: 100 } };
+  })(),
   // Every fault, plus event appends that fail (2 % of appends): the log must still get all the committed work.
   // Drawn from a stream of its own, like `redelivery`'s.
   appends: withDispatchFaults({ failedAppend: 0.02 }),

@@ -231,6 +231,17 @@ export const mutations: readonly Mutation[] = [
     }`,
     replace: `    // (mutated: the error ending is logged whatever the store has)`,
   },
+  {
+    name: 'running-run-acknowledged',
+    description:
+      'A submission whose run is found running when its claim comes again is acknowledged, its holder trusted to finish it (the fix of this campaign reverted).',
+    origin: 'reverted: ThreadWork.apply (seed 528)',
+    file: threadWork,
+    search: `          if (applied.status === 'running') await this.recover();
+          else await this.repairLog(applied);`,
+    replace: `          if (applied.status !== 'running') await this.repairLog(applied);`,
+    faults: 'redelivery',
+  },
   // ——— Cancels and decisions (they need a world that cancels and decides) ———
   {
     name: 'cancel-without-run-id',
