@@ -450,7 +450,10 @@ export class SimulatedDispatcher implements Dispatcher {
   private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
     if (this.redeliveryRandom.chance(this.faults.promptRedelivery ?? 0)) {
       // Drawn whether or not the schedule injects it, so turning it off shifts no other draw.
-      const delayMs = this.redeliveryRandom.int(0, Math.min(lockMs - 1, this.faults.promptRedeliveryMs ?? 50));
+      const delayMs = this.redeliveryRandom.int(
+        0,
+        Math.min(lockMs - 1, this.faults.promptRedeliveryMs ?? 50),
+      );
       if (this.inject('prompt-redelivery')) {
         this.scheduler.world.clock.setTimeout(() => {
           this.backend.revoke(claim.token);
