@@ -209,15 +209,13 @@ export const mutations: readonly Mutation[] = [
       'A submission whose run never reached the store (first commit and error ending both failed) is acknowledged (fix 9fe03af reverted: seeds 444, 147, 494).',
     origin: 'reverted: 9fe03af',
     file: threadWork,
-    search: `    if (stored === undefined || stored.status === 'running') {
-      throw new LunationError(
-        'lease-lost',
-        \`Run "\${runId}" could not commit its end; it goes on from the store\`,`,
-    replace: `    if (stored === undefined) return own;
-    if (stored.status === 'running') {
-      throw new LunationError(
-        'lease-lost',
-        \`Run "\${runId}" could not commit its end; it goes on from the store\`,`,
+    search: `    const stored = await this.context.store.getRun(runId);
+    if (own?.type === 'run-end' && stored?.status === own.status && stored.termination?.type === 'error')
+      return own;`,
+    replace: `    const stored = await this.context.store.getRun(runId);
+    if (stored === undefined) return own;
+    if (own?.type === 'run-end' && stored?.status === own.status && stored.termination?.type === 'error')
+      return own;`,
   },
   {
     name: 'error-ending-logged-before-commit',
