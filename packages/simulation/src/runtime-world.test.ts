@@ -67,7 +67,8 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   // commit had landed after the claim's recovery looked) and acknowledged its submission; the holder then crashed
   // and nothing ever continued the run. Fixed: a submission whose run is found running continues it under the
   // lease (the thread is handed back while its holder lives), as one found through a store-conflict does.
-  // (The mutation campaign's `running-run-acknowledged` reverts the fix: it fails at this seed.)
+  // (It failed at this seed without the fix before the world grew users, decisions and cancels; in the merged world
+  // the campaign's `running-run-acknowledged`, which reverts the fix, is not found within 1,000 seeds.)
   it('seed 616 (redelivery): a submission whose run another worker is running is not acknowledged', async () => {
     const report = await runRuntimeWorld({ seed: 616, ...faultProfiles.redelivery.runtime });
     expect(report.violations).toEqual([]);

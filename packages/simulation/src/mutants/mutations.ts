@@ -249,7 +249,6 @@ export const mutations: readonly Mutation[] = [
     file: fleetClient,
     search: 'const request = await this.dispatcher.requestCancel({ threadId, runId, reason });',
     replace: 'const request = await this.dispatcher.requestCancel({ threadId, reason });',
-    needs: 'cancels in the world',
   },
   {
     name: 'waiting-cancel-dropped',
@@ -259,7 +258,8 @@ export const mutations: readonly Mutation[] = [
     file: fleetClient,
     search: `      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });`,
     replace: `      void decisions;`,
-    needs: 'cancels and gated calls with decisions in the world',
+    masked:
+      'the named cancel request stays filed, and the decision that comes later finds it and ends the run cancelled; the run only waits longer (no invariant bounds how long a cancelled waiting run may wait)',
   },
   {
     name: 'decision-applied-twice',
@@ -268,6 +268,7 @@ export const mutations: readonly Mutation[] = [
     file: 'packages/runtime/src/decision-admission.ts',
     search: 'if (applied.has(decisionId) || recorded.has(decisionId) || decided.has(decisionId)) {',
     replace: 'if (decided.has(decisionId)) {',
-    needs: 'gated calls with repeated decisions in the world',
+    masked:
+      'a decision applied once closes its ticket: the same decision again names a ticket no longer open and is refused (unknown-ticket)',
   },
 ];
