@@ -40,14 +40,17 @@ async function applyRequest(thread: ClaimedThread, entry: InboxEntry): Promise<v
 
 /**
  * Whether the input's run is in the store already: applied by a worker that died (or lost the thread) before
- * acknowledging it. The run's first commit holds the input, and the claim's recovery continued it if it was left
- * running. Its log gets what it lacks.
+ * acknowledging it. The run's first commit holds the input; a finished run's log gets what it lacks. One found
+ * running is continued: its first commit may have landed after the claim's recovery looked (this claim was
+ * delivered again while its holder started the run) — while the holder lives that is `thread-busy`, and the
+ * thread is handed back with the submission unacknowledged.
  */
 async function appliedBefore(thread: ClaimedThread, runId: string | undefined): Promise<boolean> {
   if (runId === undefined) return false;
   const applied = await thread.context.store.getRun(runId);
   if (applied === undefined) return false;
-  if (applied.status !== 'running') await repairLog(thread, applied);
+  if (applied.status === 'running') await recoverLatestRun(thread);
+  else await repairLog(thread, applied);
   return true;
 }
 

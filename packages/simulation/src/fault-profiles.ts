@@ -1,8 +1,9 @@
 import type { InboxWorldOptions } from './inbox-world.js';
 import type { RuntimeWorldOptions } from './runtime-world.js';
+import type { DispatchFaults } from './simulated-dispatcher.js';
 
 /** The fault profiles `pnpm simulate --faults` knows. */
-export type FaultProfile = 'none' | 'crash' | 'all';
+export type FaultProfile = 'none' | 'crash' | 'all' | 'redelivery' | 'appends';
 
 /** For each profile, the options of each world. */
 export const faultProfiles: Record<
@@ -11,7 +12,22 @@ export const faultProfiles: Record<
 > = {
   none: { inbox: {}, runtime: {} },
   crash: { inbox: { crashRate: 0.05 }, runtime: { crashRate: 0.01 } },
-  all: {
+  all: allFaults(),
+  // Every fault, plus one the mutation campaign added: claims delivered again within 50 ms (10 % of claims), so two
+  // workers are on one thread at once; and tools that take up to 100 ms more, so a holder is often still in its
+  // tool when the thread is delivered again. Drawn from a stream of its own, so `all`'s seeds (and the regression seeds
+  // kept from them) keep their schedules.
+  redelivery: (() => {
+    const profile = withDispatchFaults({ promptRedelivery: 0.1 });
+    return { ...profile, runtime: { ...profile.runtime, toolDelayMs: 100 } };
+  })(),
+  // Every fault, plus event appends that fail (2 % of appends): the log must still get all the committed work.
+  // Drawn from a stream of its own, like `redelivery`'s.
+  appends: withDispatchFaults({ failedAppend: 0.02 }),
+};
+
+function allFaults(): { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<RuntimeWorldOptions, 'seed'> } {
+  return {
     inbox: {
       crashRate: 0.05,
       storeFaults: {
@@ -29,5 +45,14 @@ export const faultProfiles: Record<
       storeFaults: { lostWrite: 0.01, unacknowledgedWrite: 0.01, unavailable: 0.01, late: 0.02 },
       dispatchFaults: { duplicateDelivery: 0.05, lostClaim: 0.02, lostAcknowledgement: 0.02, late: 0.02 },
     },
-  },
-};
+  };
+}
+
+/** `all`, with more dispatcher faults in the runtime world. */
+function withDispatchFaults(more: DispatchFaults): {
+  inbox: Omit<InboxWorldOptions, 'seed'>;
+  runtime: Omit<RuntimeWorldOptions, 'seed'>;
+} {
+  const all = allFaults();
+  return { ...all, runtime: { ...all.runtime, dispatchFaults: { ...all.runtime.dispatchFaults, ...more } } };
+}

@@ -61,4 +61,16 @@ describe('defects the simulator found in the runtime and the fleet', () => {
     },
     120_000,
   );
+
+  // Seed 616 of the `redelivery` profile (claims delivered again within 50 ms, added by the mutation campaign): a
+  // claim delivered again while its holder was starting the thread's next run found the run in the store (its first
+  // commit had landed after the claim's recovery looked) and acknowledged its submission; the holder then crashed
+  // and nothing ever continued the run. Fixed: a submission whose run is found running continues it under the
+  // lease (the thread is handed back while its holder lives), as one found through a store-conflict does.
+  // (It failed at this seed without the fix before the world grew users, decisions and cancels; in the merged world
+  // the campaign's `running-run-acknowledged`, which reverts the fix, is not found within 1,000 seeds.)
+  it('seed 616 (redelivery): a submission whose run another worker is running is not acknowledged', async () => {
+    const report = await runRuntimeWorld({ seed: 616, ...faultProfiles.redelivery.runtime });
+    expect(report.violations).toEqual([]);
+  }, 120_000);
 });

@@ -27,6 +27,11 @@ export interface RuntimeWorldOptions {
   storeFaults?: StoreFaults;
   /** Faults of the dispatcher. @default none */
   dispatchFaults?: DispatchFaults;
+  /**
+   * The longest extra time a tool's effect takes, drawn per attempt (from a stream of its own): a slow tool, still
+   * running when another worker is given its thread. @default 0
+   */
+  toolDelayMs?: number;
   /** Keep the whole trace (to print it). @default false */
   keepTrace?: boolean;
   /** Give up after this many virtual ms. @default 600000 */
@@ -74,6 +79,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     journal: new UserJournal(),
     violations: [],
     findings: new Set(),
+    ...(options.toolDelayMs === undefined ? {} : { toolDelayMs: options.toolDelayMs }),
   };
   const invariants = new WorldInvariants(world);
   const threadIds = Array.from({ length: options.threads ?? 2 }, (_, index) => `thread-${index + 1}`);

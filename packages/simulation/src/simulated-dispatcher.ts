@@ -57,6 +57,18 @@ export interface DispatchFaults extends CallFaults {
   lostClaim?: number;
   /** An `acknowledge` lost before it applies: the caller gets `store-unavailable`, the submissions stay. */
   lostAcknowledgement?: number;
+  /**
+   * An `appendEvents` refused with `store-unavailable` before it applies (a log's backend timing out under load).
+   * Drawn from a stream of its own, so turning it on shifts none of the seed's other faults.
+   */
+  failedAppend?: number;
+  /**
+   * A duplicate delivery within `promptRedeliveryMs` of the claim (default 50 ms): the thread goes to another worker
+   * while its holder is most likely still running it. Drawn from a stream of its own, like `failedAppend`.
+   */
+  promptRedelivery?: number;
+  /** @default 50 */
+  promptRedeliveryMs?: number;
 }
 
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
@@ -114,6 +126,8 @@ export class SimulatedDispatcher implements Dispatcher {
   private readonly faults: DispatchFaults;
   private readonly random: SeededRandom;
   private readonly schedule: FaultSchedule;
+  private readonly appendRandom: SeededRandom;
+  private readonly redeliveryRandom: SeededRandom;
   private readonly watches = new Set<CancelWatcher>();
   private readonly closers = new Set<() => void>();
   private closed = false;
@@ -131,6 +145,8 @@ export class SimulatedDispatcher implements Dispatcher {
     this.faultCounts = faultCounts ?? {};
     this.random = scheduler.stream('dispatch-faults');
     this.schedule = schedule ?? new FaultSchedule();
+    this.appendRandom = scheduler.stream('dispatch-append-faults');
+    this.redeliveryRandom = scheduler.stream('dispatch-redelivery-faults');
     // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
     // their locks run out, as an engine's would).
     this.owner.onCrash(() => {
@@ -345,12 +361,14 @@ export class SimulatedDispatcher implements Dispatcher {
     events: readonly AgentEvent[],
     options?: AppendEventsOptions,
   ): Promise<string[]> {
+    const failed = this.appendRandom.chance(this.faults.failedAppend ?? 0) && this.inject('failed-append');
     return this.call(
       `appendEvents ${runId} ${events.length} fence=${options?.fence ?? '-'}`,
       'appendEvents',
       () => {
         assertId(runId, 'runId');
         const fence = assertAppendEvents(events, options);
+        if (failed) throw unavailableError(`dispatch.appendEvents ${runId}`);
         return this.backend.appendEvents(runId, events, fence, this.policy.maxEventsPerRun);
       },
     );
@@ -430,6 +448,19 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** With the duplicate-delivery fault, takes the claim away some time within its lock. */
   private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
+    if (this.redeliveryRandom.chance(this.faults.promptRedelivery ?? 0)) {
+      // Drawn whether or not the schedule injects it, so turning it off shifts no other draw.
+      const delayMs = this.redeliveryRandom.int(
+        0,
+        Math.min(lockMs - 1, this.faults.promptRedeliveryMs ?? 50),
+      );
+      if (this.inject('prompt-redelivery')) {
+        this.scheduler.world.clock.setTimeout(() => {
+          this.backend.revoke(claim.token);
+        }, delayMs);
+      }
+      return;
+    }
     if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery')) return;
     this.scheduler.world.clock.setTimeout(
       () => {

@@ -15,4 +15,6 @@ export interface WorldContext {
   violations: string[];
   /** Things worth a look that break no invariant. */
   findings: Set<string>;
+  /** The longest extra time a tool's effect takes (drawn per attempt from the `tool-latency` stream). @default 0 */
+  toolDelayMs?: number;
 }

@@ -25,11 +25,19 @@ const policies: Record<WorldToolName, InterruptPolicy> = {
   book: 'rerun',
 };
 
-/** The world's tools for one worker process: each real effect is an operation of that process. */
-export function worldTools(world: WorldContext, process: SimulatedProcess) {
+/**
+ * The world's tools for one worker process (whose leases carry `owner`): each real effect is an operation of that
+ * process.
+ */
+export function worldTools(world: WorldContext, process: SimulatedProcess, owner: string) {
+  const latency = world.scheduler.stream('tool-latency');
+  const delayMs = world.toolDelayMs ?? 0;
   const effect = (name: WorldToolName, context: ToolContext) =>
-    world.scheduler.operation(process, `tool.${name} ${context.identity.runId}`, () =>
-      recordEffect(world, process, name, context),
+    world.scheduler.operation(
+      process,
+      `tool.${name} ${context.identity.runId}`,
+      () => recordEffect(world, process, name, context),
+      delayMs > 0 ? { delayMs: latency.int(0, delayMs) } : {},
     );
   const simple = (name: Exclude<WorldToolName, 'book'>) =>
     defineTool({
@@ -38,6 +46,7 @@ export function worldTools(world: WorldContext, process: SimulatedProcess) {
       input: z.object({ amount: z.number() }),
       interruptPolicy: policies[name],
       execute: async ({ amount }, context) => {
+        checkRunner(world, process, owner, context);
         await effect(name, context);
         return { [name]: amount };
       },
@@ -46,14 +55,36 @@ export function worldTools(world: WorldContext, process: SimulatedProcess) {
     name: 'book',
     description: 'Books a slot: a row written in the store’s own database with the call’s completion',
     input: z.object({ amount: z.number() }),
-    execute: async ({ amount }, context) =>
-      context.transaction(async (transaction) => {
+    execute: async ({ amount }, context) => {
+      checkRunner(world, process, owner, context);
+      return context.transaction(async (transaction) => {
         checkEffect(world, process, 'book', context);
         (transaction as SimulatedTransaction).insert(context.idempotencyKey);
         return { booked: amount };
-      }),
+      });
+    },
   });
   return [simple('charge'), simple('refund'), simple('notify'), simple('invoice'), book];
+}
+
+/**
+ * One runner per thread: a tool starts only while its process's owner holds the thread's lease (no other owner
+ * has taken it since). Checked as the tool starts, not as its effect lands: a tool that ignores its signal may
+ * land after a takeover, the protocol's accepted race.
+ */
+function checkRunner(
+  world: WorldContext,
+  process: SimulatedProcess,
+  owner: string,
+  context: ToolContext,
+): void {
+  const { threadId } = context.identity;
+  const lease = world.store.backend.leases.get(threadId)?.lease;
+  if (lease?.owner !== owner) {
+    world.violations.push(
+      `${process.name}: ${context.toolName} ${context.idempotencyKey} started on thread ${threadId} while ${lease === undefined ? 'no one' : lease.owner} held its lease`,
+    );
+  }
 }
 
 /** Checks an effect about to happen against the store and the user's journal, then counts it. */

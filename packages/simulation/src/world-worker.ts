@@ -36,7 +36,7 @@ export function startWorldWorker(world: WorldContext, process: SimulatedProcess,
     .agent({
       id: 'a',
       model: 'm',
-      tools: worldTools(world, process),
+      tools: worldTools(world, process, `w${slot}`),
       plugins: [{ plugin: permissionPlugin, config: { rules: worldPermissionRules } }],
     })
     .store(store.forProcess(process))

@@ -1,0 +1,277 @@
+import type { Mutation } from './mutation.js';
+
+const memoryOperations = 'packages/store-memory/src/memory-operations.ts';
+const threadWork = 'packages/fleet/src/thread-work.ts';
+const applySubmission = 'packages/fleet/src/apply-submission.ts';
+const runRecovery = 'packages/fleet/src/run-recovery.ts';
+const followRun = 'packages/fleet/src/follow-run.ts';
+const eventPipe = 'packages/fleet/src/event-pipe.ts';
+const fleetClient = 'packages/fleet/src/fleet-client.ts';
+const toolRunner = 'packages/runtime/src/loop/tool-runner.ts';
+
+/**
+ * The mutation campaign's defects (`pnpm --filter @lunation/simulation mutants`): deliberate mutations of the
+ * runtime, the fleet and the memory store (the simulated store runs `MemoryStore`'s operations), and fixes of the
+ * project reverted (issue 33's items and the defects the simulator found since). Each is one exact edit; the
+ * campaign fails when a search text no longer occurs exactly once.
+ */
+export const mutations: readonly Mutation[] = [
+  // ——— The store: fences, the ledger, leases ———
+  {
+    name: 'commit-fence-skipped',
+    description:
+      'A commit carrying an older lease token than the newest issued is applied (the fence skipped).',
+    origin: 'mutation',
+    file: memoryOperations,
+    search: `    this.assertFreshLease(threadId, leaseToken);
+    const latest = leases?.highestToken ?? 0;`,
+    replace: `    const latest = leases?.highestToken ?? 0;`,
+    needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
+  },
+  {
+    name: 'ledger-begin-fence-skipped',
+    description:
+      "beginToolExecution does not check the caller's lease token: a fenced-out holder records a start.",
+    origin: 'mutation',
+    file: memoryOperations,
+    search: `    this.assertFreshLease(input.threadId, input.leaseToken);
+    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
+    replace: `    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
+    needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
+  },
+  {
+    name: 'takeover-without-expiry',
+    description: 'acquireLease takes a thread whose lease has not expired (any caller, any time).',
+    origin: 'mutation',
+    file: memoryOperations,
+    search: 'if (active !== undefined && active.expiresAt > now && !mayTakeOver(active, input, now)) {',
+    replace: 'if (active !== undefined && active.expiresAt > now && false) {',
+    faults: 'redelivery',
+  },
+  {
+    name: 'same-owner-takeover-at-once',
+    description:
+      "A new incarnation of the lease's owner takes it over at once, not after half its time to live without renewal.",
+    origin: 'mutation',
+    file: memoryOperations,
+    search:
+      'held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt',
+    replace: 'true',
+    needs: 'a live holder whose owner starts a new incarnation (a stalled process resumed)',
+  },
+  {
+    name: 'commit-count-unchecked',
+    description: "A commit is applied although the thread's message count is not the one it expected.",
+    origin: 'mutation',
+    file: memoryOperations,
+    search: 'if (commit.expectedMessageCount !== slot.messageCount) {',
+    replace: 'if (false) {',
+  },
+  {
+    name: 'completed-ledger-entry-overwritten',
+    description: 'A completed ledger entry is overwritten by a later in-flight one (its result forgotten).',
+    origin: 'mutation',
+    file: memoryOperations,
+    search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
+    replace: `      // (mutated: a completed entry is overwritten)`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+  },
+  {
+    name: 'begin-reopens-completed-entry',
+    description:
+      'beginToolExecution of a completed call answers a fresh in-flight entry (not the recorded result): the result is forgotten.',
+    origin: 'mutation',
+    file: memoryOperations,
+    search: `    if (existing.entry.status === 'completed') return copyJson(existing.entry);
+    existing.entry.attempts += 1;`,
+    replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
+    existing.entry.attempts += 1;`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+  },
+  // ——— The runtime: the ledger, re-runs, endings ———
+  {
+    name: 'ledger-lookup-skipped',
+    description:
+      'A restored call does not look up the ledger: a call that finished before a crash is run again.',
+    origin: 'mutation',
+    file: 'packages/runtime/src/loop/resume.ts',
+    search: 'const entry = await checkpointer.lookup(plan.runId, call);',
+    replace: 'const entry = undefined as Awaited<ReturnType<typeof checkpointer.lookup>>;',
+  },
+  {
+    name: 'ledger-hit-ignored',
+    description: 'A call whose ledger entry is completed runs again instead of taking the recorded result.',
+    origin: 'mutation',
+    file: toolRunner,
+    search: `      if (entry?.status === 'completed' && entry.result) {
+        moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
+    replace: `      if (false) {
+        moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
+    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+  },
+  {
+    name: 'rerun-flag-dropped',
+    description: 'A call run again (its ledger entry already had an attempt) runs with `rerun: false`.',
+    origin: 'mutation',
+    file: toolRunner,
+    search: `      rerun =
+        (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 ||`,
+    replace: `      rerun = false &&
+        (entry?.attempts ?? 1) > (plan.attempts ?? 0) + 1 ||`,
+  },
+  {
+    name: 'tool-start-without-lease-check',
+    description:
+      'A tool starts without the last look at the lease (issue 33 item 5: a stalled holder keeps starting tools).',
+    origin: 'reverted: issue 33 item 5',
+    file: toolRunner,
+    search: `    // Last look before the side effect: another process may hold the thread now if this one stalled.
+    if (!scope.holdsLease()) return notStarted(this.stage, plan);`,
+    replace: `    // (mutated: no last look at the lease)`,
+    needs: 'a stalled process whose lease lapses in virtual time (the runtime clock seam)',
+  },
+  {
+    name: 'run-end-announced-though-commit-failed',
+    description:
+      'A run whose end commit failed (not fenced) announces the ending it meant, not an error: its log ends as the store never had it.',
+    origin: 'mutation',
+    file: 'packages/runtime/src/loop/run-end.ts',
+    search: `    if (termination.type !== 'error') termination = { type: 'error', error: toErrorInfo(error) };`,
+    replace: `    // (mutated: the failed commit is not the run's ending)`,
+  },
+  // ——— The fleet: the inbox, acknowledgements, the log ———
+  {
+    name: 'acknowledge-before-commit',
+    description:
+      'A worker acknowledges a submission before it applies it (a crash in between loses the input).',
+    origin: 'mutation',
+    file: threadWork,
+    search: `          const held = await busyFrom(() => applySubmission(this.thread, entry));
+          if (held) return held;
+          await dispatcher.acknowledge(threadId, [entry.id]);`,
+    replace: `          await dispatcher.acknowledge(threadId, [entry.id]);
+          const held = await busyFrom(() => applySubmission(this.thread, entry));
+          if (held) return held;`,
+  },
+  {
+    name: 'applied-check-skipped',
+    description: 'A redelivered submission whose run is already in the store is applied again.',
+    origin: 'mutation',
+    file: applySubmission,
+    search: `  const applied = await thread.context.store.getRun(runId);
+  if (applied === undefined) return false;`,
+    replace: `  const applied = undefined as { status: string } | undefined;
+  if (applied === undefined) return false;`,
+    masked:
+      "the store refuses a second run with the submission's run id (store-conflict), and the worker then continues or repairs that run",
+  },
+  {
+    name: 'stranded-run-not-recovered',
+    description: 'A claim does not continue the run a dead worker left running (nothing ever continues it).',
+    origin: 'mutation',
+    file: threadWork,
+    search: 'const busy = await busyFrom(() => recoverLatestRun(this.thread));',
+    replace: 'const busy = undefined as ThreadWorkOutcome | undefined;',
+  },
+  {
+    name: 'failed-append-dropped',
+    description:
+      'An event append that failed is not retried: its events never reach the log (issue 33 item 6: the log misses committed work).',
+    origin: 'reverted: issue 33 item 6',
+    file: eventPipe,
+    search: 'this.batch = this.batch.length === 0 ? events : events.concat(this.batch);',
+    replace: '// (mutated: the failed append is dropped)',
+    faults: 'appends',
+    needs:
+      "the runtime clock seam (on main the pipe's retry sleep is a real timer: the world's virtual time runs past it)",
+  },
+  {
+    name: 'redelivered-claim-dead-letters',
+    description:
+      'A redelivered claim whose run the previous holder finished meanwhile fails the claim (issue 33 item 4).',
+    origin: 'reverted: issue 33 item 4',
+    file: runRecovery,
+    search:
+      "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
+    replace: 'const now = undefined as { status: string } | undefined;',
+  },
+  {
+    name: 'claim-not-extended-before-apply',
+    description:
+      'A worker applies the next submission without extending its claim first: a worker whose claim was taken applies it too (fix 45996d7 reverted).',
+    origin: 'reverted: 45996d7',
+    file: threadWork,
+    search: `          await dispatcher.extend(claim, context.claimLockMs);
+          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
+    replace: `          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
+    needs: 'a stalled worker whose claim lapsed and whose lease expired (stalls)',
+  },
+  {
+    name: 'unstored-run-acknowledged',
+    description:
+      'A submission whose run never reached the store (first commit and error ending both failed) is acknowledged (fix 9fe03af reverted: seeds 444, 147, 494).',
+    origin: 'reverted: 9fe03af',
+    file: followRun,
+    search: `  const stored = await thread.context.store.getRun(runId);
+  if (own?.type === 'run-end' && stored?.status === own.status && stored.termination?.type === 'error')
+    return own;`,
+    replace: `  const stored = await thread.context.store.getRun(runId);
+  if (stored === undefined) return own;
+  if (own?.type === 'run-end' && stored?.status === own.status && stored.termination?.type === 'error')
+    return own;`,
+  },
+  {
+    name: 'error-ending-logged-before-commit',
+    description:
+      "A run's error ending reaches its log before the store is known to have it (fixes fc9374f and 9cc8070 reverted: seeds 228, 10).",
+    origin: 'reverted: fc9374f + 9cc8070',
+    file: followRun,
+    search: `  if (result.termination.type === 'error') {
+    await piped.pipe.flush(); // what the run did reaches its log, whatever its ending turns out to be
+    end = await storedEnding(thread, ids.runId, end);
+  }`,
+    replace: `    // (mutated: the error ending is logged whatever the store has)`,
+  },
+  {
+    name: 'running-run-acknowledged',
+    description:
+      'A submission whose run is found running when its claim comes again is acknowledged, its holder trusted to finish it (the fix of this campaign reverted).',
+    origin: 'reverted: ThreadWork.apply (seed 528)',
+    file: applySubmission,
+    search: `  if (applied.status === 'running') await recoverLatestRun(thread);
+  else await repairLog(thread, applied);`,
+    replace: `  if (applied.status !== 'running') await repairLog(thread, applied);`,
+    faults: 'redelivery',
+  },
+  // ——— Cancels and decisions (they need a world that cancels and decides) ———
+  {
+    name: 'cancel-without-run-id',
+    description:
+      'A cancel is filed without the run it names: it outlives its run and cancels the next one (issue 33 item 1).',
+    origin: 'reverted: issue 33 item 1',
+    file: fleetClient,
+    search: 'const request = await this.dispatcher.requestCancel({ threadId, runId, reason });',
+    replace: 'const request = await this.dispatcher.requestCancel({ threadId, reason });',
+  },
+  {
+    name: 'waiting-cancel-dropped',
+    description:
+      'A cancel of a run waiting for a decision declines nothing: approving later runs the gated tool (issue 33 item 2).',
+    origin: 'reverted: issue 33 item 2',
+    file: fleetClient,
+    search: `      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });`,
+    replace: `      void decisions;`,
+    masked:
+      'the named cancel request stays filed, and the decision that comes later finds it and ends the run cancelled; the run only waits longer (no invariant bounds how long a cancelled waiting run may wait)',
+  },
+  {
+    name: 'decision-applied-twice',
+    description: 'A decision already applied (or recorded) is admitted again.',
+    origin: 'mutation',
+    file: 'packages/runtime/src/decision-admission.ts',
+    search: 'if (applied.has(decisionId) || recorded.has(decisionId) || decided.has(decisionId)) {',
+    replace: 'if (decided.has(decisionId)) {',
+    masked:
+      'a decision applied once closes its ticket: the same decision again names a ticket no longer open and is refused (unknown-ticket)',
+  },
+];
