@@ -92,16 +92,8 @@ export class ThreadLeases implements LeaseCheck {
    */
   async confirm(threadId: string, token: number): Promise<boolean> {
     if (this.fresh(threadId, token)) return true;
-    const lease = this.held.get(threadId);
-    if (lease?.token !== token) return false;
-    const sentAt = performance.now();
-    try {
-      await this.persistence.renewLease(threadId, token, this.ttlMs);
-    } catch {
-      return false;
-    }
-    if (sentAt > lease.confirmedAt) lease.confirmedAt = sentAt;
-    return this.fresh(threadId, token);
+    if (this.held.get(threadId)?.token !== token) return false;
+    return (await this.renew(threadId)) && this.fresh(threadId, token);
   }
 
   /** How long after its confirmation a lease counts as held: its time to live less a quarter of it. */
@@ -142,7 +134,7 @@ export class ThreadLeases implements LeaseCheck {
       // Not acquired through this instance (or taken again since): fresh only once a renewal confirms it.
       this.held.set(threadId, { token, confirmedAt: Number.NEGATIVE_INFINITY, run, instrumentation });
     }
-    if (held?.token !== token) this.renew(threadId);
+    if (held?.token !== token) void this.renew(threadId);
     if (this.ticker !== undefined) return;
     this.ticker = setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.ticker.unref();
@@ -175,25 +167,28 @@ export class ThreadLeases implements LeaseCheck {
         );
         continue;
       }
-      this.renew(threadId);
+      void this.renew(threadId);
     }
   }
 
-  private renew(threadId: string): void {
+  /** Renews the lease now; resolves whether the store confirmed it (a refusal loses it). */
+  private renew(threadId: string): Promise<boolean> {
     const lease = this.held.get(threadId);
-    if (lease === undefined) return;
+    if (lease === undefined) return Promise.resolve(false);
     const sentAt = performance.now();
     const renewing = this.persistence.renewLease(threadId, lease.token, this.ttlMs);
-    renewing.then(
+    return renewing.then(
       () => {
-        if (this.held.get(threadId) !== lease) return;
+        if (this.held.get(threadId) !== lease) return false;
         if (sentAt > lease.confirmedAt) lease.confirmedAt = sentAt;
         lease.instrumentation?.lease({ type: 'renew', threadId, token: lease.token });
+        return true;
       },
       (error: unknown) => {
         // Only a lease still held counts as lost: one released meanwhile just ended with its run.
-        if (this.held.get(threadId) !== lease) return;
+        if (this.held.get(threadId) !== lease) return false;
         this.lose(threadId, lease, leaseLost(threadId, 'the store refused its renewal', error));
+        return false;
       },
     );
   }

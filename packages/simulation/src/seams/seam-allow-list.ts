@@ -141,7 +141,7 @@ export const seamAllowList: SeamCounts = {
     createId: 2,
   },
   'packages/runtime/src/loop/inference.ts': {
-    createId: 3,
+    createId: 2,
   },
   'packages/runtime/src/loop/resume.ts': {
     createId: 1,
