@@ -1,8 +1,11 @@
 import { z } from 'zod';
 
-/** A request to cancel a thread's run, durable until the worker holding the thread clears it. */
+/**
+ * A request to cancel a thread's run, durable until the worker holding the thread clears it (once the run it
+ * names has ended). A thread holds one pending request per run it names (and one naming no run).
+ */
 export const cancelRequestSchema = z.object({
-  /** Names this request in `clearCancel`; a newer request replaces an older one. */
+  /** Names this request in `clearCancel`; a newer request for the same run replaces an older one. */
   id: z.string().min(1),
   threadId: z.string().min(1),
   /** Only this run is to be cancelled; absent: whatever run the thread has. */
@@ -32,18 +35,22 @@ export interface CancelWatch {
  * on it (fenced by its thread lease) and clears it. A dropped client stream is not a cancel.
  */
 export interface CancelSignals {
-  /** Records a cancel request for the thread (replacing an earlier one) and tells its watchers. */
-  requestCancel(input: CancelRequestInput): Promise<CancelRequest>;
-  /** The thread's current cancel request, if any. */
-  cancelRequest(threadId: string): Promise<CancelRequest | undefined>;
   /**
-   * Calls `listener` for the thread's cancel requests until `close()`: at once for a request made before, then
-   * for each new one, once per request id. Resolves when the watch is live.
+   * Records a cancel request for the thread and tells its watchers. It replaces only an earlier request naming
+   * the same run (or, naming no run, the earlier request naming none): requests for other runs of the thread stay.
+   */
+  requestCancel(input: CancelRequestInput): Promise<CancelRequest>;
+  /** The thread's pending cancel requests, oldest first (at most one per run named, one naming none). */
+  cancelRequests(threadId: string): Promise<CancelRequest[]>;
+  /**
+   * Calls `listener` for the thread's cancel requests until `close()`: at once for each request made before
+   * (oldest first), then for each new one, once per request id. Resolves when the watch is live.
    */
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch>;
   /**
-   * Clears the thread's request once handled: only the request `requestId` names when given (a newer one
-   * stays). False when there was nothing to clear.
+   * Clears a request once the run it names has ended: only the request `requestId` names when given (a newer
+   * one for the same run, and those for other runs, stay); without `requestId`, every request of the thread.
+   * False when there was nothing to clear.
    */
   clearCancel(threadId: string, requestId?: string): Promise<boolean>;
 }

@@ -172,8 +172,8 @@ export class BullMQBackend implements DispatchBackend {
     return this.cancels.request(input);
   }
 
-  cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
-    return this.cancels.get(threadId);
+  cancelRequests(threadId: string): Promise<CancelRequest[]> {
+    return this.cancels.list(threadId);
   }
 
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {

@@ -153,15 +153,28 @@ return { redis.call('HGETALL', KEYS[1]), active }
 `,
 );
 
-/** Clears a cancel request (only `requestId`'s when given): 1, or 0 when there was nothing to clear. KEYS: cancel. */
+/**
+ * Clears a cancel request: only the one `requestId` names when given (its field `r:<runId>`; the earlier layout's
+ * `id`/`request` fields too), else every request of the thread. 1, or 0 when there was nothing to clear.
+ * KEYS: cancel. ARGV: request id or ''.
+ */
 const clearCancel = script(
   'clearCancel',
   `
-local id = redis.call('HGET', KEYS[1], 'id')
-if not id then return 0 end
-if ARGV[1] ~= '' and ARGV[1] ~= id then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
+if ARGV[1] == '' then return redis.call('DEL', KEYS[1]) end
+local fields = redis.call('HGETALL', KEYS[1])
+for index = 1, #fields, 2 do
+  local field = fields[index]
+  if string.sub(field, 1, 2) == 'r:' or field == 'request' then
+    local ok, request = pcall(cjson.decode, fields[index + 1])
+    if ok and type(request) == 'table' and request['id'] == ARGV[1] then
+      redis.call('HDEL', KEYS[1], field)
+      if field == 'request' then redis.call('HDEL', KEYS[1], 'id') end
+      return 1
+    end
+  end
+end
+return 0
 `,
 );
 

@@ -6,7 +6,7 @@ import { dispatchScripts } from './dispatch-scripts.js';
 
 /** A watch of one thread's cancel requests: told once per request id. */
 class Watch implements CancelWatch {
-  private lastId: string | undefined;
+  private readonly seen = new Set<string>();
   closed = false;
 
   constructor(
@@ -16,8 +16,8 @@ class Watch implements CancelWatch {
   ) {}
 
   deliver(request: CancelRequest): void {
-    if (this.closed || request.id === this.lastId) return;
-    this.lastId = request.id;
+    if (this.closed || this.seen.has(request.id)) return;
+    this.seen.add(request.id);
     try {
       this.listener(request);
     } catch {
@@ -33,7 +33,9 @@ class Watch implements CancelWatch {
 }
 
 /**
- * Cancel requests in Redis: a hash per thread (`id`, `request`), published on one channel as they are made.
+ * Cancel requests in Redis: a hash per thread, one field per run named (`r:<runId>`, `r:` for none) holding the
+ * request's JSON, published on one channel as they are made. (A hash of the earlier layout, one request in
+ * fields `id` and `request`, is read as that request and cleared by its id.)
  * Watchers share one subscriber connection; after it reconnects they re-read their threads' requests, so none
  * is missed while it was down.
  */
@@ -56,15 +58,20 @@ export class RedisCancels {
     const { client, keys } = this.context;
     await client
       .multi()
-      .hset(keys.cancel(input.threadId), 'id', request.id, 'request', json)
+      .hset(keys.cancel(input.threadId), `r:${input.runId ?? ''}`, json)
       .publish(keys.cancelChannel, json)
       .exec();
     return request;
   }
 
-  async get(threadId: string): Promise<CancelRequest | undefined> {
-    const json = await this.context.client.hget(this.context.keys.cancel(threadId), 'request');
-    return json === null ? undefined : (JSON.parse(json) as CancelRequest);
+  /** The thread's requests, oldest first. */
+  async list(threadId: string): Promise<CancelRequest[]> {
+    const fields = await this.context.client.hgetall(this.context.keys.cancel(threadId));
+    const requests: CancelRequest[] = [];
+    for (const [field, json] of Object.entries(fields)) {
+      if (field.startsWith('r:') || field === 'request') requests.push(JSON.parse(json) as CancelRequest);
+    }
+    return requests.sort((a, b) => a.requestedAt - b.requestedAt);
   }
 
   async watch(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {
@@ -79,8 +86,7 @@ export class RedisCancels {
       this.watches.set(threadId, set);
     }
     set.add(watch);
-    const existing = await this.get(threadId);
-    if (existing !== undefined) watch.deliver(existing);
+    for (const existing of await this.list(threadId)) watch.deliver(existing);
     return watch;
   }
 
@@ -134,8 +140,8 @@ export class RedisCancels {
   /** After a reconnect: requests published while the subscriber was away. */
   private async recheck(): Promise<void> {
     for (const threadId of [...this.watches.keys()]) {
-      const request = await this.get(threadId).catch(this.context.reportError);
-      if (request) this.deliver(request);
+      const requests = await this.list(threadId).catch(this.context.reportError);
+      for (const request of requests ?? []) this.deliver(request);
     }
   }
 }

@@ -60,7 +60,7 @@ export class DispatchKeys {
     return `${this.prefix}active:${resourceId === undefined ? '' : escapeId(resourceId)}`;
   }
 
-  /** A thread's cancel request. */
+  /** A thread's cancel requests (a hash: one field per run named). */
   cancel(threadId: string): string {
     return `${this.prefix}cancel:${escapeId(threadId)}`;
   }

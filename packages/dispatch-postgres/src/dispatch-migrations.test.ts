@@ -16,7 +16,11 @@ describe('PostgresDispatcher migrations', () => {
     const { rows: migrations } = await admin.query(
       `SELECT name FROM "${schema}".${migrationTableName} ORDER BY name`,
     );
-    expect(migrations.map((row) => row.name)).toEqual(['001_initial', latestSchemaVersion]);
+    expect(migrations.map((row) => row.name)).toEqual([
+      '001_initial',
+      '002_run_event_fences',
+      latestSchemaVersion,
+    ]);
     const { rows: versions } = await admin.query(`SELECT count(*)::int AS count FROM "${schema}".version`);
     expect(versions[0].count).toBe(1);
     const { rows: queues } = await admin.query(`SELECT name, policy FROM "${schema}".queue`);
@@ -35,7 +39,7 @@ describe('PostgresDispatcher migrations', () => {
     const { rows } = await dispatchers
       .admin()
       .query(`SELECT name FROM "${first.schema}".${migrationTableName} ORDER BY name`);
-    expect(rows.map((row) => row.name)).toEqual(['001_initial', latestSchemaVersion]);
+    expect(rows.map((row) => row.name)).toEqual(['001_initial', '002_run_event_fences', latestSchemaVersion]);
   });
 
   it('refuses a schema migrated by a newer version of the package with migration-failed', async () => {

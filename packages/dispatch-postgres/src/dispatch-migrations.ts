@@ -186,6 +186,19 @@ $fn$;
 }
 
 /**
+ * Cancel requests per run: a thread holds one request per run named (`run_key`: the run id, `''` for none), so
+ * a request for one run no longer replaces another run's. Pending requests are kept, under their run.
+ */
+function cancelsPerRun(s: string): string {
+  return `
+ALTER TABLE ${s}.dispatch_cancels ADD COLUMN run_key text COLLATE "C" NOT NULL DEFAULT '';
+UPDATE ${s}.dispatch_cancels SET run_key = coalesce(run_id, '');
+ALTER TABLE ${s}.dispatch_cancels DROP CONSTRAINT dispatch_cancels_pkey;
+ALTER TABLE ${s}.dispatch_cancels ADD PRIMARY KEY (thread_id, run_key);
+`;
+}
+
+/**
  * Every version of the dispatcher's own tables, oldest first, as SQL. Forward-only: a released migration never
  * changes; a change is a new entry. pg-boss migrates its own tables (in the same schema) when it starts.
  */
@@ -194,6 +207,7 @@ export function dispatchMigrations(schema: string): Record<string, string> {
   return {
     '001_initial': initialTables(s),
     '002_run_event_fences': runEventFences(s),
+    '003_cancels_per_run': cancelsPerRun(s),
   };
 }
 

@@ -10,9 +10,9 @@ interface Watch {
 }
 
 /**
- * Cancel requests: one row per thread (a newer request replaces it) plus a NOTIFY on the schema's cancel channel
+ * Cancel requests: one row per thread and run named (a newer request for the same run replaces it) plus a NOTIFY on the schema's cancel channel
  * with the thread id, in the same statement. Watches of one dispatcher share one LISTEN; a notification (or a
- * reconnect) re-reads the thread's request and tells each watch of a request id it has not seen.
+ * reconnect) re-reads the thread's requests and tells each watch of each request id it has not seen.
  */
 export class PostgresCancels {
   readonly #context: DispatchContext;
@@ -30,9 +30,9 @@ export class PostgresCancels {
     const id = randomUUID();
     const { rows } = await this.#context.pool.query(
       `WITH saved AS (
-         INSERT INTO ${s}.dispatch_cancels (thread_id, id, run_id, reason, requested_at)
-         VALUES ($1, $2, $3, $4, ${serverNowMs})
-         ON CONFLICT (thread_id) DO UPDATE SET id = excluded.id, run_id = excluded.run_id, reason = excluded.reason,
+         INSERT INTO ${s}.dispatch_cancels (thread_id, run_key, id, run_id, reason, requested_at)
+         VALUES ($1, coalesce($3, ''), $2, $3, $4, ${serverNowMs})
+         ON CONFLICT (thread_id, run_key) DO UPDATE SET id = excluded.id, run_id = excluded.run_id, reason = excluded.reason,
            requested_at = excluded.requested_at
          RETURNING requested_at
        )
@@ -48,21 +48,20 @@ export class PostgresCancels {
     };
   }
 
-  async get(threadId: string): Promise<CancelRequest | undefined> {
+  /** The thread's requests, oldest first. */
+  async list(threadId: string): Promise<CancelRequest[]> {
     const { rows } = await this.#context.pool.query(
       `SELECT id, run_id, reason, requested_at::float8 AS requested_at FROM ${this.#context.s}.dispatch_cancels
-       WHERE thread_id = $1`,
+       WHERE thread_id = $1 ORDER BY requested_at, id`,
       [threadId],
     );
-    const row = rows[0];
-    if (row === undefined) return undefined;
-    return {
+    return rows.map((row) => ({
       id: row.id as string,
       threadId,
       ...(row.run_id === null ? {} : { runId: row.run_id as string }),
       reason: row.reason as string,
       requestedAt: row.requested_at as number,
-    };
+    }));
   }
 
   async clear(threadId: string, requestId: string | undefined): Promise<boolean> {
@@ -112,21 +111,21 @@ export class PostgresCancels {
     return this.#unlisten;
   }
 
-  /** Reads the thread's request and tells each of its watches, once per request id. */
+  /** Reads the thread's requests and tells each of its watches, once per request id. */
   #read(threadId: string): Promise<void> {
     const previous = this.#reads.get(threadId) ?? Promise.resolve();
     const next = previous
       .catch(() => undefined)
       .then(async () => {
-        const request = await this.get(threadId);
-        if (request === undefined) return;
-        for (const watch of [...(this.#watches.get(threadId) ?? [])]) {
-          if (watch.seen.has(request.id)) continue;
-          watch.seen.add(request.id);
-          try {
-            watch.listener(request);
-          } catch (error) {
-            this.#context.reportError(error);
+        for (const request of await this.list(threadId)) {
+          for (const watch of [...(this.#watches.get(threadId) ?? [])]) {
+            if (watch.seen.has(request.id)) continue;
+            watch.seen.add(request.id);
+            try {
+              watch.listener(request);
+            } catch (error) {
+              this.#context.reportError(error);
+            }
           }
         }
       });

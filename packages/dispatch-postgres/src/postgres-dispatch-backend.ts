@@ -149,8 +149,8 @@ export class PostgresDispatchBackend implements DispatchBackend {
     return this.#track(() => this.#cancels.request(input));
   }
 
-  cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
-    return this.#track(() => this.#cancels.get(threadId));
+  cancelRequests(threadId: string): Promise<CancelRequest[]> {
+    return this.#track(() => this.#cancels.list(threadId));
   }
 
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {

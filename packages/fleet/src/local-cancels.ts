@@ -3,7 +3,7 @@ import { createId } from '@lunation/runtime/executor';
 
 /** A watch of one thread's cancel requests. */
 class Watch implements CancelWatch {
-  lastId: string | undefined;
+  private readonly seen = new Set<string>();
   closed = false;
 
   constructor(
@@ -13,8 +13,8 @@ class Watch implements CancelWatch {
   ) {}
 
   deliver(request: CancelRequest): void {
-    if (this.closed || request.id === this.lastId) return;
-    this.lastId = request.id;
+    if (this.closed || this.seen.has(request.id)) return;
+    this.seen.add(request.id);
     try {
       this.listener(request);
     } catch {
@@ -29,9 +29,10 @@ class Watch implements CancelWatch {
   }
 }
 
-/** The cancel requests of a local dispatch backend and their watchers. */
+/** The cancel requests of a local dispatch backend (per thread, one per run named) and their watchers. */
 export class LocalCancels {
-  private readonly requests = new Map<string, CancelRequest>();
+  /** Thread id → run id (`''`: none named) → request; a map keeps insertion order, oldest first. */
+  private readonly requests = new Map<string, Map<string, CancelRequest>>();
   private readonly watches = new Map<string, Set<Watch>>();
 
   request(input: CancelRequestInput, now: number): CancelRequest {
@@ -42,13 +43,20 @@ export class LocalCancels {
       reason: input.reason,
       requestedAt: now,
     };
-    this.requests.set(input.threadId, request);
+    let thread = this.requests.get(input.threadId);
+    if (thread === undefined) {
+      thread = new Map();
+      this.requests.set(input.threadId, thread);
+    }
+    const key = input.runId ?? '';
+    thread.delete(key); // the newer request for the run is the newest of the thread
+    thread.set(key, request);
     for (const watch of this.watches.get(input.threadId) ?? []) watch.deliver(request);
     return request;
   }
 
-  get(threadId: string): CancelRequest | undefined {
-    return this.requests.get(threadId);
+  list(threadId: string): CancelRequest[] {
+    return [...(this.requests.get(threadId)?.values() ?? [])];
   }
 
   /** Starts a watch; a request already there is delivered at once. */
@@ -60,8 +68,7 @@ export class LocalCancels {
       this.watches.set(threadId, set);
     }
     set.add(watch);
-    const existing = this.requests.get(threadId);
-    if (existing !== undefined) watch.deliver(existing);
+    for (const existing of this.list(threadId)) watch.deliver(existing);
     return watch;
   }
 
@@ -71,9 +78,15 @@ export class LocalCancels {
   }
 
   clear(threadId: string, requestId: string | undefined): boolean {
-    const request = this.requests.get(threadId);
-    if (request === undefined || (requestId !== undefined && request.id !== requestId)) return false;
-    this.requests.delete(threadId);
-    return true;
+    const thread = this.requests.get(threadId);
+    if (thread === undefined) return false;
+    if (requestId === undefined) return this.requests.delete(threadId);
+    for (const [key, request] of thread) {
+      if (request.id !== requestId) continue;
+      thread.delete(key);
+      if (thread.size === 0) this.requests.delete(threadId);
+      return true;
+    }
+    return false;
   }
 }

@@ -126,8 +126,8 @@ export class LocalDispatchOperations implements DispatchBackend {
     return this.state.cancels.request(input, Date.now());
   }
 
-  async cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
-    return this.state.cancels.get(threadId);
+  async cancelRequests(threadId: string): Promise<CancelRequest[]> {
+    return this.state.cancels.list(threadId);
   }
 
   async watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {

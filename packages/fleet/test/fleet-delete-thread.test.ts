@@ -85,13 +85,13 @@ describe('FleetClient.cancel of a run the store does not have', () => {
     const dispatcher = new LocalDispatcher();
     const client = new FleetClient({ dispatcher, store });
     expect(await client.cancel('t', { runId: 'gone' })).toEqual({ cancelled: false, runId: 'gone' });
-    expect(await dispatcher.cancelRequest('t')).toBeUndefined();
+    expect(await dispatcher.cancelRequests('t')).toEqual([]);
 
     const input = [{ id: 'm1', role: 'user' as const, content: [{ type: 'text' as const, text: 'hi' }] }];
     await dispatcher.submit({ id: 's1', threadId: 't', request: { type: 'input', input, runId: 'queued' } });
     const queued = await client.cancel('t', { runId: 'queued' });
     expect(queued).toMatchObject({ cancelled: true, runId: 'queued' });
-    expect((await dispatcher.cancelRequest('t'))?.runId).toBe('queued');
+    expect((await dispatcher.cancelRequests('t')).map((request) => request.runId)).toEqual(['queued']);
     await dispatcher.close();
   });
 });

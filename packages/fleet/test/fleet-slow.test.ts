@@ -205,6 +205,26 @@ describe('cancels name their run', () => {
     expect(started).toEqual([]);
   });
 
+  // Found by the simulator (seed 6827): the dispatcher kept one cancel request per thread, so a cancel of the
+  // thread's earlier run replaced that of a queued run, which then ran (and its gated call on a later approval).
+  it('cancels of two runs of one thread both hold: each run ends cancelled and runs nothing', async () => {
+    const { client, store, worker, admin } = fleet();
+    const first = await client.send({ threadId: 'c7', input: 'slow' });
+    const second = await client.send({ threadId: 'c7', input: 'note milk' });
+    expect(await client.cancel('c7', { runId: second.runId })).toMatchObject({ cancelled: true });
+    expect(await client.cancel('c7', { runId: first.runId })).toMatchObject({ cancelled: true });
+    worker.start();
+    expect(runEnd(await follow(client, first.runId))).toMatchObject({ termination: { type: 'cancelled' } });
+    expect(runEnd(await follow(client, second.runId))).toMatchObject({
+      status: 'done',
+      termination: { type: 'cancelled' },
+    });
+    expect((await store.getRun(second.runId))?.openTickets).toEqual([]);
+    expect(started).toEqual([]);
+    // Each request was cleared once its own run ended.
+    await expect.poll(() => admin.cancelRequests('c7')).toEqual([]);
+  });
+
   it('ends a run that waits for an approval durably: approving afterwards runs nothing', async () => {
     const { client, store, worker } = fleet();
     worker.start();

@@ -19,7 +19,7 @@ const calls: Record<string, (dispatcher: Dispatcher) => Promise<unknown>> = {
   deadLetters: (d) => d.deadLetters(),
   resubmit: (d) => d.resubmit('t1'),
   requestCancel: (d) => d.requestCancel({ threadId: 't1', reason: 'stop' }),
-  cancelRequest: (d) => d.cancelRequest('t1'),
+  cancelRequests: (d) => d.cancelRequests('t1'),
   watchCancel: (d) => d.watchCancel('t1', () => {}),
   clearCancel: (d) => d.clearCancel('t1'),
   appendEvents: (d) => d.appendEvents('r1', []),

@@ -69,7 +69,8 @@ interface RunLog {
 /** A watch of one thread's cancel requests. @internal */
 export interface CancelWatcher {
   threadId: string;
-  lastId: string | undefined;
+  /** The request ids told already. */
+  seen: Set<string>;
   closed: boolean;
   deliver(request: CancelRequest): void;
 }
@@ -88,7 +89,8 @@ export class SimulatedDispatchBackend {
   private readonly resources = new Map<string, ResourceDepth>();
   private readonly logs = new Map<string, RunLog>();
   private readonly wakers = new Map<string, Set<() => void>>();
-  private readonly requests = new Map<string, CancelRequest>();
+  /** Thread id → run id (`''`: none named) → request, oldest first. */
+  private readonly requests = new Map<string, Map<string, CancelRequest>>();
   private readonly watchers = new Map<string, Set<CancelWatcher>>();
   private timer: ClockTimer | undefined;
   private timerDue = Number.POSITIVE_INFINITY;
@@ -350,7 +352,7 @@ export class SimulatedDispatchBackend {
     return letters.sort((a, b) => a.deadLetteredAt - b.deadLetteredAt).slice(0, limit);
   }
 
-  /** Records a cancel request for the thread and tells its watchers. */
+  /** Records a cancel request for the thread (replacing only the one for the same run) and tells its watchers. */
   requestCancel(input: CancelRequestInput): CancelRequest {
     const request: CancelRequest = {
       id: this.ids.id(),
@@ -359,17 +361,24 @@ export class SimulatedDispatchBackend {
       reason: input.reason,
       requestedAt: this.clock.now(),
     };
-    this.requests.set(input.threadId, request);
+    let thread = this.requests.get(input.threadId);
+    if (thread === undefined) {
+      thread = new Map();
+      this.requests.set(input.threadId, thread);
+    }
+    const key = input.runId ?? '';
+    thread.delete(key); // the newer request for the run is the newest of the thread
+    thread.set(key, request);
     for (const watcher of this.watchers.get(input.threadId) ?? []) watcher.deliver(request);
     return request;
   }
 
-  /** The thread's current cancel request, if any. */
-  cancelRequest(threadId: string): CancelRequest | undefined {
-    return this.requests.get(threadId);
+  /** The thread's pending cancel requests, oldest first. */
+  cancelRequests(threadId: string): CancelRequest[] {
+    return [...(this.requests.get(threadId)?.values() ?? [])];
   }
 
-  /** Starts a watch of the thread's cancel requests; a request already there is delivered at once. */
+  /** Starts a watch of the thread's cancel requests; those already there are delivered at once. */
   watch(watcher: CancelWatcher): void {
     let set = this.watchers.get(watcher.threadId);
     if (set === undefined) {
@@ -377,8 +386,7 @@ export class SimulatedDispatchBackend {
       this.watchers.set(watcher.threadId, set);
     }
     set.add(watcher);
-    const existing = this.requests.get(watcher.threadId);
-    if (existing !== undefined) watcher.deliver(existing);
+    for (const existing of this.cancelRequests(watcher.threadId)) watcher.deliver(existing);
   }
 
   /** Stops a watch. */
@@ -387,12 +395,18 @@ export class SimulatedDispatchBackend {
     if (set?.delete(watcher) && set.size === 0) this.watchers.delete(watcher.threadId);
   }
 
-  /** Clears the thread's request (only the one `requestId` names, when given); false when nothing was cleared. */
+  /** Clears the request `requestId` names (none given: all of the thread's); false when nothing was cleared. */
   clearCancel(threadId: string, requestId: string | undefined): boolean {
-    const request = this.requests.get(threadId);
-    if (request === undefined || (requestId !== undefined && request.id !== requestId)) return false;
-    this.requests.delete(threadId);
-    return true;
+    const thread = this.requests.get(threadId);
+    if (thread === undefined) return false;
+    if (requestId === undefined) return this.requests.delete(threadId);
+    for (const [key, request] of thread) {
+      if (request.id !== requestId) continue;
+      thread.delete(key);
+      if (thread.size === 0) this.requests.delete(threadId);
+      return true;
+    }
+    return false;
   }
 
   /** Appends events to a run's log under the fencing rules of `RunEventLog`; the ids of what it appended. */

@@ -308,10 +308,10 @@ export class SimulatedDispatcher implements Dispatcher {
     });
   }
 
-  cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
-    return this.call(`cancelRequest ${threadId}`, 'cancelRequest', () => {
+  cancelRequests(threadId: string): Promise<CancelRequest[]> {
+    return this.call(`cancelRequests ${threadId}`, 'cancelRequests', () => {
       assertId(threadId, 'threadId');
-      return this.backend.cancelRequest(threadId);
+      return this.backend.cancelRequests(threadId);
     });
   }
 
@@ -323,14 +323,14 @@ export class SimulatedDispatcher implements Dispatcher {
       const scheduler = this.scheduler;
       const watcher: CancelWatcher = {
         threadId,
-        lastId: undefined,
+        seen: new Set(),
         closed: false,
         // Each delivery is a message to the watching process: an operation of its own, that a crash loses.
         deliver(request) {
           void scheduler
             .operation(owner, `dispatch.cancel-delivery ${threadId}`, () => {
-              if (watcher.closed || request.id === watcher.lastId) return;
-              watcher.lastId = request.id;
+              if (watcher.closed || watcher.seen.has(request.id)) return;
+              watcher.seen.add(request.id);
               listener(request);
             })
             .catch(() => undefined);

@@ -67,8 +67,8 @@ export interface DispatchBackend {
   resubmit(threadId: string): Promise<boolean>;
   /** See `CancelSignals.requestCancel`. */
   requestCancel(input: CancelRequestInput): Promise<CancelRequest>;
-  /** See `CancelSignals.cancelRequest`. */
-  cancelRequest(threadId: string): Promise<CancelRequest | undefined>;
+  /** See `CancelSignals.cancelRequests`. */
+  cancelRequests(threadId: string): Promise<CancelRequest[]>;
   /** See `CancelSignals.watchCancel`. */
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch>;
   /** See `CancelSignals.clearCancel`. */
@@ -251,13 +251,13 @@ export class CheckedDispatcher implements Dispatcher {
     }
   }
 
-  async cancelRequest(threadId: string): Promise<CancelRequest | undefined> {
+  async cancelRequests(threadId: string): Promise<CancelRequest[]> {
     this.assertOpen();
     assertId(threadId, 'threadId');
     try {
-      return await this.#backend.cancelRequest(threadId);
+      return await this.#backend.cancelRequests(threadId);
     } catch (error) {
-      throw this.toDispatchError(error, 'cancelRequest');
+      throw this.toDispatchError(error, 'cancelRequests');
     }
   }
 

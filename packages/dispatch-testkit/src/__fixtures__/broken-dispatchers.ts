@@ -116,6 +116,14 @@ export const breakages: Record<string, Breakage> = {
       const watchCancel = dispatcher.watchCancel.bind(dispatcher);
       dispatcher.watchCancel = (threadId) => watchCancel(threadId, () => {});
     }),
+  "keeps one cancel request per thread (a newer one replaces another run's)": (options) =>
+    broken(options, (dispatcher) => {
+      const requestCancel = dispatcher.requestCancel.bind(dispatcher);
+      dispatcher.requestCancel = async (input) => {
+        if (input.threadId) await dispatcher.clearCancel(input.threadId);
+        return requestCancel(input);
+      };
+    }),
   'reorders each appended batch of events': (options) =>
     broken(options, (dispatcher) => {
       const appendEvents = dispatcher.appendEvents.bind(dispatcher);
@@ -206,4 +214,5 @@ export const caughtBy: Record<string, string> = {
     'extend without lockMs keeps the lock the claim was made with, on any instance: a short one lapses',
   "extends a claim by a short default lock, not the claim's own, when given no lockMs":
     'extend without lockMs keeps the lock the claim was made with, on any instance: a long one holds',
+  "keeps one cancel request per thread (a newer one replaces another run's)": 'a cancel request per run',
 };
