@@ -73,4 +73,18 @@ describe('defects the simulator found in the runtime and the fleet', () => {
     const report = await runRuntimeWorld({ seed: 616, ...faultProfiles.redelivery.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
+
+  // Seed 6827 (also 2431 and 2504 when found; the world has changed since and those two no longer reach it): a cancel
+  // of a queued run, then a cancel of the thread's earlier run: the dispatcher kept one cancel request per thread and
+  // the second replaced the first, so the queued run ran although its cancel had answered `cancelled: true`, and its
+  // gated call ran on an approval sent after the cancel. Fixed: a thread holds a cancel request per run, each
+  // cleared only once the run it names has ended.
+  it.each([6827])(
+    'seed %i: a cancel that answered cancelled cancels its run, whatever cancel of another run follows',
+    async (seed) => {
+      const report = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime });
+      expect(report.violations).toEqual([]);
+    },
+    120_000,
+  );
 });

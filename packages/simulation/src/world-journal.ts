@@ -46,11 +46,6 @@ export class UserJournal {
   readonly deletes = new Map<string, { at: number; runIds: readonly string[] }>();
   /** Runs closed to decisions from some instant on (cancelled, superseded by new input, deleted): the earliest. */
   private readonly closed = new Map<string, number>();
-  /**
-   * Runs whose cancel request a later cancel of another run on the same thread replaced before it was acted on
-   * (the dispatcher keeps one request per thread): by which run, and when. See `docs/simulation.md`, "What it found".
-   */
-  readonly displacedCancels = new Map<string, { by: string; at: number }>();
 
   /** Runs of `threadId`, in submission order. */
   runsOf(threadId: string): SubmittedRun[] {

@@ -141,17 +141,8 @@ function checkEffect(
     const closedAt = journal.closedAt(runId);
     if (intent === undefined) violations.push(`${who} (gated) ran without a decision for its ticket`);
     else if (intent.action !== 'resume') violations.push(`${who} (gated) ran after it was denied`);
-    else if (closedAt !== undefined && intent.firstSentAt > closedAt) {
-      const displaced = journal.displacedCancels.get(runId);
-      if (displaced === undefined) {
-        violations.push(`${who} (gated) ran on an approval sent after its run was cancelled or superseded`);
-      } else {
-        // Known, not fixed yet (docs/simulation.md, "What it found"): the cancel's request was replaced.
-        world.findings.add(
-          `known defect: run ${runId} went on after its cancel said cancelled (a later cancel of ${displaced.by} replaced its request); its gated call ran on a later approval`,
-        );
-      }
-    }
+    else if (closedAt !== undefined && intent.firstSentAt > closedAt)
+      violations.push(`${who} (gated) ran on an approval sent after its run was cancelled or superseded`);
   }
   if (journal.deleted(runId, world.scheduler.elapsed()))
     violations.push(`${who} ran after its thread was deleted`);

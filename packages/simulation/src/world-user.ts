@@ -280,7 +280,6 @@ export class SimulatedUser {
     const attempt: CancelAttempt = { runId: run.runId, threadId: run.threadId, startedAt: this.now() };
     this.world.journal.cancels.push(attempt);
     const finishedBefore = this.status(run.runId) === 'done';
-    const earlier = this.world.dispatcher.backend.cancelRequest(run.threadId);
     try {
       const outcome = await this.retry(() =>
         this.client.cancel(run.threadId, { runId: run.runId, reason: `stop ${run.runId}` }),
@@ -291,15 +290,6 @@ export class SimulatedUser {
         at: this.now(),
       };
       if (outcome.cancelled) this.world.journal.close(run.runId, this.now());
-      const displaced = earlier?.runId;
-      if (
-        outcome.cancelled &&
-        displaced !== undefined &&
-        displaced !== run.runId &&
-        this.status(displaced) !== 'done'
-      ) {
-        this.world.journal.displacedCancels.set(displaced, { by: run.runId, at: this.now() });
-      }
       if (outcome.cancelled && finishedBefore) {
         this.world.violations.push(
           `cancel of run ${run.runId} said cancelled, but the run had finished before`,
