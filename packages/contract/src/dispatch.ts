@@ -321,7 +321,7 @@ export interface Dispatcher extends SubmissionQueue, WorkQueue, DispatchAdmin, C
    * The version of this interface the dispatcher implements; the runtime refuses a dispatcher declaring
    * another one (`specification-mismatch`). See `specificationVersions`.
    */
-  readonly specificationVersion: 'v2';
+  readonly specificationVersion: 'v3';
   /** A short name for diagnostics, e.g. `local` or `bullmq`. */
   readonly kind: string;
   /**

@@ -103,7 +103,7 @@ describe('store input checks', () => {
   });
 
   it("accepts an adapter declaring its kind's specification version and names both versions otherwise", () => {
-    expect(specificationVersions).toEqual({ model: 'v1', store: 'v1', dispatcher: 'v2' });
+    expect(specificationVersions).toEqual({ model: 'v1', store: 'v1', dispatcher: 'v3' });
     expect(() =>
       assertSpecificationVersion('store', { specificationVersion: 'v1' }, 'store "s"'),
     ).not.toThrow();

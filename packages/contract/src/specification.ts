@@ -14,7 +14,7 @@ import type { LunationStore } from './store.js';
 export const specificationVersions = {
   model: 'v1',
   store: 'v1',
-  dispatcher: 'v2',
+  dispatcher: 'v3',
 } as const satisfies {
   model: ModelProvider['specificationVersion'];
   store: LunationStore['specificationVersion'];

@@ -33,7 +33,7 @@ describe('LocalDispatcher on the checked layer', () => {
     const dispatcher = new LocalDispatcher();
     expect(dispatcher).toBeInstanceOf(CheckedDispatcher);
     expect(dispatcher.kind).toBe('local');
-    expect(dispatcher.specificationVersion).toBe('v2');
+    expect(dispatcher.specificationVersion).toBe('v3');
   });
 
   it.each(Object.keys(calls))(

@@ -26,6 +26,6 @@ describe('specification versions', () => {
     const dispatcher = declaring(new LocalDispatcher({ backend: new LocalDispatchBackend() }), 'v0');
     const error = thrown(() => new FleetClient({ dispatcher, store: new MemoryStore() }));
     expect(error.code).toBe('specification-mismatch');
-    expect(error.details).toEqual({ kind: 'dispatcher', expected: 'v2', actual: 'v0' });
+    expect(error.details).toEqual({ kind: 'dispatcher', expected: 'v3', actual: 'v0' });
   });
 });

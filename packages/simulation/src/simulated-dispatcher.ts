@@ -111,7 +111,7 @@ const writes = new Set([
  * the dispatch kit.
  */
 export class SimulatedDispatcher implements Dispatcher {
-  readonly specificationVersion = 'v2' as const;
+  readonly specificationVersion = 'v3' as const;
   readonly kind = 'simulated';
   /** The shared state; pass it as `backend` to build a sibling. */
   readonly backend: SimulatedDispatchBackend;
