@@ -43,8 +43,8 @@ export interface CancelSignals {
   /** The thread's pending cancel requests, oldest first (at most one per run named, one naming none). */
   cancelRequests(threadId: string): Promise<CancelRequest[]>;
   /**
-   * Calls `listener` for the thread's cancel requests until `close()`: at once for each request made before
-   * (oldest first), then for each new one, once per request id. Resolves when the watch is live.
+   * Calls `listener` for the thread's cancel requests until `close()`: at once for each request made before,
+   * then for each new one, once per request id. Resolves when the watch is live.
    */
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch>;
   /**
