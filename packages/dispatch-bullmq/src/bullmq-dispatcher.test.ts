@@ -67,6 +67,17 @@ describe('BullMQDispatcher', () => {
     );
   });
 
+  it('reads and clears a cancel request of the earlier layout (one per thread) beside requests per run', async () => {
+    const { dispatcher, keyPrefix } = open();
+    const legacy = { id: 'old', threadId: 't1', runId: 'run-2', reason: 'stop run 2', requestedAt: 1 };
+    await redis.connected().hset(`${keyPrefix}cancel:t1`, 'id', 'old', 'request', JSON.stringify(legacy));
+    const first = await dispatcher.requestCancel({ threadId: 't1', runId: 'run-1', reason: 'stop run 1' });
+    expect(await dispatcher.cancelRequests('t1')).toEqual([legacy, first]);
+    expect(await dispatcher.clearCancel('t1', 'old')).toBe(true);
+    expect(await dispatcher.cancelRequests('t1')).toEqual([first]);
+    expect(await redis.connected().hkeys(`${keyPrefix}cancel:t1`)).toEqual(['r:run-1']);
+  });
+
   it('keeps every key under keyPrefix, named as the README lists them', async () => {
     const { dispatcher, keyPrefix } = open();
     await dispatcher.submit(makeSubmission('thread-1', { resourceId: 'tenant-a' }));

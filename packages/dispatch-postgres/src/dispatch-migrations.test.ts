@@ -1,8 +1,15 @@
+import { migratePostgresSchema } from '@lunation/contract/postgres-utils';
 import { expectLunationError, makeSubmission, uniqueId } from '@lunation/dispatch-testkit';
 import { describe, expect, it } from 'vitest';
 import { postgresUrl, uniqueSchema } from './__fixtures__/postgres-test-server.js';
 import { testDispatchers } from './__fixtures__/test-dispatchers.js';
-import { latestSchemaVersion, migrationTableName } from './dispatch-migrations.js';
+import {
+  advisoryLockKey,
+  dispatchMigrations,
+  latestSchemaVersion,
+  migrationLockTableName,
+  migrationTableName,
+} from './dispatch-migrations.js';
 import { PostgresDispatcher } from './postgres-dispatcher.js';
 
 const dispatchers = testDispatchers();
@@ -55,6 +62,37 @@ describe('PostgresDispatcher migrations', () => {
     );
     expect(error.message).toContain('upgrade the package');
     expect(error.message).toContain(first.schema);
+  });
+
+  it('003_cancels_per_run keeps a pending cancel request; afterwards a thread holds one per run', async () => {
+    const schema = uniqueSchema();
+    const client = await dispatchers.admin().connect();
+    try {
+      // A schema as the previous release left it: one cancel request per thread.
+      await migratePostgresSchema((text, values) => client.query(text, values as unknown[] | undefined), {
+        schema,
+        migrations: dispatchMigrations(schema),
+        migrationTable: migrationTableName,
+        lockTable: migrationLockTableName,
+        lockKey: advisoryLockKey,
+        owner: '@lunation/dispatch-postgres',
+        target: '002_run_event_fences',
+      });
+      await client.query(
+        `INSERT INTO "${schema}".dispatch_cancels (thread_id, id, run_id, reason, requested_at)
+         VALUES ('t1', 'old', 'run-2', 'stop run 2', 1)`,
+      );
+    } finally {
+      client.release();
+    }
+    const dispatcher = await dispatchers.open({ schema });
+    expect(await dispatcher.cancelRequests('t1')).toEqual([
+      { id: 'old', threadId: 't1', runId: 'run-2', reason: 'stop run 2', requestedAt: 1 },
+    ]);
+    const first = await dispatcher.requestCancel({ threadId: 't1', runId: 'run-1', reason: 'stop run 1' });
+    expect((await dispatcher.cancelRequests('t1')).map((request) => request.id)).toEqual(['old', first.id]);
+    expect(await dispatcher.clearCancel('t1', 'old')).toBe(true);
+    expect(await dispatcher.cancelRequests('t1')).toEqual([first]);
   });
 
   it('shares a database: two schemas are two independent dispatchers', async () => {
