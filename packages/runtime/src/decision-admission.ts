@@ -1,8 +1,12 @@
-import { LunationError, type ResumeDecision, type SuspensionTicket } from '@lunation/contract';
-import { z } from 'zod';
+import {
+  type JsonSchema,
+  LunationError,
+  type ResumeDecision,
+  type SuspensionTicket,
+} from '@lunation/contract';
 import { toolCallRecords, upgradeThreadState } from './loop/call-records.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
-import { formatIssues } from './tool.js';
+import { formatIssues, jsonSchemaValidator } from './tool.js';
 
 // The one admission of decisions, local or through a fleet: who may decide on a thread (the owner rule), which
 // decisions name its open tickets with fitting payloads, which were applied before, and what stays undecided.
@@ -86,8 +90,7 @@ export function admitDecisions(
 }
 
 function checkPayload(decision: ResumeDecision, ticket: SuspensionTicket): void {
-  const schema = z.fromJSONSchema(ticket.responseSchema as Parameters<typeof z.fromJSONSchema>[0]);
-  const parsed = schema.safeParse(decision.payload ?? null);
+  const parsed = jsonSchemaValidator(ticket.responseSchema as JsonSchema).safeParse(decision.payload ?? null);
   if (parsed.success) return;
   throw new LunationError(
     'decision-invalid',

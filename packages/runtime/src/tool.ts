@@ -118,12 +118,14 @@ export interface ToolDefinition<Schema extends z.ZodType> {
   execute(input: z.infer<Schema>, context: ToolContext): unknown | Promise<unknown>;
 }
 
-/** Defines a tool from a zod input schema (its JSON Schema is derived once). */
+/**
+ * Defines a tool from a zod input schema. Its JSON Schema is derived once per schema object: tools defined again
+ * with the same schema (one per worker, per request) reuse it.
+ */
 export function defineTool<Schema extends z.ZodType>(
   definition: ToolDefinition<Schema>,
 ): Tool<z.infer<Schema>> {
-  const parameters = z.toJSONSchema(definition.input, { target: 'draft-7', io: 'input' }) as JsonSchema;
-  delete parameters.$schema;
+  const parameters = convertOnce(inputSchemas, definition.input, 'input');
   return {
     descriptor: { name: definition.name, description: definition.description, parameters },
     inputSchema: definition.input as z.ZodType<z.infer<Schema>>,
@@ -136,12 +138,45 @@ export function defineTool<Schema extends z.ZodType>(
 
 /** Converts a response schema given as zod or JSON Schema to JSON Schema. */
 export function toJsonSchema(schema: z.ZodType | JsonSchema): JsonSchema {
-  if (schema instanceof z.ZodType) {
-    const json = z.toJSONSchema(schema, { target: 'draft-7' }) as JsonSchema;
+  return schema instanceof z.ZodType ? convertOnce(outputSchemas, schema, 'output') : schema;
+}
+
+/** The JSON Schemas derived so far, by zod schema object (a schema is immutable once made). */
+const inputSchemas = new WeakMap<z.ZodType, JsonSchema>();
+const outputSchemas = new WeakMap<z.ZodType, JsonSchema>();
+
+/** `schema` as draft-7 JSON Schema (of its input or output side): converted on first use, a fresh copy each time. */
+function convertOnce(
+  cache: WeakMap<z.ZodType, JsonSchema>,
+  schema: z.ZodType,
+  io: 'input' | 'output',
+): JsonSchema {
+  let json = cache.get(schema);
+  if (json === undefined) {
+    json = z.toJSONSchema(schema, { target: 'draft-7', io }) as JsonSchema;
     delete json.$schema;
-    return json;
+    cache.set(schema, json);
   }
-  return schema;
+  return JSON.parse(JSON.stringify(json)) as JsonSchema;
+}
+
+/** The zod schemas made from JSON Schemas so far, by their JSON text; the oldest go past {@link maxValidators}. */
+const validators = new Map<string, z.ZodType>();
+const maxValidators = 256;
+
+/**
+ * A zod schema checking values against a JSON Schema (a ticket's stored `responseSchema`): made once per distinct
+ * schema and reused, as building one costs far more than a parse.
+ */
+export function jsonSchemaValidator(schema: JsonSchema): z.ZodType {
+  const key = JSON.stringify(schema);
+  let validator = validators.get(key);
+  if (validator === undefined) {
+    validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    if (validators.size >= maxValidators) validators.delete(validators.keys().next().value as string);
+    validators.set(key, validator);
+  }
+  return validator;
 }
 
 /**

@@ -452,6 +452,13 @@ export class SimulatedDispatchBackend {
     return ids;
   }
 
+  /** A run's log as it is, to read without copying (the simulation's invariants), or undefined. */
+  eventLog(
+    runId: string,
+  ): { readonly records: readonly RunEventRecord[]; readonly ended: boolean } | undefined {
+    return this.logs.get(runId);
+  }
+
   /** Events of a run's log after id `after`, at most `limit`. */
   readEvents(runId: string, after: number, limit: number): RunEventPage {
     const log = this.logs.get(runId);

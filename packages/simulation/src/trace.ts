@@ -8,6 +8,9 @@ import { createHash, type Hash } from 'node:crypto';
 const randomId =
   /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-[0-9a-z]+)?|\b[0-9a-f]{32}\b/g;
 
+/** How many characters of lines the hasher is given at once. */
+const hashBatch = 64 * 1024;
+
 /** Options of {@link Trace}. */
 export interface TraceOptions {
   /** Keep every line (for printing a replayed seed); otherwise only the last `tail` lines. @default false */
@@ -27,6 +30,8 @@ export class Trace {
   private readonly keepAll: boolean;
   private readonly tail: number;
   private digest: string | undefined;
+  /** Lines recorded but not yet given to the hasher. */
+  private pending = '';
   /** How many lines were recorded. */
   length = 0;
 
@@ -46,8 +51,10 @@ export class Trace {
       }
       return alias;
     });
-    this.hasher.update(text);
-    this.hasher.update('\n');
+    // The hash takes the lines in batches (one native call per batch, not two per line): the same bytes in the same
+    // order, so the same digest.
+    this.pending += `${text}\n`;
+    if (this.pending.length >= hashBatch) this.flush();
     this.length++;
     this.kept.push(text);
     if (!this.keepAll && this.kept.length > this.tail * 2) this.kept.splice(0, this.kept.length - this.tail);
@@ -60,7 +67,15 @@ export class Trace {
 
   /** The SHA-256 of every line recorded, in hex; no line can be recorded after it was read. */
   hash(): string {
-    this.digest ??= this.hasher.digest('hex');
+    if (this.digest === undefined) {
+      this.flush();
+      this.digest = this.hasher.digest('hex');
+    }
     return this.digest;
+  }
+
+  private flush(): void {
+    this.hasher.update(this.pending);
+    this.pending = '';
   }
 }

@@ -1,10 +1,21 @@
-import { logViolations } from './log-invariants.js';
+import type { MessageRecord } from '@lunation/contract';
+import { logViolations, RunLogChecks } from './log-invariants.js';
 import type { WorldContext } from './world-context.js';
+
+/** Where the check of a thread's history stopped: the store's list then, how far it was read, the ids in it. */
+interface HistoryCursor {
+  messages: readonly MessageRecord[];
+  read: number;
+  last: MessageRecord | undefined;
+  ids: Set<string>;
+}
 
 /**
  * The invariants of the runtime world checked after every step, from the store, the dispatcher's event logs, the
  * store's own table of transactional effects and the user's journal (the tools check theirs as each effect
- * happens, see `world-tools.ts`), and the liveness check at the end.
+ * happens, see `world-tools.ts`), and the liveness check at the end. Histories and event logs only grow at their
+ * end, so each check reads only what was appended since the step before (what it read before was checked then,
+ * and did not change); everything else is checked whole after every step.
  */
 export class WorldInvariants {
   private readonly finished = new Set<string>();
@@ -12,12 +23,16 @@ export class WorldInvariants {
   private readonly seen = new Set<string>();
   /** Threads the store has had (only the user deletes one). */
   private readonly threads = new Set<string>();
+  private readonly histories = new Map<string, HistoryCursor>();
+  private readonly logs: RunLogChecks;
 
-  constructor(private readonly world: WorldContext) {}
+  constructor(private readonly world: WorldContext) {
+    this.logs = new RunLogChecks(world.dispatcher.backend);
+  }
 
   /** Runs every check; violations go to the world's list. */
   check(): void {
-    this.histories();
+    this.history();
     for (const runId of this.world.journal.runs.keys()) {
       this.run(runId);
       this.log(runId);
@@ -30,19 +45,37 @@ export class WorldInvariants {
     return this.threads.has(threadId) && !this.world.store.backend.threads.has(threadId);
   }
 
-  /** No thread history holds a message twice or numbers them with a gap. */
-  private histories(): void {
+  /**
+   * No thread history holds a message twice or numbers them with a gap. A history read before is read on from
+   * where it stopped, unless the store's list is another one (the thread was deleted and made again) or its end
+   * is not what was read (then it is read whole).
+   */
+  private history(): void {
     const { store, violations } = this.world;
     for (const slot of store.backend.threads.values()) {
       this.threads.add(slot.id);
-      const ids = new Set<string>();
-      slot.messages.forEach((record, index) => {
+      const { messages } = slot;
+      let cursor = this.histories.get(slot.id);
+      if (
+        cursor === undefined ||
+        cursor.messages !== messages ||
+        messages.length < cursor.read ||
+        (cursor.read > 0 && messages[cursor.read - 1] !== cursor.last)
+      ) {
+        cursor = { messages, read: 0, last: undefined, ids: new Set() };
+        this.histories.set(slot.id, cursor);
+      }
+      const { ids } = cursor;
+      for (let index = cursor.read; index < messages.length; index++) {
+        const record = messages[index] as MessageRecord;
         if (record.seq !== index + 1)
           violations.push(`thread ${slot.id}: message ${index + 1} has seq ${record.seq}`);
         if (ids.has(record.message.id))
           violations.push(`thread ${slot.id}: message ${record.message.id} twice`);
         ids.add(record.message.id);
-      });
+        cursor.last = record;
+      }
+      cursor.read = messages.length;
     }
   }
 
@@ -83,24 +116,24 @@ export class WorldInvariants {
    * thread's logs are left alone (the store has nothing to compare them with).
    */
   private log(runId: string): void {
-    const { dispatcher, store, journal, violations } = this.world;
+    const { store, journal, violations } = this.world;
     const threadId = journal.runs.get(runId)?.threadId;
     // Deleted: the journal hears of a delete whose answer was lost only later, so a thread gone is one too.
-    if (journal.deleted(runId) || (threadId !== undefined && this.gone(threadId))) return;
-    const page = dispatcher.backend.readEvents(runId, 0, 100_000);
-    const endedWith = this.ended.get(runId);
-    if (endedWith !== undefined && page.events.length > endedWith) {
-      violations.push(`run ${runId}: ${page.events.length - endedWith} events appended after its end mark`);
+    if (journal.deleted(runId) || (threadId !== undefined && this.gone(threadId))) {
+      this.logs.forget(runId);
+      return;
     }
-    if (page.ended) this.ended.set(runId, page.events.length);
-    else if (endedWith !== undefined && page.events.length < endedWith) this.ended.delete(runId);
-    violations.push(
-      ...logViolations(
-        runId,
-        page.events.map(({ event }) => event),
-        store.backend.runs.get(runId)?.record,
-      ),
-    );
+    const reading = this.logs.read(runId);
+    const endedWith = this.ended.get(runId);
+    if (endedWith !== undefined && reading.records.length > endedWith) {
+      violations.push(
+        `run ${runId}: ${reading.records.length - endedWith} events appended after its end mark`,
+      );
+    }
+    if (reading.ended) this.ended.set(runId, reading.records.length);
+    else if (endedWith !== undefined && reading.records.length < endedWith) this.ended.delete(runId);
+    for (const violation of logViolations(runId, reading, store.backend.runs.get(runId)?.record))
+      violations.push(violation);
   }
 
   /**

@@ -17,6 +17,9 @@ export type WorldToolName = (typeof worldToolNames)[number];
 /** The permission rules of the world's agent: `refund` waits for an approval. */
 export const worldPermissionRules = [{ tool: 'refund', decision: 'ask' as const }];
 
+/** Every tool's input, one schema for all (its JSON Schema is derived once). */
+const amountInput = z.object({ amount: z.number() });
+
 const policies: Record<WorldToolName, InterruptPolicy> = {
   charge: 'rerun',
   refund: 'rerun',
@@ -43,7 +46,7 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
     defineTool({
       name,
       description: `${name}: a real effect the world counts`,
-      input: z.object({ amount: z.number() }),
+      input: amountInput,
       interruptPolicy: policies[name],
       execute: async ({ amount }, context) => {
         checkRunner(world, process, owner, context);
@@ -54,7 +57,7 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
   const book = defineTool({
     name: 'book',
     description: 'Books a slot: a row written in the store’s own database with the call’s completion',
-    input: z.object({ amount: z.number() }),
+    input: amountInput,
     execute: async ({ amount }, context) => {
       checkRunner(world, process, owner, context);
       return context.transaction(async (transaction) => {
