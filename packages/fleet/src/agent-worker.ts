@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
   assertSpecificationVersion,
+  type DispatchBackoff,
   type DispatchClaim,
   type Dispatcher,
   type InboxEntry,
@@ -10,6 +11,7 @@ import {
 } from '@lunation/contract';
 import type { AgentRuntime } from '@lunation/runtime';
 import type { RunExecutor, ScanPosition } from '@lunation/runtime/executor';
+import { ClaimRetries } from './claim-retries.js';
 import { submitStrandedRuns } from './stranded-runs.js';
 import { ThreadWork, type ThreadWorkFact, type ThreadWorkOutcome } from './thread-work.js';
 import { errorFields, type WorkerLogEntry } from './worker-log.js';
@@ -42,6 +44,13 @@ export interface AgentWorkerOptions {
   strandedScanIntervalMs?: number;
   /** How many threads one look for stranded runs reads at most. @default 1000 */
   strandedScanLimit?: number;
+  /**
+   * The back-off of a thread whose work failed with a retryable error (the store unavailable, a timeout): an
+   * infrastructure failure, not the submission's, so the claim is handed back without counting toward the
+   * dispatcher's `maxAttempts` and offered again after `initialMs * factor^(n - 1)` (with jitter, at most
+   * `maxMs`) for its n-th such failure in a row. @default { initialMs: 500, factor: 2, maxMs: 30000 }
+   */
+  retryBackoff?: DispatchBackoff;
   /** A submission the runtime refused as malformed (it is acknowledged and dropped). @default ignored */
   onRejected?(entry: InboxEntry, error: LunationError): void;
   /** A failure of the worker's own bookkeeping (extending a claim, a failed claim call). @default ignored */
@@ -83,6 +92,7 @@ export class AgentWorker {
   /** Where the next stranded-runs scan starts: each scan goes on where the last stopped. */
   private readonly strandedPosition: ScanPosition = {};
   private readonly working = new Map<string, Promise<void>>();
+  private readonly retries: ClaimRetries;
 
   constructor(private readonly options: AgentWorkerOptions) {
     const { runtime } = options;
@@ -103,6 +113,7 @@ export class AgentWorker {
     this.strandedScanIntervalMs = options.strandedScanIntervalMs ?? 60_000;
     if (this.strandedScanIntervalMs !== 0) positive(this.strandedScanIntervalMs, 'strandedScanIntervalMs');
     positive(options.strandedScanLimit ?? 1_000, 'strandedScanLimit');
+    this.retries = new ClaimRetries(options.retryBackoff);
     // Every claim loop waits on the stop signal at once (a listener each while it waits for work).
     setMaxListeners(this.concurrency * 2 + 10, this.stopping.signal);
   }
@@ -235,6 +246,7 @@ export class AgentWorker {
   /** Hands the claim back (the thread is held elsewhere) or completes it (its inbox is empty). */
   private async settle(claim: DispatchClaim, outcome: ThreadWorkOutcome): Promise<void> {
     const { dispatcher } = this.options;
+    this.retries.succeeded(claim.threadId);
     if (outcome.type === 'busy') {
       await dispatcher.handBack(claim, { delayMs: outcome.retryAfterMs });
       this.logClaim(claim, {
@@ -253,15 +265,23 @@ export class AgentWorker {
     });
   }
 
-  /** The work failed: the claim is failed (retried or dead-lettered); a claim that lapsed is only reported. */
+  /**
+   * The work failed: a retryable failure (the infrastructure's) hands the claim back after a back-off, uncounted;
+   * any other is the submission's, and fails the claim (retried or dead-lettered); a claim that lapsed is only
+   * reported.
+   */
   private async failed(claim: DispatchClaim, error: unknown): Promise<void> {
     // A claim that lapsed (a stall, a slow extend) is not the work's failure: whoever holds it now goes on.
     if (LunationError.hasCode(error, 'claim-lost')) {
       this.report(error);
       return;
     }
+    if (LunationError.isInstance(error) && error.isRetryable) {
+      await this.retryLater(claim, error);
+      return;
+    }
     const failed = await this.options.dispatcher
-      .fail(claim, error, LunationError.isInstance(error) ? { retryable: error.isRetryable } : {})
+      .fail(claim, error, LunationError.isInstance(error) ? { retryable: false } : {})
       .catch((failure: unknown) => this.report(failure));
     if (!failed) return;
     this.logClaim(claim, {
@@ -276,6 +296,24 @@ export class AgentWorker {
             message: `Work on thread "${claim.threadId}" failed (attempt ${claim.attempt}; retried): ${errorFields(error).error}`,
             ...(failed.retryAt === undefined ? {} : { retryAt: failed.retryAt }),
           }),
+      ...errorFields(error),
+    });
+  }
+
+  /** Hands the claim back after the thread's back-off: a store that stays down is neither hot-looped nor fatal. */
+  private async retryLater(claim: DispatchClaim, error: LunationError): Promise<void> {
+    const delayMs = this.retries.delayAfterFailure(claim, error.retryAfterMs);
+    try {
+      await this.options.dispatcher.handBack(claim, { delayMs });
+    } catch (failure) {
+      this.report(failure); // the claim lapses: it is offered again, still uncounted
+      return;
+    }
+    this.logClaim(claim, {
+      level: 'warn',
+      event: 'claim-failed',
+      message: `Work on thread "${claim.threadId}" failed with a retryable error (not counted toward its attempts; retried in ${delayMs} ms): ${errorFields(error).error}`,
+      delayMs,
       ...errorFields(error),
     });
   }

@@ -9,7 +9,8 @@ import { LunationError } from '@lunation/contract';
  * - `lease-lost` — a run stopped because this worker lost its thread's lease (another process holds it now);
  * - `claim-handed-back` — the thread is held elsewhere: given back without counting a failure;
  * - `claim-completed` — the thread's inbox is empty;
- * - `claim-failed` — the work failed and will be retried (`retryAt`);
+ * - `claim-failed` — the work failed and will be retried: a retryable failure (the store unavailable, a timeout)
+ *   hands the claim back uncounted, for `delayMs`; any other counts toward the dispatcher's attempts (`retryAt`);
  * - `claim-dead-lettered` — the work failed for the last time;
  * - `stranded-run-filed` — a `continue` was filed for a run left `running` with nobody holding its thread;
  * - `event-append-failed` — an append to a run's event log failed (it is retried).
@@ -63,7 +64,7 @@ export interface WorkerLogEntry {
   steps?: number;
   /** `claim-failed`: when the retry becomes claimable (epoch ms). */
   retryAt?: number;
-  /** `claim-handed-back`: how long until the thread is claimable again. */
+  /** `claim-handed-back`, and `claim-failed` when handed back uncounted: how long until the thread is claimable again. */
   delayMs?: number;
   /** The error's message, for failures. */
   error?: string;

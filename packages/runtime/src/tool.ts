@@ -58,6 +58,13 @@ export interface ToolContext {
   readonly idempotencyKey: string;
   /** True when an earlier attempt of this call died mid-way. */
   readonly rerun: boolean;
+  /**
+   * The fencing token of the thread lease this call runs under: strictly increasing per thread across every
+   * acquisition, so a process that took the thread over has a higher one. Undefined when the runtime holds no
+   * lease (no store). A system that remembers the highest token it has seen (per thread or per resource) and
+   * refuses lower ones makes a stalled process's late effect harmless; `idempotencyKey` dedupes re-runs.
+   */
+  readonly fencingToken: number | undefined;
   /** The decision that resumed this call (`pass-decision-to-tool` / `replay-tool-call`). */
   readonly decision: ResumeDecision | undefined;
   /** Starts work that outlives this call; its result reaches the run at a later step. */

@@ -311,6 +311,10 @@ export class ToolCallContext implements ToolContext, Watch {
     return this.scope.identity;
   }
 
+  get fencingToken(): number | undefined {
+    return this.scope.options.leaseToken;
+  }
+
   /** Aborted when the call times out or the run is cancelled. */
   get signal(): AbortSignal {
     return this.clock.signalFor(this);

@@ -3,6 +3,7 @@ import { type FleetViolation, fleetInvariants, type ThreadEvidence } from './fle
 import type { FleetSettings } from './fleet-settings.js';
 import type { FleetUserClient } from './fleet-user-client.js';
 import type { FrontPool } from './front-pool.js';
+import { describeStaleEffect, type TargetView } from './target-fencing.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /** What the test measures and counts, for its summary. */
@@ -10,7 +11,10 @@ export interface FleetFigures {
   backend: string;
   seconds: number;
   threads: ThreadEvidence[];
+  /** The journal as the tools' target accepted it (see `fenceAtTarget`). */
   journal: FleetJournalLine[];
+  /** What the target refused, and how many tool entries there were. */
+  target: TargetView;
   pool: WorkerPool;
   fronts: FrontPool;
   users: FleetUserClient;
@@ -41,7 +45,11 @@ export function fleetSummary(settings: FleetSettings, figures: FleetFigures): st
     `fleet on ${figures.backend}: seed ${settings.seed}, ${threads.length} threads, ${runs.length} runs (${runs.length - threads.length} follow-ups), ${settings.workers} workers × ${settings.concurrency}, ${figures.seconds.toFixed(1)} s, ${(runs.length / figures.seconds).toFixed(2)} runs/s`,
     `  disturbances: workers killed ${pool.kills.length}; stalled ${pool.stalls.length} (${count(pool.stalls.filter((stall) => stall.long))} past the ${settings.leaseTtlMs} ms lease); CPU hogs ${settings.cpuHogs} at ${settings.cpuHogDuty}; append failures injected ${failures.length} (${count(failures.filter((line) => line.type === 'append-failure' && line.when === 'after'))} after appending); worker errors ${pool.workerErrors.length}; workers frozen (no heartbeat for 10 s, not stopped by the test) ${pool.freezes.length}`,
     `  fronts (2, HTTP, in processes of their own): killed ${frontKills}; stalled ${fronts.disturbances.length - frontKills} (1–3 × the ${settings.requestTimeoutMs} ms request timeout); requests retried on the other front ${figures.users.retries}; front errors (500) ${fronts.frontErrors.length}`,
-    `  tool executions ${starts.length} (re-runs ${count(starts.filter((start) => start.rerun))}); approvals ${runs.reduce((sum, run) => sum + run.driven.approvedAt.size, 0)} (calls asked again after their approval ${runs.reduce((sum, run) => sum + run.driven.askedAgain.length, 0)}); stream reconnects ${runs.reduce((sum, run) => sum + run.driven.reconnects, 0)}; events seen ${runs.reduce((sum, run) => sum + run.driven.seen.length, 0)}`,
+    `  tool entries ${figures.target.entries}; effects accepted by the target ${starts.length} (re-runs ${count(starts.filter((start) => start.rerun))}); stale effects refused by the target ${figures.target.refused.length}`,
+    ...figures.target.refused
+      .slice(0, 20)
+      .map((stale) => `    refused: ${describeStaleEffect(stale, [...pool.stalls, ...pool.freezes])}`),
+    `  approvals ${runs.reduce((sum, run) => sum + run.driven.approvedAt.size, 0)} (calls asked again after their approval ${runs.reduce((sum, run) => sum + run.driven.askedAgain.length, 0)}); stream reconnects ${runs.reduce((sum, run) => sum + run.driven.reconnects, 0)}; events seen ${runs.reduce((sum, run) => sum + run.driven.seen.length, 0)}`,
     `  cancels ${cancels.length} (running ${count(cancels.filter(({ cancel }) => cancel.moment === 'running'))}, waiting ${count(cancels.filter(({ cancel }) => cancel.moment === 'waiting'))}, after-end ${count(cancels.filter(({ cancel }) => cancel.moment === 'after-end'))}): runs ended cancelled ${cancelledEnds}`,
     `  kill -> the cut-off call runs again on another worker: ${percentiles(killLatencies)}`,
     `  stall past the lease -> the frozen call runs again on another worker: ${percentiles(stallLatencies)}`,

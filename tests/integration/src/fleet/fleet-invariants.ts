@@ -15,7 +15,10 @@ import { checkLogs } from './log-checks.js';
 import type { DrivenRun } from './run-driver.js';
 import type { WorkerKill, WorkerStall } from './worker-pool.js';
 
-/** The fleet's invariants (fleet.md): what the test checks from the store, the logs, the journal and the users. */
+/**
+ * The fleet's invariants (fleet.md): what the test checks from the store, the logs, the journal and the users.
+ * Tool executions are judged on the effects the journal, their fenced target, accepted (see `fenceAtTarget`).
+ */
 export const fleetInvariants = {
   completed:
     'every submitted run ends: done with natural-end (or cancelled, when its user cancelled it); no thread dead-lettered',

@@ -17,6 +17,7 @@ import { fleetSettings as settings } from './fleet-settings.js';
 import { FleetUserClient } from './fleet-user-client.js';
 import { FrontPool } from './front-pool.js';
 import type { DrivenRun } from './run-driver.js';
+import { fenceAtTarget } from './target-fencing.js';
 import { driveThread } from './thread-driver.js';
 import { WorkerPool, type WorkerStall } from './worker-pool.js';
 
@@ -103,8 +104,10 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
       ),
     );
     const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
+    // The tools' effects went to a fenced target (the journal): the invariants judge the effects it accepted.
+    const target = fenceAtTarget(journal);
     const threads = await inPool(driven, 16, (runs) =>
-      gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, journal, deadLetters),
+      gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, target.accepted, deadLetters),
     );
     // A worker whose event loop froze is, to the fleet, a stalled worker; the freeze itself fails the test.
     const disturbances = { kills: pool.kills, stalls: [...pool.stalls, ...pool.freezes] };
@@ -114,7 +117,8 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
       backend: backend.name,
       seconds,
       threads,
-      journal,
+      journal: target.accepted,
+      target,
       pool,
       fronts,
       users,
