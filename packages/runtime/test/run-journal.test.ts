@@ -1,4 +1,4 @@
-import type { LunationStore } from '@lunation/contract';
+import type { JsonObject, LunationStore } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
@@ -112,7 +112,7 @@ describe('the run journal', () => {
   });
 
   it('reads a journal stored with every entry whole (as written before it was compact)', () => {
-    const whole = [
+    const whole: JsonObject[] = [
       { event: 'step', at: 1, step: 1, owner: 'a', token: 3, incarnation: 'i1', modelMs: 2 },
       { event: 'ended', at: 2, step: 1, owner: 'b', token: 4, incarnation: 'i2', termination: 'natural-end' },
     ];

@@ -130,7 +130,7 @@ export class RunJournal {
     if (this.stepEntry?.step === step) this.fillModel(this.stepEntry);
   }
 
-  /** Writes the journal into `record.state` (a run record being built for a commit). */
+  /** Writes the journal into `record.state` (a run record being built for a commit, with a `state` of its own). */
   stamp(record: RunRecord): void {
     const { steps: step, status, termination } = record;
     if (!this.started) {
@@ -149,7 +149,8 @@ export class RunJournal {
       if (termination.type === 'suspended') entry.tickets = record.openTickets.map((ticket) => ticket.id);
       else entry.termination = termination.type;
     }
-    record.state = { ...record.state, [RUN_JOURNAL_KEY]: this.entries.slice() as unknown as JsonObject[] };
+    // The record is being built for a commit: its `state` is its own object (no copy of it needed).
+    record.state[RUN_JOURNAL_KEY] = this.entries.slice() as unknown as JsonObject[];
   }
 
   private add(event: RunJournalEntry['event'], step: number): StoredEntry {
@@ -167,7 +168,8 @@ export class RunJournal {
 
   /** Drops the oldest entries; the new first entry gets its runner written out (the one before it is gone). */
   private dropOldest(count: number): void {
-    const first = runJournalOf({ state: { [RUN_JOURNAL_KEY]: this.entries.slice(0, count + 1) } as never })[count];
+    const kept = { [RUN_JOURNAL_KEY]: this.entries.slice(0, count + 1) as unknown as JsonObject[] };
+    const first = runJournalOf({ state: kept })[count];
     this.entries.splice(0, count);
     const head = this.entries[0];
     if (head === undefined || first === undefined || head.owner !== undefined) return;
