@@ -10,8 +10,9 @@ import {
   type SuspensionTicket,
   type TerminationReason,
 } from '@lunation/contract';
-import { type FrontendTool, ownsThread, type RunInput, type ThreadCaller } from '@lunation/runtime';
+import type { FrontendTool, RunInput, ThreadCaller } from '@lunation/runtime';
 import { admitDecisions, createId, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
+import { ownsThread } from '@lunation/runtime/internal';
 
 /** What {@link FleetClient} takes. */
 export interface FleetClientOptions {

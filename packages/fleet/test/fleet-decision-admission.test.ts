@@ -1,5 +1,6 @@
 import type { RunEventRecord } from '@lunation/contract';
-import { createRuntime, defineTool, ownsThread, permissionPlugin, toolCallsKey } from '@lunation/runtime';
+import { createRuntime, defineTool, permissionPlugin, toolCallsKey } from '@lunation/runtime';
+import { ownsThread } from '@lunation/runtime/internal';
 import { reply, ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';

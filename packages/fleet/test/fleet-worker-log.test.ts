@@ -1,5 +1,6 @@
 import { LunationError, type LunationStore } from '@lunation/contract';
-import { createRuntime, defineTool, permissionPlugin, runJournalOf } from '@lunation/runtime';
+import { createRuntime, defineTool, permissionPlugin } from '@lunation/runtime';
+import { runJournalOf } from '@lunation/runtime/internal';
 import { ScriptedModel } from '@lunation/runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -6,7 +6,7 @@ import {
   runEventIdSchema,
 } from '@lunation/contract';
 import { FleetClient } from '@lunation/fleet';
-import { ownsThread } from '@lunation/runtime';
+import { ownsThread } from '@lunation/runtime/internal';
 import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
 import { HttpError } from './http-error.js';
 import { threadCaller } from './token-auth.js';

@@ -1,5 +1,5 @@
 import { jsonObjectSchema } from '@lunation/contract';
-import { forkThread, listCheckpoints } from '@lunation/runtime';
+import { forkThread, listCheckpoints } from '@lunation/runtime/internal';
 import { z } from 'zod';
 import type { ApiParts, RouteContext } from './api-parts.js';
 import type { RunStream } from './front.js';

@@ -6,7 +6,7 @@ import {
   type ResumeDecision,
   type ThreadRecord,
 } from '@lunation/contract';
-import { ownsThread } from '@lunation/runtime';
+import { ownsThread } from '@lunation/runtime/internal';
 import { z } from 'zod';
 import type { ApiParts, RouteContext } from './api-parts.js';
 import { chatMessages, chatStop, chatStream, postChat } from './chat-route.js';

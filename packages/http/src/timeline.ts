@@ -6,7 +6,7 @@ import type {
   ToolExecution,
   Usage,
 } from '@lunation/contract';
-import { type RunJournalEntry, runJournalOf } from '@lunation/runtime';
+import { type RunJournalEntry, runJournalOf } from '@lunation/runtime/internal';
 import { type RunSummary, runSummary } from './run-summary.js';
 
 /** Which runtime process ran a part of a run: its lease owner name and instance id. */

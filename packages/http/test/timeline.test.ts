@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emptyUsage, type RunRecord, type ToolExecution } from '@lunation/contract';
-import { RUN_JOURNAL_KEY, type RunJournalEntry } from '@lunation/runtime';
+import { RUN_JOURNAL_KEY, type RunJournalEntry } from '@lunation/runtime/internal';
 import { SqliteStore } from '@lunation/store-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildTimeline } from '../src/index.js';

@@ -11,7 +11,6 @@ export {
 } from './agent.js';
 export {
   AgentRuntime,
-  type AgentRuntimeOptions,
   type DecisionOutcome,
   type DecisionTarget,
   type ForkOptions,
@@ -43,26 +42,12 @@ export {
   type ScheduledAction,
   scheduleAction,
 } from './command.js';
-export {
-  applyCompaction,
-  type CompactionPolicy,
-  type ContextPolicy,
-  estimateTokens,
-  summaryRange,
-  truncateMessages,
-} from './context-policy.js';
-export { ownsThread, type ThreadCaller } from './decision-admission.js';
+export type { CompactionPolicy, ContextPolicy } from './context-policy.js';
+export type { ThreadCaller } from './decision-admission.js';
 export { EventStream } from './event-stream.js';
 export { type ToolCallRecord, toolCallsKey, unansweredCalls } from './loop/call-records.js';
 export { idempotencyKey } from './loop/checkpointer.js';
 export type { DeliveryMode } from './loop/inbox.js';
-export {
-  RUN_JOURNAL_KEY,
-  RUN_JOURNAL_LIMIT,
-  type RunJournalEntry,
-  type RunJournalRunner,
-  runJournalOf,
-} from './loop/run-journal.js';
 export type { FrontendTool, RunResult } from './loop/run-scope.js';
 export { MAX_JSON_DEPTH } from './loop/storable.js';
 export type { InProcessRetention } from './persistence.js';
@@ -85,11 +70,7 @@ export {
   type ToolGateHook,
 } from './plugin.js';
 export { backgroundTasksPlugin } from './plugins/background-tasks-plugin.js';
-export {
-  evaluateInterruptPolicy,
-  type PermissionRule,
-  permissionPlugin,
-} from './plugins/permission-plugin.js';
+export { type PermissionRule, permissionPlugin } from './plugins/permission-plugin.js';
 export { AgentRegistry, type RegistrySet, RegistrySnapshot } from './registry.js';
 export {
   activeAgentKey,
@@ -112,15 +93,13 @@ export {
   type StateUpdate,
   updateState,
 } from './state.js';
-export {
-  type CheckpointCall,
-  type ForkOrigin,
-  type ForkResult,
-  type ForkThreadOptions,
-  forkThread,
-  listCheckpoints,
-  type SettledCall,
-  type ThreadStepCheckpoint,
+export type {
+  CheckpointCall,
+  ForkOrigin,
+  ForkResult,
+  ForkThreadOptions,
+  SettledCall,
+  ThreadStepCheckpoint,
 } from './time-travel.js';
 export {
   type AnyTool,

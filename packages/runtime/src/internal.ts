@@ -1,6 +1,15 @@
-// `@lunation/runtime/internal`: what the sample app uses, and types and schemas the public ones refer to, outside
-// the documented API. No stability promise: a release may change them without a `minor` changeset.
+// `@lunation/runtime/internal`: what Lunation's own packages (`@lunation/fleet`, `@lunation/http`, the sample app)
+// build on, outside the API the README documents for users, and types the public ones refer to. No stability
+// promise: a release may change them without a `minor` changeset.
+export { ownsThread } from './decision-admission.js';
+export type { AgentRuntimeOptions } from './executor/runtime-options.js';
 export { createId } from './id.js';
+export {
+  RUN_JOURNAL_KEY,
+  type RunJournalEntry,
+  type RunJournalRunner,
+  runJournalOf,
+} from './loop/run-journal.js';
 export { PHASES } from './phase.js';
 export { PluginSet } from './plugin.js';
 export {
@@ -9,4 +18,5 @@ export {
   permissionConfigSchema,
   permissionRuleSchema,
 } from './plugins/permission-plugin.js';
+export { forkThread, listCheckpoints } from './time-travel.js';
 export { formatIssues } from './tool.js';

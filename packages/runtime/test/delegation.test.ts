@@ -1,14 +1,8 @@
 import type { Message, ToolResultPart } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  applyCompaction,
-  createRuntime,
-  defineTool,
-  handoffTo,
-  summaryRange,
-  truncateMessages,
-} from '../src/index.js';
+import { applyCompaction, summaryRange, truncateMessages } from '../src/context-policy.js';
+import { createRuntime, defineTool, handoffTo } from '../src/index.js';
 import { callTool, collectEvents, eventsOfType, reply, ScriptedModel } from '../src/testing/index.js';
 
 describe('delegation', () => {

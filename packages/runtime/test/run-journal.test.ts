@@ -2,14 +2,9 @@ import type { JsonObject, LunationStore } from '@lunation/contract';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  createRuntime,
-  defineTool,
-  permissionPlugin,
-  RUN_JOURNAL_KEY,
-  RUN_JOURNAL_LIMIT,
-  runJournalOf,
-} from '../src/index.js';
+import { createRuntime, defineTool, permissionPlugin } from '../src/index.js';
+import { RUN_JOURNAL_KEY, runJournalOf } from '../src/internal.js';
+import { RUN_JOURNAL_LIMIT } from '../src/loop/run-journal.js';
 import { callTool, reply, ScriptedModel } from '../src/testing/index.js';
 
 const readFile = defineTool({

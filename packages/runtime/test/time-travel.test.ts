@@ -2,14 +2,8 @@ import { LunationError, type LunationStore, type ModelRequest } from '@lunation/
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryStore } from '../../store-memory/src/index.js';
-import {
-  createRuntime,
-  defineTool,
-  forkThread,
-  listCheckpoints,
-  permissionPlugin,
-  type ThreadStepCheckpoint,
-} from '../src/index.js';
+import { createRuntime, defineTool, permissionPlugin, type ThreadStepCheckpoint } from '../src/index.js';
+import { forkThread, listCheckpoints } from '../src/internal.js';
 import { ScriptedModel, type ScriptedResponse } from '../src/testing/index.js';
 
 /** The text of the last message of a request, and its role. */

@@ -117,13 +117,16 @@ describe('the dispatch-testkit README', () => {
 
 describe('every package README', () => {
   const packages = readdirSync(join(root, 'packages'));
-  /** Each package's public entry points (`exports` subpath → source file). */
+  /**
+   * Each package's public entry points (`exports` subpath → source file). An `./internal` subpath is for
+   * Lunation's own packages, with no stability promise: the API reference covers it, a user's README does not.
+   */
   const entries = packages.flatMap((name) => {
     const manifest = JSON.parse(read(`packages/${name}/package.json`)) as {
       exports: Record<string, { '@lunation/source'?: string } | string>;
     };
     return Object.entries(manifest.exports).flatMap(([subpath, target]) =>
-      typeof target === 'string' || !target['@lunation/source']
+      typeof target === 'string' || !target['@lunation/source'] || subpath === './internal'
         ? []
         : [{ name, subpath, path: join(root, 'packages', name, target['@lunation/source']) }],
     );
