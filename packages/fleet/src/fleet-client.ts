@@ -1,6 +1,7 @@
 import {
   assertSpecificationVersion,
   type Dispatcher,
+  type IdSource,
   type InboxEntry,
   LunationError,
   type LunationStore,
@@ -8,10 +9,11 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
   type SuspensionTicket,
+  systemIds,
   type TerminationReason,
 } from '@lunation/contract';
 import { type FrontendTool, ownsThread, type RunInput, type ThreadCaller } from '@lunation/runtime';
-import { admitDecisions, createId, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
+import { admitDecisions, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
 
 /** What {@link FleetClient} takes. */
 export interface FleetClientOptions {
@@ -19,6 +21,8 @@ export interface FleetClientOptions {
   dispatcher: Dispatcher;
   /** The store the workers share: read for the runs that decisions resume. */
   store: LunationStore;
+  /** Where run, submission and decision ids come from; a simulation passes a seeded source. @default systemIds */
+  ids?: IdSource;
 }
 
 /** What {@link FleetClient.send} takes. */
@@ -98,19 +102,21 @@ export interface FleetDecision {
 export class FleetClient {
   private readonly dispatcher: Dispatcher;
   private readonly store: LunationStore;
+  private readonly ids: IdSource;
 
   constructor(options: FleetClientOptions) {
     assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     assertSpecificationVersion('store', options.store, `store "${options.store.kind}"`);
     this.dispatcher = options.dispatcher;
     this.store = options.store;
+    this.ids = options.ids ?? systemIds;
   }
 
   /** Submits new input: a new run with `runId` starts once the thread's earlier submissions are done. */
   async send(options: FleetSendOptions): Promise<FleetSubmission> {
     const input = normaliseInput(options.input);
     if (input.length === 0) throw new LunationError('invalid-argument', 'send() needs input');
-    const runId = options.runId ?? createId();
+    const runId = options.runId ?? this.ids.id();
     if (options.runId !== undefined) {
       // A retried send names the run it started: the worker applies it once. Another thread's run is refused.
       const existing = await this.store.getRun(options.runId);
@@ -120,7 +126,7 @@ export class FleetClient {
         });
       }
     }
-    const submissionId = createId();
+    const submissionId = this.ids.id();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId: options.threadId,
@@ -168,7 +174,7 @@ export class FleetClient {
     const { fresh, ignored, open, undecided } = admitDecisions(threadState, decisions);
     if (fresh.length === 0) return { runId, applied: [], ignored, openTickets: open };
     const after = await this.lastEventId(runId);
-    const submissionId = createId();
+    const submissionId = this.ids.id();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId,
@@ -210,13 +216,17 @@ export class FleetClient {
       // Nobody holds a waiting thread: declining its tickets wakes a worker, which ends the run cancelled.
       const decisions = run.openTickets.map(
         (ticket): ResumeDecision => ({
-          decisionId: createId(),
+          decisionId: this.ids.id(),
           ticketId: ticket.id,
           action: 'cancel',
           reason,
         }),
       );
-      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });
+      await this.dispatcher.submit({
+        id: this.ids.id(),
+        threadId,
+        request: { type: 'decisions', decisions },
+      });
     }
     return { cancelled: true, runId, requestId: request.id };
   }

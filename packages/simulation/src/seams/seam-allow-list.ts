@@ -64,45 +64,6 @@ export const seamAllowList: SeamCounts = {
     clearTimeout: 1,
     setTimeout: 1,
   },
-  'packages/fleet/src/agent-worker.ts': {
-    clearInterval: 1,
-    clearTimeout: 3,
-    setInterval: 1,
-    setTimeout: 3,
-  },
-  'packages/fleet/src/event-pipe.ts': {
-    'Date.now': 1,
-    setTimeout: 1,
-  },
-  'packages/fleet/src/fleet-client.ts': {
-    createId: 5,
-  },
-  'packages/fleet/src/local-cancels.ts': {
-    createId: 1,
-  },
-  'packages/fleet/src/local-claim-waiters.ts': {
-    'Date.now': 1,
-    clearTimeout: 2,
-    setTimeout: 1,
-  },
-  'packages/fleet/src/local-dispatch-operations.ts': {
-    'Date.now': 12,
-    clearTimeout: 1,
-    setTimeout: 1,
-  },
-  'packages/fleet/src/local-run-events.ts': {
-    clearTimeout: 1,
-    setTimeout: 1,
-  },
-  'packages/fleet/src/local-work-queue.ts': {
-    createId: 1,
-  },
-  'packages/fleet/src/log-repair.ts': {
-    'Date.now': 1,
-  },
-  'packages/fleet/src/missing-events.ts': {
-    'Date.now': 1,
-  },
   'packages/runtime/src/cut-off-runs.ts': {
     'Date.now': 3,
     setTimeout: 1,
