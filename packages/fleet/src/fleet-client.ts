@@ -222,11 +222,8 @@ export class FleetClient {
           reason,
         }),
       );
-      await this.dispatcher.submit({
-        id: this.ids.id(),
-        threadId,
-        request: { type: 'decisions', decisions },
-      });
+      const id = this.ids.id();
+      await this.dispatcher.submit({ id, threadId, request: { type: 'decisions', decisions } });
     }
     return { cancelled: true, runId, requestId: request.id };
   }

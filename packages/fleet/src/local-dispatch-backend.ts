@@ -1,4 +1,4 @@
-import { type Clock, type IdSource, systemClock, systemIds } from '@lunation/contract';
+import { type Clock, type IdSource, type RunEventRecord, systemClock, systemIds } from '@lunation/contract';
 import { LocalCancels } from './local-cancels.js';
 import { LocalRunEvents } from './local-run-events.js';
 import { LocalWorkQueue } from './local-work-queue.js';
@@ -32,5 +32,25 @@ export class LocalDispatchBackend {
     this.work = new LocalWorkQueue(clock, ids);
     this.events = new LocalRunEvents(clock);
     this.cancels = new LocalCancels(ids);
+  }
+
+  /**
+   * Takes a live claim away from its holder without telling it, as an engine does when it wrongly judges the
+   * holder stalled: the thread goes to the next claim (a duplicate delivery; the holder's `extend`, `complete`, ...
+   * then get `claim-lost`). For fault injection (a simulation's); false when the claim is gone.
+   */
+  revokeClaim(token: string): boolean {
+    return this.work.revoke(token, this.clock.now());
+  }
+
+  /**
+   * A run's log as it is, read without copying and without a dispatcher call (checks made between a simulation's
+   * steps): its records, oldest first, and whether it is ended; undefined when the run has none. Records past
+   * `maxEventsPerRun` may stay in `records` until the log is compacted (the array is then replaced).
+   */
+  eventLog(
+    runId: string,
+  ): { readonly records: readonly RunEventRecord[]; readonly ended: boolean } | undefined {
+    return this.events.log(runId);
   }
 }

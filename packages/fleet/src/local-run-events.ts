@@ -77,6 +77,11 @@ export class LocalRunEvents {
     return ids;
   }
 
+  /** The run's log as it is (not a copy), or undefined. */
+  log(runId: string): Readonly<RunLog> | undefined {
+    return this.logs.get(runId);
+  }
+
   /** Records after id `after` (a number), at most `limit`. */
   read(runId: string, after: number, limit: number): RunEventPage {
     const log = this.logs.get(runId);

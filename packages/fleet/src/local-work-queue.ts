@@ -269,13 +269,30 @@ export class LocalWorkQueue {
         if (held.expiresAt < next) next = held.expiresAt;
         continue;
       }
-      this.claims.delete(held.claim.token);
-      const { slot } = held;
-      slot.claim = undefined;
-      this.figures.active(slot, -1);
-      this.line.pushFront(slot);
+      this.lose(held);
     }
     this.nextExpiry = next;
+  }
+
+  /**
+   * Takes a live claim away from its holder without telling it, as an engine does when it wrongly judges the
+   * holder stalled: the thread goes first in line again (a duplicate delivery). False when the claim is gone.
+   */
+  revoke(token: string, now: number): boolean {
+    const held = this.claims.get(token);
+    if (held === undefined) return false;
+    this.lose(held);
+    this.serve(now);
+    return true;
+  }
+
+  /** A claim lost (its lock ran out, or it was revoked): its thread goes first in line again. */
+  private lose(held: ClaimSlot): void {
+    this.claims.delete(held.claim.token);
+    const { slot } = held;
+    slot.claim = undefined;
+    this.figures.active(slot, -1);
+    this.line.pushFront(slot);
   }
 
   /** Sets the timer that serves waiting claims when a delay or a lock runs out. */
