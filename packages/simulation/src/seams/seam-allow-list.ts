@@ -14,36 +14,6 @@ export const seamAllowList: SeamCounts = {
     clearTimeout: 2,
     setTimeout: 2,
   },
-  'packages/dispatch-bullmq/src/bullmq-admin.ts': {
-    'Date.now': 2,
-  },
-  'packages/dispatch-bullmq/src/bullmq-backend.ts': {
-    clearInterval: 1,
-    setInterval: 1,
-  },
-  'packages/dispatch-bullmq/src/bullmq-claims.ts': {
-    'Date.now': 8,
-  },
-  'packages/dispatch-bullmq/src/bullmq-inbox.ts': {
-    'Date.now': 2,
-  },
-  'packages/dispatch-bullmq/src/claim-gate.ts': {
-    'Date.now': 1,
-    clearTimeout: 1,
-    randomUUID: 1,
-    setTimeout: 2,
-  },
-  'packages/dispatch-bullmq/src/redis-cancels.ts': {
-    'Date.now': 1,
-    randomUUID: 1,
-  },
-  'packages/dispatch-bullmq/src/stream-waiter.ts': {
-    setTimeout: 3,
-  },
-  'packages/dispatch-bullmq/src/with-timeout.ts': {
-    clearTimeout: 2,
-    setTimeout: 1,
-  },
   'packages/dispatch-postgres/src/notification-hub.ts': {
     clearTimeout: 1,
     setTimeout: 1,
@@ -160,16 +130,7 @@ export const seamAllowList: SeamCounts = {
     createId: 2,
     randomUUID: 1,
   },
-  'packages/store-memory/src/memory-store.ts': {
-    'Date.now': 1,
-  },
-  'packages/store-postgres/src/postgres-backend.ts': {
-    'Date.now': 5,
-  },
-  'packages/store-redis/src/redis-backend.ts': {
-    'Date.now': 5,
-  },
   'packages/store-sqlite/src/sqlite-backend.ts': {
-    'Date.now': 10,
+    'Date.now': 2,
   },
 };
