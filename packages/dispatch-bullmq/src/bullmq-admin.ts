@@ -22,9 +22,11 @@ export class BullMQAdmin {
     const { keys } = this.context;
     const [counts, [stats, active]] = await Promise.all([
       this.queue.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'),
-      this.context.run(dispatchScripts.figures, [keys.stats, keys.activeTenants], [Date.now()]) as Promise<
-        [string[], (string | number)[]]
-      >,
+      this.context.run(
+        dispatchScripts.figures,
+        [keys.stats, keys.activeTenants],
+        [this.context.clock.now()],
+      ) as Promise<[string[], (string | number)[]]>,
     ]);
     const counters = new Map<string, number>();
     for (let index = 0; index < stats.length; index += 2) {
@@ -99,7 +101,7 @@ export class BullMQAdmin {
    */
   async sweep(): Promise<void> {
     const { client, keys, settings } = this.context;
-    const now = Date.now();
+    const now = this.context.clock.now();
     const threads = await client.zrangebyscore(
       keys.pendingThreads,
       '-inf',

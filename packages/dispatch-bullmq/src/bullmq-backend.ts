@@ -3,6 +3,7 @@ import {
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
+  type ClockTimer,
   type CompleteResult,
   type DeadLetter,
   type DispatchClaim,
@@ -15,6 +16,8 @@ import {
   type RunEventRecord,
   type Submission,
   type SubmitResult,
+  systemClock,
+  systemIds,
 } from '@lunation/contract';
 import {
   type CheckedClaimOptions,
@@ -58,7 +61,7 @@ export class BullMQBackend implements DispatchBackend {
   private claims: BullMQClaims | undefined;
   private worker: Worker | undefined;
   private waiter: StreamWaiter | undefined;
-  private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  private sweepTimer: ClockTimer | undefined;
   private lastConnectionError: unknown;
   private closed = false;
 
@@ -97,11 +100,14 @@ export class BullMQBackend implements DispatchBackend {
     this.queue = new Queue(queueName, { connection: this.client, prefix: keys.bullPrefix });
     this.queue.on('error', reportError);
     const queue = this.queue;
+    const clock = options.clock ?? systemClock;
     this.context = {
       client: this.client,
       keys,
       policy,
       settings,
+      clock,
+      ids: options.ids ?? systemIds,
       run: (script, scriptKeys, args) => runScript(this.client, script, scriptKeys, args),
       async wake(threadId, resourceId) {
         const data: ThreadJobData = resourceId === undefined ? { threadId } : { threadId, resourceId };
@@ -119,7 +125,7 @@ export class BullMQBackend implements DispatchBackend {
     this.admin = new BullMQAdmin(this.context, this.queue);
     this.cancels = new RedisCancels(this.context);
     this.events = new RedisRunEvents(this.context, () => {
-      this.waiter ??= new StreamWaiter(this.client, settings.blockMs, reportError);
+      this.waiter ??= new StreamWaiter(this.client, { blockMs: settings.blockMs, clock }, reportError);
       return this.waiter;
     });
   }
@@ -241,7 +247,7 @@ export class BullMQBackend implements DispatchBackend {
   async close(): Promise<void> {
     this.closed = true;
     for (const controller of [...this.subscriptions]) controller.abort();
-    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    this.context.clock.clearInterval(this.sweepTimer);
     await this.claims?.close();
     this.waiter?.close();
     await this.cancels.close();
@@ -279,10 +285,11 @@ export class BullMQBackend implements DispatchBackend {
       await worker.waitUntilReady();
       if (this.closed) return;
       await worker.startStalledCheckTimer();
-      this.sweepTimer = setInterval(() => {
-        this.admin.sweep().catch(this.context.reportError);
-      }, settings.sweepIntervalMs);
-      this.sweepTimer.unref();
+      this.sweepTimer = this.context.clock
+        .setInterval(() => {
+          this.admin.sweep().catch(this.context.reportError);
+        }, settings.sweepIntervalMs)
+        .unref();
     })();
     ready.catch(this.context.reportError);
     this.claims = new BullMQClaims(this.context, worker, ready);

@@ -50,20 +50,21 @@ export class BullMQClaims {
     private readonly worker: Worker,
     private readonly ready: Promise<void>,
   ) {
-    this.gate = new ClaimGate(worker, context.reportError);
+    this.gate = new ClaimGate(worker, context);
   }
 
   async claim(options: ClaimOptions, lockMs: number, waitMs: number): Promise<DispatchClaim | undefined> {
     await this.bounded(this.ready, 'worker connection');
-    const deadline = Date.now() + waitMs;
+    const deadline = this.context.clock.now() + waitMs;
     const { signal } = options;
     while (!this.closed && !signal?.aborted) {
       let job = await this.bounded(this.gate.fetchNow(), 'claim', (late) => {
         if (late !== undefined) late.moveToWait(late.token).catch(this.context.reportError);
       });
-      if (job === undefined && Date.now() < deadline) job = await this.gate.wait(deadline, signal);
+      if (job === undefined && this.context.clock.now() < deadline)
+        job = await this.gate.wait(deadline, signal);
       if (job === undefined) {
-        if (Date.now() >= deadline || this.closed || signal?.aborted) return undefined;
+        if (this.context.clock.now() >= deadline || this.closed || signal?.aborted) return undefined;
         continue;
       }
       if (this.closed || signal?.aborted) {
@@ -117,7 +118,7 @@ export class BullMQClaims {
       await this.context.client.zadd(
         this.context.keys.active(claim.resourceId),
         'XX',
-        Date.now() + lockMs,
+        this.context.clock.now() + lockMs,
         claim.threadId,
       );
     }
@@ -139,7 +140,7 @@ export class BullMQClaims {
     const attempts = job.opts.attempts ?? this.context.policy.maxAttempts;
     const retry = retryable && job.attemptsMade + 1 < attempts;
     const failure = retry ? new Error(JSON.stringify(info)) : new UnrecoverableError(JSON.stringify(info));
-    const now = Date.now();
+    const now = this.context.clock.now();
     await this.settle(claim, () => job.moveToFailed(failure, claim.token, false));
     await this.release(claim, 'failed', !retry);
     if (!retry) return { deadLettered: true };
@@ -152,7 +153,9 @@ export class BullMQClaims {
   private async handBackNow(claim: DispatchClaim, delayMs: number): Promise<void> {
     const job = await this.job(claim);
     await this.settle(claim, () =>
-      delayMs > 0 ? job.moveToDelayed(Date.now() + delayMs, claim.token) : job.moveToWait(claim.token),
+      delayMs > 0
+        ? job.moveToDelayed(this.context.clock.now() + delayMs, claim.token)
+        : job.moveToWait(claim.token),
     );
     await this.release(claim, '', false);
   }
@@ -161,7 +164,7 @@ export class BullMQClaims {
   private async accept(job: Job, workerId: string, lockMs: number): Promise<DispatchClaim | undefined> {
     const token = job.token as string;
     const data = job.data as ThreadJobData;
-    const now = Date.now();
+    const now = this.context.clock.now();
     const claim: DispatchClaim = {
       threadId: data.threadId,
       ...(data.resourceId === undefined ? {} : { resourceId: data.resourceId }),
@@ -188,7 +191,7 @@ export class BullMQClaims {
         [data.threadId, now + lockMs, now, cap === Number.POSITIVE_INFINITY ? 'inf' : cap, data.resourceId],
       );
       if (taken !== 1) {
-        await job.moveToDelayed(Date.now() + this.context.settings.resourceRetryMs, token);
+        await job.moveToDelayed(this.context.clock.now() + this.context.settings.resourceRetryMs, token);
         return undefined;
       }
     }
@@ -198,7 +201,12 @@ export class BullMQClaims {
 
   /** `promise`, failing with `store-unavailable` after `commandTimeoutMs`. */
   private bounded<T>(promise: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
-    return withTimeout(promise, this.context.settings.commandTimeoutMs, what, onLate);
+    return withTimeout(
+      promise,
+      { ms: this.context.settings.commandTimeoutMs, clock: this.context.clock },
+      what,
+      onLate,
+    );
   }
 
   /** The lock `claim` was made with: held here, or as its job records it (else the dispatcher's default). */

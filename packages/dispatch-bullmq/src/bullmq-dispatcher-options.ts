@@ -1,4 +1,4 @@
-import { type DispatchPolicy, LunationError } from '@lunation/contract';
+import { type Clock, type DispatchPolicy, type IdSource, LunationError } from '@lunation/contract';
 import { assertInteger } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { BullMQSettings } from './dispatch-context.js';
@@ -23,6 +23,14 @@ export interface BullMQDispatcherCommonOptions extends DispatchPolicy {
   commandTimeoutMs?: number;
   /** Receives errors of background work (lost-claim checks, sweeps, reconnects). @default ignore them */
   onError?: (error: unknown) => void;
+  /**
+   * Where the dispatcher's own code reads time and sets its timers (claim waits, call timeouts, the sweep,
+   * reconnect pauses, the times it records). BullMQ's own timers and lock checks run on the host's clock: keep this
+   * one in step with it. @default systemClock
+   */
+  clock?: Clock;
+  /** Where claim tokens (BullMQ lock values) and cancel request ids come from. @default systemIds */
+  ids?: IdSource;
 }
 
 /** A dispatcher that opens (and closes) its own connections to `url`. */

@@ -1,4 +1,4 @@
-import { LunationError } from '@lunation/contract';
+import { LunationError, systemClock } from '@lunation/contract';
 import { makeEvents, makeSubmission, sleep, uniqueId } from '@lunation/dispatch-testkit';
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -240,5 +240,24 @@ describe('BullMQDispatcher', () => {
       }
       expect(LunationError.hasCode(caught, 'invalid-argument'), JSON.stringify(options)).toBe(true);
     }
+  });
+});
+
+describe('BullMQDispatcher on an injected clock and id source', () => {
+  it('names claims and cancel requests from its ids and stamps them with its clock', async () => {
+    let counter = 0;
+    const ids = { id: () => `injected-${++counter}`, random: () => 0.5 };
+    // The host's time (BullMQ's locks run on it), each reading noted.
+    const readings: number[] = [];
+    const clock = { ...systemClock, now: () => readings[readings.push(systemClock.now()) - 1] as number };
+    const { dispatcher } = open({ clock, ids });
+    const threadId = uniqueId('clock');
+    await dispatcher.submit(makeSubmission(threadId, 's1'));
+    const claim = await dispatcher.claim({ workerId: 'w1', waitMs: 5_000 });
+    expect(claim?.token).toMatch(/^injected-\d+$/);
+    const before = readings.length;
+    const request = await dispatcher.requestCancel({ threadId, reason: 'stop' });
+    expect(request.id).toMatch(/^injected-\d+$/);
+    expect(readings.slice(before)).toEqual([request.requestedAt]);
   });
 });

@@ -22,7 +22,7 @@ export class BullMQInbox {
       const depth = Object.values(counts).reduce((sum, count) => sum + count, 0);
       if (depth >= policy.maxDepth) throw overloadedError(depth, policy.maxDepth);
     }
-    const now = Date.now();
+    const now = this.context.clock.now();
     const { threadId } = submission;
     const entry: InboxEntry = { ...submission, submittedAt: now };
     const [outcome, dead] = (await this.context.run(
@@ -76,7 +76,7 @@ export class BullMQInbox {
         keys.pendingThreads,
         keys.stats,
       ],
-      [Date.now(), policy.dedupeWindowMs, threadId, ...submissionIds],
+      [this.context.clock.now(), policy.dedupeWindowMs, threadId, ...submissionIds],
     )) as number;
   }
 }

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { Job, Worker } from 'bullmq';
+import type { DispatchContext } from './dispatch-context.js';
 
 /** A claim call waiting for a job. */
 interface GateWaiter {
@@ -19,18 +19,18 @@ export class ClaimGate {
 
   constructor(
     private readonly worker: Worker,
-    private readonly onError: (error: unknown) => void,
+    private readonly context: Pick<DispatchContext, 'clock' | 'ids' | 'reportError'>,
   ) {}
 
   /** A fetch token: the lock value of the job it gets, and so the claim's token. */
-  static token(): string {
-    return randomUUID();
+  private token(): string {
+    return this.context.ids.id();
   }
 
   /** Takes a waiting job now, without blocking, or undefined. */
   async fetchNow(): Promise<Job | undefined> {
     if (this.closed) return undefined;
-    const token = ClaimGate.token();
+    const token = this.token();
     const job = await this.worker.getNextJob(token, { block: false });
     if (job === undefined) return undefined;
     job.token = token;
@@ -48,10 +48,11 @@ export class ClaimGate {
           waiter.settle(undefined);
         }
       };
-      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
+      const { clock } = this.context;
+      const timer = clock.setTimeout(giveUp, Math.max(0, deadline - clock.now()));
       const waiter: GateWaiter = {
         settle(job) {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           signal?.removeEventListener('abort', giveUp);
           resolve(job);
         },
@@ -72,21 +73,21 @@ export class ClaimGate {
     this.pumping = true;
     try {
       while (this.waiters.length > 0 && !this.closed) {
-        const token = ClaimGate.token();
+        const token = this.token();
         let job: Job | undefined;
         try {
           job = await this.worker.getNextJob(token, { block: true });
         } catch (error) {
           if (this.closed) return;
-          this.onError(error);
-          await new Promise((resolve) => setTimeout(resolve, 250));
+          this.context.reportError(error);
+          await this.context.clock.sleep(250);
           continue;
         }
         if (job === undefined) continue;
         job.token = token;
         const waiter = this.waiters.shift();
         if (waiter !== undefined && !this.closed) waiter.settle(job);
-        else await job.moveToWait(token).catch(this.onError);
+        else await job.moveToWait(token).catch(this.context.reportError);
       }
     } finally {
       this.pumping = false;

@@ -1,3 +1,4 @@
+import type { Clock, IdSource } from '@lunation/contract';
 import type { ResolvedDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import type { Redis } from 'ioredis';
 import type { LuaScript } from './dispatch-scripts.js';
@@ -19,6 +20,10 @@ export interface DispatchContext {
   readonly keys: DispatchKeys;
   readonly policy: ResolvedDispatchPolicy;
   readonly settings: BullMQSettings;
+  /** Where the dispatcher's own code reads time and sets timers (not BullMQ's: its timers are its own). */
+  readonly clock: Clock;
+  /** Where claim tokens and cancel request ids come from. */
+  readonly ids: IdSource;
   /** Runs one of the dispatcher's Lua scripts. */
   run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
   /** Makes sure the thread has its BullMQ job (adding one is a no-op while it exists). */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { CancelRequest, CancelRequestInput, CancelWatch } from '@lunation/contract';
 import type { Redis } from 'ioredis';
 import type { DispatchContext } from './dispatch-context.js';
@@ -48,11 +47,11 @@ export class RedisCancels {
 
   async request(input: CancelRequestInput): Promise<CancelRequest> {
     const request: CancelRequest = {
-      id: randomUUID(),
+      id: this.context.ids.id(),
       threadId: input.threadId,
       ...(input.runId === undefined ? {} : { runId: input.runId }),
       reason: input.reason,
-      requestedAt: Date.now(),
+      requestedAt: this.context.clock.now(),
     };
     const json = JSON.stringify(request);
     const { client, keys } = this.context;

@@ -1,3 +1,4 @@
+import type { Clock } from '@lunation/contract';
 import type { Redis } from 'ioredis';
 
 interface StreamWait {
@@ -21,11 +22,18 @@ export class StreamWaiter {
   private running = false;
   private closed = false;
 
+  private readonly blockMs: number;
+  private readonly clock: Clock;
+
+  /** `blockMs`: how long one blocking read lasts; `clock`: the pauses after a failure and between unblocks. */
   constructor(
     private readonly control: Redis,
-    private readonly blockMs: number,
+    settings: { blockMs: number; clock: Clock },
     private readonly reportError: (error: unknown) => void,
-  ) {}
+  ) {
+    this.blockMs = settings.blockMs;
+    this.clock = settings.clock;
+  }
 
   /** Resolves once `key` has an entry after `0-<after>`, or the signal aborts, or the waiter closes. */
   wait(key: string, after: number, signal: AbortSignal): Promise<void> {
@@ -80,7 +88,7 @@ export class StreamWaiter {
         } catch (error) {
           if (this.closed) return;
           this.reportError(error);
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          await this.clock.sleep(100);
           continue;
         } finally {
           this.reading = false;
@@ -97,7 +105,7 @@ export class StreamWaiter {
       this.running = false;
       // A wait added just as the loop ended, or a failure to connect: go on (after a pause when it failed).
       if (this.waits.size > 0 && !this.closed) {
-        if (failed) setTimeout(() => void this.run(), 250).unref();
+        if (failed) this.clock.setTimeout(() => void this.run(), 250).unref();
         else void this.run();
       }
     }
@@ -120,6 +128,6 @@ export class StreamWaiter {
   private interrupt(): void {
     if (!this.reading || this.readGeneration >= this.generation || this.connectionId === undefined) return;
     this.control.call('CLIENT', 'UNBLOCK', this.connectionId).catch(this.reportError);
-    setTimeout(() => this.interrupt(), 50).unref();
+    this.clock.setTimeout(() => this.interrupt(), 50).unref();
   }
 }

@@ -1,4 +1,4 @@
-import { LunationError } from '@lunation/contract';
+import { type Clock, LunationError } from '@lunation/contract';
 
 /**
  * `promise`, or a retryable `store-unavailable` after `ms`: the worker's BullMQ connections wait for Redis to come
@@ -6,13 +6,14 @@ import { LunationError } from '@lunation/contract';
  */
 export function withTimeout<T>(
   promise: Promise<T>,
-  ms: number,
+  limit: { ms: number; clock: Clock },
   what: string,
   onLate?: (value: T) => void,
 ): Promise<T> {
+  const { ms, clock } = limit;
   return new Promise((resolve, reject) => {
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       timedOut = true;
       reject(
         new LunationError(
@@ -24,12 +25,12 @@ export function withTimeout<T>(
     }, ms);
     promise.then(
       (value) => {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         if (!timedOut) resolve(value);
         else onLate?.(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         if (!timedOut) reject(error);
       },
     );

@@ -2,12 +2,15 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import {
   assertSpecificationVersion,
+  type Clock,
+  type ClockTimer,
   type DispatchBackoff,
   type DispatchClaim,
   type Dispatcher,
   type InboxEntry,
   LunationError,
   type LunationStore,
+  systemClock,
 } from '@lunation/contract';
 import type { AgentRuntime } from '@lunation/runtime';
 import type { RunExecutor, ScanPosition } from '@lunation/runtime/executor';
@@ -62,6 +65,11 @@ export interface AgentWorkerOptions {
    * and incarnation). Must not throw. @default nothing is reported
    */
   log?(entry: WorkerLogEntry): void;
+  /**
+   * Where the worker reads time and sets its timers (claim keep-alive, stranded-run scans, pauses, event-append
+   * back-off, log expiry checks); a simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
 }
 
 /** What {@link AgentWorker.stop} takes. */
@@ -88,7 +96,8 @@ export class AgentWorker {
   private readonly strandedScanIntervalMs: number;
   private readonly stopping = new AbortController();
   private readonly loops: Promise<void>[] = [];
-  private strandedScan: ReturnType<typeof setTimeout> | undefined;
+  private readonly clock: Clock;
+  private strandedScan: ClockTimer | undefined;
   /** Where the next stranded-runs scan starts: each scan goes on where the last stopped. */
   private readonly strandedPosition: ScanPosition = {};
   private readonly working = new Map<string, Promise<void>>();
@@ -105,6 +114,7 @@ export class AgentWorker {
     assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     this.store = runtime.store;
     this.executor = runtime.executor;
+    this.clock = options.clock ?? systemClock;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}`;
     this.concurrency = positive(options.concurrency ?? 4, 'concurrency');
     this.claimLockMs = positive(options.claimLockMs ?? 2_000, 'claimLockMs');
@@ -150,14 +160,15 @@ export class AgentWorker {
   }
 
   private scanForStrandedRuns(delayMs: number): void {
-    this.strandedScan = setTimeout(() => {
-      this.resumeStrandedRuns()
-        .catch((error: unknown) => this.report(error))
-        .finally(() => {
-          if (!this.stopping.signal.aborted) this.scanForStrandedRuns(this.strandedScanIntervalMs);
-        });
-    }, delayMs);
-    this.strandedScan.unref();
+    this.strandedScan = this.clock
+      .setTimeout(() => {
+        this.resumeStrandedRuns()
+          .catch((error: unknown) => this.report(error))
+          .finally(() => {
+            if (!this.stopping.signal.aborted) this.scanForStrandedRuns(this.strandedScanIntervalMs);
+          });
+      }, delayMs)
+      .unref();
   }
 
   /** Threads this worker is working on now. */
@@ -172,14 +183,14 @@ export class AgentWorker {
    */
   async stop(options: StopWorkerOptions = {}): Promise<string[]> {
     this.stopping.abort();
-    clearTimeout(this.strandedScan);
+    this.clock.clearTimeout(this.strandedScan);
     const deadlineMs = options.deadlineMs ?? 30_000;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: ClockTimer | undefined;
     const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, deadlineMs);
+      timer = this.clock.setTimeout(resolve, deadlineMs);
     });
     await Promise.race([Promise.allSettled(this.loops), deadline]);
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
     return this.activeThreads();
   }
 
@@ -197,7 +208,7 @@ export class AgentWorker {
         });
       } catch (error) {
         this.report(error);
-        await pause(this.idleWaitMs, signal);
+        await this.clock.sleep(this.idleWaitMs, signal).catch(() => undefined); // a stop ends the pause
         continue;
       }
       if (claim === undefined) continue;
@@ -216,7 +227,7 @@ export class AgentWorker {
   /** Works on one claimed thread, keeping the claim alive, then completes, hands back or fails it. */
   private async work(claim: DispatchClaim): Promise<void> {
     const { dispatcher } = this.options;
-    const keepAlive = setInterval(
+    const keepAlive = this.clock.setInterval(
       () => {
         dispatcher.extend(claim, this.claimLockMs).catch((error: unknown) => this.report(error));
       },
@@ -230,6 +241,7 @@ export class AgentWorker {
           dispatcher,
           eventTtlMs: this.eventTtlMs,
           claimLockMs: this.claimLockMs,
+          clock: this.clock,
           onRejected: (entry, error) => this.options.onRejected?.(entry, error),
           report: (fact) => this.logClaim(claim, fact),
         },
@@ -239,7 +251,7 @@ export class AgentWorker {
     } catch (error) {
       await this.failed(claim, error);
     } finally {
-      clearInterval(keepAlive);
+      this.clock.clearInterval(keepAlive);
     }
   }
 
@@ -357,16 +369,4 @@ function positive(value: number, name: string): number {
     );
   }
   return value;
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

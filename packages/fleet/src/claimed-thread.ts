@@ -1,4 +1,11 @@
-import type { DispatchClaim, Dispatcher, InboxEntry, LunationError, LunationStore } from '@lunation/contract';
+import type {
+  Clock,
+  DispatchClaim,
+  Dispatcher,
+  InboxEntry,
+  LunationError,
+  LunationStore,
+} from '@lunation/contract';
 import type { RunExecutor } from '@lunation/runtime/executor';
 import type { ThreadCancel } from './thread-cancel.js';
 import { errorFields, type WorkerLogEntry } from './worker-log.js';
@@ -16,6 +23,8 @@ export interface ThreadWorkContext {
   eventTtlMs: number;
   /** How long the claim holds: it is extended before each submission is applied. */
   claimLockMs: number;
+  /** The worker's clock: log expiry checks, event timestamps, append back-off. */
+  clock: Clock;
   /** A submission the runtime refused as malformed: it is acknowledged and dropped. */
   onRejected(entry: InboxEntry, error: LunationError): void;
   /** Told of each run started and ended here, of a lost lease and of failed event appends. */

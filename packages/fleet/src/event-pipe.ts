@@ -1,4 +1,10 @@
-import { type AgentEvent, LunationError, type RunEventLog } from '@lunation/contract';
+import {
+  type AgentEvent,
+  type Clock,
+  LunationError,
+  type RunEventLog,
+  systemClock,
+} from '@lunation/contract';
 
 type RunEndEvent = Extract<AgentEvent, { type: 'run-end' }>;
 
@@ -15,6 +21,8 @@ export interface EventPipeOptions {
   retryForMs?: number;
   /** Told of each append that failed (not of a refusal by a newer lease); it is retried as above. */
   onAppendFailed?(error: unknown): void;
+  /** Where the retry back-off sleeps and the failing time is read. @default systemClock */
+  clock?: Clock;
 }
 
 /** How a pipe ended. */
@@ -42,6 +50,7 @@ export class EventPipe {
   private readonly fence: number | undefined;
   private readonly retryForMs: number;
   private readonly onAppendFailed: ((error: unknown) => void) | undefined;
+  private readonly clock: Clock;
 
   constructor(
     private readonly log: RunEventLog,
@@ -51,6 +60,7 @@ export class EventPipe {
     this.fence = options.fence;
     this.retryForMs = options.retryForMs ?? 30_000;
     this.onAppendFailed = options.onAppendFailed;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Queues an event; it is appended after every event queued before it. */
@@ -90,9 +100,9 @@ export class EventPipe {
             return;
           }
           this.onAppendFailed?.(error);
-          failingSince = giveUpOrWait(error, failingSince, this.retryForMs);
+          failingSince = giveUpOrWait(error, failingSince, this.retryForMs, this.clock);
           this.batch = this.batch.length === 0 ? events : events.concat(this.batch);
-          await sleep(Math.min(1_000, 50 * 2 ** attempt++));
+          await this.clock.sleep(Math.min(1_000, 50 * 2 ** attempt++));
         }
       }
     } catch (error) {
@@ -111,10 +121,11 @@ export class EventPipe {
 export async function claimLog(
   log: RunEventLog,
   runId: string,
-  options: Pick<EventPipeOptions, 'fence' | 'retryForMs' | 'onAppendFailed'>,
+  options: Pick<EventPipeOptions, 'fence' | 'retryForMs' | 'onAppendFailed' | 'clock'>,
 ): Promise<PipeOutcome> {
   if (options.fence === undefined) return 'appended';
   const retryForMs = options.retryForMs ?? 30_000;
+  const clock = options.clock ?? systemClock;
   let failingSince: number | undefined;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -123,8 +134,8 @@ export async function claimLog(
     } catch (error) {
       if (LunationError.hasCode(error, 'stale-lease')) return 'refused';
       options.onAppendFailed?.(error);
-      failingSince = giveUpOrWait(error, failingSince, retryForMs);
-      await sleep(Math.min(1_000, 50 * 2 ** attempt));
+      failingSince = giveUpOrWait(error, failingSince, retryForMs, clock);
+      await clock.sleep(Math.min(1_000, 50 * 2 ** attempt));
     }
   }
 }
@@ -161,8 +172,13 @@ export async function pipeEvents(
  * After a failed append: rethrows `error` when it is not worth retrying or appends have failed for `retryForMs`
  * since `failingSince`; otherwise answers since when they have been failing.
  */
-function giveUpOrWait(error: unknown, failingSince: number | undefined, retryForMs: number): number {
-  const now = Date.now();
+function giveUpOrWait(
+  error: unknown,
+  failingSince: number | undefined,
+  retryForMs: number,
+  clock: Clock,
+): number {
+  const now = clock.monotonic();
   const since = failingSince ?? now;
   if (!retryable(error) || now - since >= retryForMs) throw error;
   return since;
@@ -172,8 +188,4 @@ function giveUpOrWait(error: unknown, failingSince: number | undefined, retryFor
 function retryable(error: unknown): boolean {
   if (LunationError.isInstance(error)) return error.isRetryable;
   return true; // a driver's own error (a reset connection): the log is unreachable for now
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,6 +1,7 @@
 import {
   assertSpecificationVersion,
   type Dispatcher,
+  type IdSource,
   type InboxEntry,
   LunationError,
   type LunationStore,
@@ -8,10 +9,11 @@ import {
   type RunEventRecord,
   type SubscribeEventsOptions,
   type SuspensionTicket,
+  systemIds,
   type TerminationReason,
 } from '@lunation/contract';
 import type { FrontendTool, RunInput, ThreadCaller } from '@lunation/runtime';
-import { admitDecisions, createId, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
+import { admitDecisions, normaliseInput, validateDecisionShapes } from '@lunation/runtime/executor';
 import { ownsThread } from '@lunation/runtime/internal';
 
 /** What {@link FleetClient} takes. */
@@ -20,6 +22,8 @@ export interface FleetClientOptions {
   dispatcher: Dispatcher;
   /** The store the workers share: read for the runs that decisions resume. */
   store: LunationStore;
+  /** Where run, submission and decision ids come from; a simulation passes a seeded source. @default systemIds */
+  ids?: IdSource;
 }
 
 /** What {@link FleetClient.send} takes. */
@@ -99,19 +103,21 @@ export interface FleetDecision {
 export class FleetClient {
   private readonly dispatcher: Dispatcher;
   private readonly store: LunationStore;
+  private readonly ids: IdSource;
 
   constructor(options: FleetClientOptions) {
     assertSpecificationVersion('dispatcher', options.dispatcher, `dispatcher "${options.dispatcher.kind}"`);
     assertSpecificationVersion('store', options.store, `store "${options.store.kind}"`);
     this.dispatcher = options.dispatcher;
     this.store = options.store;
+    this.ids = options.ids ?? systemIds;
   }
 
   /** Submits new input: a new run with `runId` starts once the thread's earlier submissions are done. */
   async send(options: FleetSendOptions): Promise<FleetSubmission> {
     const input = normaliseInput(options.input);
     if (input.length === 0) throw new LunationError('invalid-argument', 'send() needs input');
-    const runId = options.runId ?? createId();
+    const runId = options.runId ?? this.ids.id();
     if (options.runId !== undefined) {
       // A retried send names the run it started: the worker applies it once. Another thread's run is refused.
       const existing = await this.store.getRun(options.runId);
@@ -121,7 +127,7 @@ export class FleetClient {
         });
       }
     }
-    const submissionId = createId();
+    const submissionId = this.ids.id();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId: options.threadId,
@@ -169,7 +175,7 @@ export class FleetClient {
     const { fresh, ignored, open, undecided } = admitDecisions(threadState, decisions);
     if (fresh.length === 0) return { runId, applied: [], ignored, openTickets: open };
     const after = await this.lastEventId(runId);
-    const submissionId = createId();
+    const submissionId = this.ids.id();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
       threadId,
@@ -211,13 +217,14 @@ export class FleetClient {
       // Nobody holds a waiting thread: declining its tickets wakes a worker, which ends the run cancelled.
       const decisions = run.openTickets.map(
         (ticket): ResumeDecision => ({
-          decisionId: createId(),
+          decisionId: this.ids.id(),
           ticketId: ticket.id,
           action: 'cancel',
           reason,
         }),
       );
-      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });
+      const id = this.ids.id();
+      await this.dispatcher.submit({ id, threadId, request: { type: 'decisions', decisions } });
     }
     return { cancelled: true, runId, requestId: request.id };
   }

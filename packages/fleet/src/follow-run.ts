@@ -67,16 +67,17 @@ async function pipeRun(
   fence: number | undefined,
   prefix: FollowOptions['prefix'],
 ): Promise<{ piped: PipedRun; result: RunResult }> {
-  const { dispatcher } = thread.context;
+  const { clock, dispatcher } = thread.context;
   const runId = handle.identity.runId;
   thread.cancel.following(handle);
   try {
     const onAppendFailed = (error: unknown) => reportAppendFailed(thread, runId, error);
-    if (prefix !== undefined) await claimLog(dispatcher, runId, { fence, onAppendFailed });
+    if (prefix !== undefined) await claimLog(dispatcher, runId, { fence, onAppendFailed, clock });
     const piped = await pipeEvents(dispatcher, runId, handle.events, {
       fence,
       prefix: prefix === undefined ? [] : await prefix(),
       onAppendFailed,
+      clock,
     });
     return { piped, result: await handle.result };
   } finally {

@@ -10,6 +10,7 @@ export {
 } from './fleet-client.js';
 export {
   LocalDispatchBackend,
+  type LocalDispatchBackendOptions,
   LocalDispatcher,
   type LocalDispatcherOptions,
 } from './local-dispatcher.js';

@@ -1,5 +1,4 @@
-import type { CancelRequest, CancelRequestInput, CancelWatch } from '@lunation/contract';
-import { createId } from '@lunation/runtime/executor';
+import type { CancelRequest, CancelRequestInput, CancelWatch, IdSource } from '@lunation/contract';
 
 /** A watch of one thread's cancel requests. */
 class Watch implements CancelWatch {
@@ -35,9 +34,12 @@ export class LocalCancels {
   private readonly requests = new Map<string, Map<string, CancelRequest>>();
   private readonly watches = new Map<string, Set<Watch>>();
 
+  /** `ids` names the requests. */
+  constructor(private readonly ids: IdSource) {}
+
   request(input: CancelRequestInput, now: number): CancelRequest {
     const request: CancelRequest = {
-      id: createId(),
+      id: this.ids.id(),
       threadId: input.threadId,
       ...(input.runId === undefined ? {} : { runId: input.runId }),
       reason: input.reason,

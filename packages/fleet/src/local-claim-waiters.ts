@@ -1,13 +1,17 @@
+import type { Clock, ClockTimer } from '@lunation/contract';
 import type { ClaimWaiter } from './local-thread-slot.js';
 
 /** The claim calls waiting for a thread, oldest first, and the one timer that serves them when something is due. */
 export class LocalClaimWaiters {
   private readonly waiters: ClaimWaiter[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: ClockTimer | undefined;
   private timerDue = Number.POSITIVE_INFINITY;
 
   /** `serve` is called with the time when the timer fires. */
-  constructor(private readonly serve: (now: number) => void) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly serve: (now: number) => void,
+  ) {}
 
   get size(): number {
     return this.waiters.length;
@@ -40,19 +44,19 @@ export class LocalClaimWaiters {
   /** Sets the timer for `due` (a delay or a lock running out) while claims wait; clears it when none do. */
   arm(now: number, due: number): void {
     if (this.waiters.length === 0) {
-      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.timer = undefined;
       this.timerDue = Number.POSITIVE_INFINITY;
       return;
     }
     if (due === Number.POSITIVE_INFINITY || (this.timer !== undefined && this.timerDue <= due)) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timerDue = due;
-    this.timer = setTimeout(
+    this.timer = this.clock.setTimeout(
       () => {
         this.timer = undefined;
         this.timerDue = Number.POSITIVE_INFINITY;
-        this.serve(Date.now());
+        this.serve(this.clock.now());
       },
       Math.max(0, due - now + 1),
     );

@@ -3,6 +3,7 @@ import {
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
+  type Clock,
   type CompleteResult,
   type DeadLetter,
   type DispatchClaim,
@@ -47,13 +48,15 @@ export class LocalDispatchOperations implements DispatchBackend {
     private readonly state: LocalDispatchBackend,
     policy: DispatchPolicy,
     private readonly lockMs: number,
+    /** This dispatcher's own timers (claim waits); the shared state keeps its times on its own clock. */
+    private readonly clock: Clock,
   ) {
     this.policy = resolveDispatchPolicy(policy, { dedupeWindowMs: defaultDedupeWindowMs });
     assertInteger(lockMs, 'lockMs', 1);
   }
 
   async submit(submission: Submission): Promise<SubmitResult> {
-    return this.state.work.submit(submission, this.policy, Date.now());
+    return this.state.work.submit(submission, this.policy, this.state.clock.now());
   }
 
   async claim(options: CheckedClaimOptions): Promise<DispatchClaim | undefined> {
@@ -64,29 +67,30 @@ export class LocalDispatchOperations implements DispatchBackend {
       policy: this.policy,
     };
     const work = this.state.work;
-    const held = work.tryClaim({ ...request, owner: this }, Date.now());
+    const held = work.tryClaim({ ...request, owner: this }, this.state.clock.now());
     if (held !== undefined || waitMs === 0) return held?.claim;
     return new Promise((resolve) => {
       const onAbort = () => {
         if (work.unwait(waiter)) waiter.settle(undefined);
       };
-      const timer = setTimeout(onAbort, waitMs);
+      const timer = this.clock.setTimeout(onAbort, waitMs);
+      const clock = this.clock;
       const waiter: ClaimWaiter = {
         ...request,
         owner: this,
         settle(slot: ClaimSlot | undefined) {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           resolve(slot?.claim);
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      work.wait(waiter, Date.now());
+      work.wait(waiter, this.state.clock.now());
     });
   }
 
   async extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
-    this.state.work.extend(claim, lockMs, Date.now());
+    this.state.work.extend(claim, lockMs, this.state.clock.now());
   }
 
   async pending(threadId: string): Promise<InboxEntry[]> {
@@ -94,24 +98,34 @@ export class LocalDispatchOperations implements DispatchBackend {
   }
 
   async acknowledge(threadId: string, submissionIds: readonly string[]): Promise<number> {
-    return this.state.work.acknowledge(threadId, submissionIds, Date.now(), this.policy.dedupeWindowMs);
+    return this.state.work.acknowledge(
+      threadId,
+      submissionIds,
+      this.state.clock.now(),
+      this.policy.dedupeWindowMs,
+    );
   }
 
   async complete(claim: DispatchClaim): Promise<CompleteResult> {
-    return { rewoken: this.state.work.complete(claim, Date.now()) };
+    return { rewoken: this.state.work.complete(claim, this.state.clock.now()) };
   }
 
   async fail(claim: DispatchClaim, error: unknown, options: FailOptions): Promise<FailResult> {
     const retryable = options.retryable ?? (LunationError.isInstance(error) && error.isRetryable);
-    return this.state.work.fail(claim, { error: toErrorInfo(error), retryable }, this.policy, Date.now());
+    return this.state.work.fail(
+      claim,
+      { error: toErrorInfo(error), retryable },
+      this.policy,
+      this.state.clock.now(),
+    );
   }
 
   async handBack(claim: DispatchClaim, delayMs: number): Promise<void> {
-    this.state.work.handBack(claim, delayMs, Date.now());
+    this.state.work.handBack(claim, delayMs, this.state.clock.now());
   }
 
   async depth(): Promise<DispatchDepth> {
-    return this.state.work.depth(Date.now());
+    return this.state.work.depth(this.state.clock.now());
   }
 
   async deadLetters(limit: number): Promise<DeadLetter[]> {
@@ -119,11 +133,11 @@ export class LocalDispatchOperations implements DispatchBackend {
   }
 
   async resubmit(threadId: string): Promise<boolean> {
-    return this.state.work.resubmit(threadId, Date.now());
+    return this.state.work.resubmit(threadId, this.state.clock.now());
   }
 
   async requestCancel(input: CancelRequestInput): Promise<CancelRequest> {
-    return this.state.cancels.request(input, Date.now());
+    return this.state.cancels.request(input, this.state.clock.now());
   }
 
   async cancelRequests(threadId: string): Promise<CancelRequest[]> {
@@ -183,7 +197,7 @@ export class LocalDispatchOperations implements DispatchBackend {
   async close(): Promise<void> {
     const work = this.state.work;
     for (const waiter of work.takeWaiters(this)) waiter.settle(undefined);
-    for (const claim of work.claimsOf(this)) work.handBack(claim, 0, Date.now());
+    for (const claim of work.claimsOf(this)) work.handBack(claim, 0, this.state.clock.now());
     for (const subscription of [...this.subscriptions]) subscription.close();
     for (const watch of [...this.watches]) watch.close();
   }

@@ -1,9 +1,9 @@
-import type { DispatchPolicy } from '@lunation/contract';
+import type { Clock, DispatchPolicy, IdSource } from '@lunation/contract';
 import { CheckedDispatcher } from '@lunation/contract/dispatch-utils';
-import { LocalDispatchBackend } from './local-dispatch-backend.js';
+import { LocalDispatchBackend, type LocalDispatchBackendOptions } from './local-dispatch-backend.js';
 import { LocalDispatchOperations } from './local-dispatch-operations.js';
 
-export { LocalDispatchBackend };
+export { LocalDispatchBackend, type LocalDispatchBackendOptions };
 
 /** Options of {@link LocalDispatcher}: the contract's policy, plus where the state lives. */
 export interface LocalDispatcherOptions extends DispatchPolicy {
@@ -11,6 +11,13 @@ export interface LocalDispatcherOptions extends DispatchPolicy {
   backend?: LocalDispatchBackend;
   /** The lock of a claim made without `lockMs`. @default 30000 */
   lockMs?: number;
+  /**
+   * This dispatcher's timers (claim waits), and the clock of the backend it makes (a given `backend` keeps its
+   * own: the shared state has one clock). A simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
+  /** Where the backend it makes takes claim tokens and cancel request ids from (a given `backend` keeps its own). @default systemIds */
+  ids?: IdSource;
 }
 
 /**
@@ -25,8 +32,12 @@ export class LocalDispatcher extends CheckedDispatcher {
   readonly backend: LocalDispatchBackend;
 
   constructor(options: LocalDispatcherOptions = {}) {
-    const { backend = new LocalDispatchBackend(), lockMs = 30_000, ...policy } = options;
-    super(new LocalDispatchOperations(backend, policy, lockMs));
+    const { clock, ids, lockMs = 30_000, ...rest } = options;
+    const {
+      backend = new LocalDispatchBackend({ ...(clock && { clock }), ...(ids && { ids }) }),
+      ...policy
+    } = rest;
+    super(new LocalDispatchOperations(backend, policy, lockMs, clock ?? backend.clock));
     this.backend = backend;
   }
 }

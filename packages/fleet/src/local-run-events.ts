@@ -1,4 +1,4 @@
-import type { AgentEvent, RunEventPage, RunEventRecord } from '@lunation/contract';
+import type { AgentEvent, Clock, ClockTimer, RunEventPage, RunEventRecord } from '@lunation/contract';
 import { eventLogEndedError, staleEventFenceError } from '@lunation/contract/dispatch-utils';
 
 /** One run's log: its latest records (ids consecutive from `firstId`), whether it is ended, and its expiry. */
@@ -8,7 +8,7 @@ interface RunLog {
   head: number;
   lastId: number;
   ended: boolean;
-  expiry: ReturnType<typeof setTimeout> | undefined;
+  expiry: ClockTimer | undefined;
   /** The highest fence the log was given, and the seq of the last event taken under it. */
   fence: number | undefined;
   fenceSeq: number | undefined;
@@ -31,6 +31,9 @@ const newLog = (): RunLog => ({
 export class LocalRunEvents {
   private readonly logs = new Map<string, RunLog>();
   private readonly wakers = new Map<string, Set<() => void>>();
+
+  /** `clock` sets the timers that forget ended logs. */
+  constructor(private readonly clock: Clock) {}
 
   /** Appends under the fencing rules of the contract's `RunEventLog`; resolves the ids of what it appended. */
   append(
@@ -74,6 +77,11 @@ export class LocalRunEvents {
     return ids;
   }
 
+  /** The run's log as it is (not a copy), or undefined. */
+  log(runId: string): Readonly<RunLog> | undefined {
+    return this.logs.get(runId);
+  }
+
   /** Records after id `after` (a number), at most `limit`. */
   read(runId: string, after: number, limit: number): RunEventPage {
     const log = this.logs.get(runId);
@@ -97,12 +105,13 @@ export class LocalRunEvents {
       log.fenceSeq = undefined;
     }
     log.ended = true;
-    if (log.expiry !== undefined) clearTimeout(log.expiry);
+    this.clock.clearTimeout(log.expiry);
     const ended = log;
-    log.expiry = setTimeout(() => {
-      if (this.logs.get(runId) === ended && ended.ended) this.logs.delete(runId);
-    }, ttlMs);
-    log.expiry.unref?.();
+    log.expiry = this.clock
+      .setTimeout(() => {
+        if (this.logs.get(runId) === ended && ended.ended) this.logs.delete(runId);
+      }, ttlMs)
+      .unref();
     this.wake(runId);
   }
 

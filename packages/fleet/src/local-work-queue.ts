@@ -1,9 +1,11 @@
 import type {
+  Clock,
   DeadLetter,
   DispatchClaim,
   DispatchDepth,
   ErrorInfo,
   FailResult,
+  IdSource,
   InboxEntry,
   Submission,
   SubmitResult,
@@ -14,7 +16,6 @@ import {
   overloadedError,
   type ResolvedDispatchPolicy,
 } from '@lunation/contract/dispatch-utils';
-import { createId } from '@lunation/runtime/executor';
 import { LocalAcknowledgements } from './local-acknowledgements.js';
 import { LocalClaimWaiters } from './local-claim-waiters.js';
 import { deadLettersOf, LocalQueueFigures } from './local-queue-figures.js';
@@ -39,9 +40,17 @@ export class LocalWorkQueue {
   private readonly claims = new Map<string, ClaimSlot>();
   /** The earliest lock expiry among claims (may be early after an extend; then it is recomputed). */
   private nextExpiry = Number.POSITIVE_INFINITY;
-  private readonly waiters = new LocalClaimWaiters((now) => this.serve(now));
+  private readonly waiters: LocalClaimWaiters;
   private readonly acknowledgements = new LocalAcknowledgements(this.threads);
   private readonly figures = new LocalQueueFigures();
+
+  /** `clock` sets the timer that serves waiting claims; `ids` makes claim tokens. */
+  constructor(
+    clock: Clock,
+    private readonly ids: IdSource,
+  ) {
+    this.waiters = new LocalClaimWaiters(clock, (now) => this.serve(now));
+  }
 
   /** Adds a submission to its thread's inbox and wakes the thread (unless it is dead-lettered). */
   submit(submission: Submission, policy: ResolvedDispatchPolicy, now: number): SubmitResult {
@@ -231,7 +240,7 @@ export class LocalWorkQueue {
       ...(slot.resourceId === undefined ? {} : { resourceId: slot.resourceId }),
       workerId: waiter.workerId,
       attempt: slot.failures + 1,
-      token: createId(),
+      token: this.ids.id(),
       claimedAt: now,
     };
     const { lockMs, owner } = waiter;
@@ -260,13 +269,30 @@ export class LocalWorkQueue {
         if (held.expiresAt < next) next = held.expiresAt;
         continue;
       }
-      this.claims.delete(held.claim.token);
-      const { slot } = held;
-      slot.claim = undefined;
-      this.figures.active(slot, -1);
-      this.line.pushFront(slot);
+      this.lose(held);
     }
     this.nextExpiry = next;
+  }
+
+  /**
+   * Takes a live claim away from its holder without telling it, as an engine does when it wrongly judges the
+   * holder stalled: the thread goes first in line again (a duplicate delivery). False when the claim is gone.
+   */
+  revoke(token: string, now: number): boolean {
+    const held = this.claims.get(token);
+    if (held === undefined) return false;
+    this.lose(held);
+    this.serve(now);
+    return true;
+  }
+
+  /** A claim lost (its lock ran out, or it was revoked): its thread goes first in line again. */
+  private lose(held: ClaimSlot): void {
+    this.claims.delete(held.claim.token);
+    const { slot } = held;
+    slot.claim = undefined;
+    this.figures.active(slot, -1);
+    this.line.pushFront(slot);
   }
 
   /** Sets the timer that serves waiting claims when a delay or a lock runs out. */

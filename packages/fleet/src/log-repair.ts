@@ -11,11 +11,12 @@ import { missingEvents, missingRunEnd, readLoggedRun } from './missing-events.js
  * lease lasts: the thread is handed back). A finished run whose log could have expired is left alone.
  */
 export async function repairLog(thread: ClaimedThread, seen: RunRecord): Promise<void> {
-  const { dispatcher, executor } = thread.context;
+  const { clock, dispatcher, executor } = thread.context;
   if (!seen.termination || expired(thread, seen)) return;
   const { runId, threadId } = seen.identity;
   // The common case: the log ends as the store does. Its pipe appends in order, so nothing before is missing.
-  if (missingRunEnd(seen, (await readLoggedRun(dispatcher, runId)).last) === undefined) return;
+  const logged = await readLoggedRun(dispatcher, runId);
+  if (missingRunEnd(seen, logged.last, clock.now()) === undefined) return;
   const fence = await executor.acquireLease(threadId, runId);
   try {
     await repairUnderLease(thread, runId, fence);
@@ -26,7 +27,8 @@ export async function repairLog(thread: ClaimedThread, seen: RunRecord): Promise
 
 /** Whether a finished run's log could have expired (it stays readable `eventTtlMs` after the run ends). */
 function expired(thread: ClaimedThread, run: RunRecord): boolean {
-  return run.status === 'done' && Date.now() - run.updatedAt > thread.context.eventTtlMs;
+  const { clock, eventTtlMs } = thread.context;
+  return run.status === 'done' && clock.now() - run.updatedAt > eventTtlMs;
 }
 
 /**
@@ -38,9 +40,9 @@ async function repairUnderLease(
   runId: string,
   fence: number | undefined,
 ): Promise<void> {
-  const { dispatcher, eventTtlMs, store } = thread.context;
+  const { clock, dispatcher, eventTtlMs, store } = thread.context;
   const onAppendFailed = (error: unknown) => reportAppendFailed(thread, runId, error);
-  if ((await claimLog(dispatcher, runId, { fence, onAppendFailed })) === 'refused') return;
+  if ((await claimLog(dispatcher, runId, { fence, onAppendFailed, clock })) === 'refused') return;
   const run = await store.getRun(runId);
   if (run === undefined || run.status === 'running' || expired(thread, run)) return;
   const { threadId } = run.identity;
@@ -48,10 +50,10 @@ async function repairUnderLease(
   const state = await store.getThreadState(threadId);
   const settled = state[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
   const events = missingEvents(run, await store.listMessages(threadId), logged, settled);
-  const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last);
+  const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last, clock.now());
   if (end) events.push(end);
   if (events.length === 0) return;
-  const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed });
+  const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed, clock });
   for (const event of events) pipe.push(event);
   if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
   await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });

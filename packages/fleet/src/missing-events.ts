@@ -103,8 +103,12 @@ export function missingEvents(
   return events;
 }
 
-/** The `run-end` the run record calls for when the log's last event does not already say it. */
-export function missingRunEnd(run: RunRecord, last: AgentEvent | undefined): UnnumberedEvent | undefined {
+/** The `run-end` the run record calls for when the log's last event does not already say it, stamped `now`. */
+export function missingRunEnd(
+  run: RunRecord,
+  last: AgentEvent | undefined,
+  now: number,
+): UnnumberedEvent | undefined {
   const { termination } = run;
   if (termination === undefined || run.status === 'running' || run.status === 'created') return undefined;
   const tickets = (event: { openTickets: Array<{ id: string }> }) =>
@@ -120,7 +124,7 @@ export function missingRunEnd(run: RunRecord, last: AgentEvent | undefined): Unn
     steps: run.steps,
     usage: run.usage,
     openTickets: run.openTickets,
-    timestamp: Date.now(),
+    timestamp: now,
   };
 }
 

@@ -38,11 +38,6 @@ export {
 } from './shrink.js';
 export { SimulatedDatabase, type SimulatedRow, SimulatedTransaction } from './simulated-database.js';
 export {
-  type CancelWatcher,
-  type ClaimWaiter,
-  SimulatedDispatchBackend,
-} from './simulated-dispatch-backend.js';
-export {
   type DispatchFaults,
   SimulatedDispatcher,
   type SimulatedDispatcherOptions,

@@ -24,52 +24,13 @@ import {
   type Submission,
   type SubmitResult,
   type SubscribeEventsOptions,
-  toErrorInfo,
 } from '@lunation/contract';
-import {
-  assertAppendEvents,
-  assertFence,
-  assertId,
-  assertInteger,
-  assertSubmission,
-  parseRunEventId,
-  type ResolvedDispatchPolicy,
-  resolveDispatchPolicy,
-} from '@lunation/contract/dispatch-utils';
-import { type CallFaults, countFault, drawCallFault, type FaultCounts, FaultSchedule } from './faults.js';
+import { LocalDispatchBackend, LocalDispatcher } from '@lunation/fleet';
+import type { FaultCounts, FaultSchedule } from './faults.js';
 import { type Scheduler, type SimulatedProcess, unavailableError } from './scheduler.js';
-import type { SeededRandom } from './seeded-random.js';
-import {
-  type CancelWatcher,
-  type ClaimWaiter,
-  SimulatedDispatchBackend,
-} from './simulated-dispatch-backend.js';
+import { DispatchFaultDraws, type DispatchFaults } from './simulated-dispatch-faults.js';
 
-/** Faults of a {@link SimulatedDispatcher}: those of every call, plus the engine's own misdeeds. */
-export interface DispatchFaults extends CallFaults {
-  /**
-   * A claim taken away from its holder without telling it, some time within its lock, as an engine does when it
-   * wrongly judges a worker stalled: the thread is delivered again to another worker (the holder's `extend`,
-   * `complete`, ... then get `claim-lost`).
-   */
-  duplicateDelivery?: number;
-  /** A claim made in the backend whose answer is lost: the caller sees no thread; the lock runs out. */
-  lostClaim?: number;
-  /** An `acknowledge` lost before it applies: the caller gets `store-unavailable`, the submissions stay. */
-  lostAcknowledgement?: number;
-  /**
-   * An `appendEvents` refused with `store-unavailable` before it applies (a log's backend timing out under load).
-   * Drawn from a stream of its own, so turning it on shifts none of the seed's other faults.
-   */
-  failedAppend?: number;
-  /**
-   * A duplicate delivery within `promptRedeliveryMs` of the claim (default 50 ms): the thread goes to another worker
-   * while its holder is most likely still running it. Drawn from a stream of its own, like `failedAppend`.
-   */
-  promptRedelivery?: number;
-  /** @default 50 */
-  promptRedeliveryMs?: number;
-}
+export type { DispatchFaults } from './simulated-dispatch-faults.js';
 
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
 export interface SimulatedDispatcherOptions extends DispatchPolicy {
@@ -77,8 +38,11 @@ export interface SimulatedDispatcherOptions extends DispatchPolicy {
   scheduler: Scheduler;
   /** The process whose calls these are. @default the scheduler's world process */
   process?: SimulatedProcess;
-  /** Another SimulatedDispatcher's `backend`, to share its state. @default a new backend on the world's clock */
-  backend?: SimulatedDispatchBackend;
+  /**
+   * Another SimulatedDispatcher's `backend`, to share its state. @default a new `LocalDispatchBackend` on the
+   * world's clock and the scheduler's seeded ids
+   */
+  backend?: LocalDispatchBackend;
   /** The lock of a claim made without `lockMs`. @default 30000 */
   lockMs?: number;
   /** Faults to inject. @default none */
@@ -89,271 +53,164 @@ export interface SimulatedDispatcherOptions extends DispatchPolicy {
   schedule?: FaultSchedule;
 }
 
-const defaultDedupeWindowMs = 10 * 60_000;
-const writes = new Set([
-  'submit',
-  'extend',
-  'acknowledge',
-  'complete',
-  'fail',
-  'handBack',
-  'resubmit',
-  'requestCancel',
-  'clearCancel',
-  'appendEvents',
-  'endEvents',
-]);
-
 /**
- * A dispatcher for simulations: the local dispatcher's semantics on the world's virtual clock, where every call is
- * an operation the scheduler completes later, in the order the seed decides, with injectable faults (duplicate
- * and late deliveries, lost claims and acknowledgements, lost or unacknowledged writes). Without faults it passes
- * the dispatch kit.
+ * A dispatcher for simulations: the fleet's `LocalDispatcher`, on the world's virtual clock and seeded ids, where
+ * every call is an operation the scheduler completes later, in the order the seed decides, with injectable
+ * faults (duplicate and late deliveries, lost claims and acknowledgements, lost or unacknowledged writes). A
+ * process's calls vanish when it crashes; its claims stay until their locks run out, as an engine's would.
+ * Without faults it passes the dispatch kit.
  */
 export class SimulatedDispatcher implements Dispatcher {
   readonly specificationVersion = 'v3' as const;
   readonly kind = 'simulated';
   /** The shared state; pass it as `backend` to build a sibling. */
-  readonly backend: SimulatedDispatchBackend;
+  readonly backend: LocalDispatchBackend;
   /** The scheduler that completes this dispatcher's calls. */
   readonly scheduler: Scheduler;
   /** The faults injected so far, by kind (shared with siblings made by `forProcess`). */
   readonly faultCounts: FaultCounts;
+  private readonly local: LocalDispatcher;
   private readonly owner: SimulatedProcess;
-  private readonly policy: ResolvedDispatchPolicy;
-  private readonly options: DispatchPolicy;
-  private readonly lockMs: number;
-  private readonly faults: DispatchFaults;
-  private readonly random: SeededRandom;
-  private readonly schedule: FaultSchedule;
-  private readonly appendRandom: SeededRandom;
-  private readonly redeliveryRandom: SeededRandom;
-  private readonly watches = new Set<CancelWatcher>();
-  private readonly closers = new Set<() => void>();
+  private readonly options: DispatchPolicy & { lockMs?: number };
+  private readonly draws: DispatchFaultDraws;
+  /** The process's connection: aborted when it crashes or closes, which ends its waits and watches. */
+  private readonly connection = new AbortController();
+  private readonly watches = new Set<CancelWatch>();
   private closed = false;
 
   constructor(options: SimulatedDispatcherOptions) {
-    const { scheduler, process, backend, lockMs, faults, faultCounts, schedule, ...policy } = options;
+    const { scheduler, process, backend, faults, faultCounts, schedule, ...policy } = options;
     this.options = policy;
-    this.policy = resolveDispatchPolicy(policy, { dedupeWindowMs: defaultDedupeWindowMs });
-    this.lockMs = lockMs ?? 30_000;
-    assertInteger(this.lockMs, 'lockMs', 1);
     this.scheduler = scheduler;
     this.owner = process ?? scheduler.world;
-    this.backend = backend ?? new SimulatedDispatchBackend(scheduler.world.clock, scheduler.ids());
-    this.faults = faults ?? {};
+    this.backend =
+      backend ?? new LocalDispatchBackend({ clock: scheduler.world.clock, ids: scheduler.ids() });
+    this.local = new LocalDispatcher({ ...policy, backend: this.backend, clock: this.owner.clock });
     this.faultCounts = faultCounts ?? {};
-    this.random = scheduler.stream('dispatch-faults');
-    this.schedule = schedule ?? new FaultSchedule();
-    this.appendRandom = scheduler.stream('dispatch-append-faults');
-    this.redeliveryRandom = scheduler.stream('dispatch-redelivery-faults');
-    // A crashed process's connections close: its waiting claims and cancel watches go (its claims stay until
-    // their locks run out, as an engine's would).
-    this.owner.onCrash(() => {
-      this.backend.takeWaiters(this);
-      for (const watcher of this.watches) {
-        watcher.closed = true;
-        this.backend.unwatch(watcher);
-      }
-      this.watches.clear();
-    });
+    this.draws = new DispatchFaultDraws(scheduler, faults, this.faultCounts, schedule);
+    // A crashed process's connections close: its waiting claims and cancel watches go (not its claims).
+    this.owner.onCrash(() => this.disconnect());
   }
 
   /** The same backend, used by another process (its calls vanish when it crashes). */
-  forProcess(process: SimulatedProcess, faults: DispatchFaults = this.faults): SimulatedDispatcher {
+  forProcess(process: SimulatedProcess, faults: DispatchFaults = this.draws.faults): SimulatedDispatcher {
     return new SimulatedDispatcher({
       ...this.options,
       scheduler: this.scheduler,
       process,
       backend: this.backend,
-      lockMs: this.lockMs,
       faults,
       faultCounts: this.faultCounts,
-      schedule: this.schedule,
+      schedule: this.draws.schedule,
     });
   }
 
   submit(submission: Submission): Promise<SubmitResult> {
-    return this.call(`submit ${submission.threadId} ${submission.id}`, 'submit', () => {
-      this.assertOpen();
-      assertSubmission(submission);
-      return this.backend.submit(submission, this.policy);
-    });
+    return this.call(`submit ${submission.threadId} ${submission.id}`, 'submit', () =>
+      this.local.submit(submission),
+    );
   }
 
   claim(options: ClaimOptions): Promise<DispatchClaim | undefined> {
-    try {
-      this.assertOpen();
-      assertId(options.workerId, 'workerId');
-      assertInteger(options.lockMs ?? this.lockMs, 'lockMs', 1);
-      assertInteger(options.waitMs ?? 0, 'waitMs', 0);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const lockMs = options.lockMs ?? this.lockMs;
-    const waitMs = options.waitMs ?? 0;
-    const { signal } = options;
-    if (signal?.aborted) return Promise.resolve(undefined);
-    const request = { workerId: options.workerId, lockMs, policy: this.policy, owner: this };
-    const lost = this.random.chance(this.faults.lostClaim ?? 0);
-    return this.call(`claim ${options.workerId}`, 'claim', () => {
-      const deliver = (claim: DispatchClaim | undefined): DispatchClaim | undefined => {
-        if (claim === undefined) return undefined;
-        this.maybeRevoke(claim, lockMs);
-        return lost && this.inject('lost-claim') ? undefined : claim;
-      };
+    const lost = this.draws.lostClaim();
+    return this.call(`claim ${options.workerId}`, 'claim', async () => {
       // A claim issued before close() and applied after it takes nothing.
       if (this.closed) return undefined;
-      const held = this.backend.tryClaim(request);
-      if (held !== undefined || waitMs === 0) return deliver(held);
-      return new Promise<DispatchClaim | undefined>((resolve) => {
-        const clock = this.owner.clock;
-        const stop = () => {
-          if (this.backend.unwait(waiter)) waiter.settle(undefined);
-        };
-        const timer = clock.setTimeout(stop, waitMs);
-        const waiter: ClaimWaiter = {
-          ...request,
-          settle: (claim) => {
-            clock.clearTimeout(timer);
-            signal?.removeEventListener('abort', stop);
-            this.closers.delete(stop);
-            resolve(deliver(claim));
-          },
-        };
-        signal?.addEventListener('abort', stop, { once: true });
-        this.closers.add(stop);
-        this.backend.wait(waiter);
-      });
+      const { signal } = options;
+      const waiting =
+        signal === undefined ? this.connection.signal : AbortSignal.any([signal, this.connection.signal]);
+      const claim = await this.local.claim({ ...options, signal: waiting });
+      if (claim === undefined) return undefined;
+      const revokeInMs = this.draws.revocation(options.lockMs ?? this.options.lockMs ?? 30_000);
+      if (revokeInMs !== undefined) {
+        this.scheduler.world.clock.setTimeout(() => this.backend.revokeClaim(claim.token), revokeInMs);
+      }
+      return lost && this.draws.inject('lost-claim') ? undefined : claim;
     });
   }
 
   extend(claim: DispatchClaim, lockMs?: number): Promise<void> {
-    return this.call(`extend ${claim.threadId}`, 'extend', () => {
-      if (lockMs !== undefined) assertInteger(lockMs, 'lockMs', 1);
-      this.backend.extend(claim, lockMs);
-    });
+    return this.call(`extend ${claim.threadId}`, 'extend', () => this.local.extend(claim, lockMs));
   }
 
   pending(threadId: string): Promise<InboxEntry[]> {
-    return this.call(`pending ${threadId}`, 'pending', () => {
-      assertId(threadId, 'threadId');
-      return this.backend.pending(threadId);
-    });
+    return this.call(`pending ${threadId}`, 'pending', () => this.local.pending(threadId));
   }
 
   acknowledge(threadId: string, submissionIds: readonly string[]): Promise<number> {
-    const lost =
-      this.random.chance(this.faults.lostAcknowledgement ?? 0) && this.inject('lost-acknowledgement');
+    const lost = this.draws.lostAcknowledgement();
     return this.call(`acknowledge ${threadId} ${submissionIds.join(',')}`, 'acknowledge', () => {
-      assertId(threadId, 'threadId');
-      if (!Array.isArray(submissionIds)) {
-        throw new LunationError('invalid-argument', 'submissionIds must be an array of submission ids');
-      }
-      for (const id of submissionIds) assertId(id, 'submissionIds[]');
       if (lost) throw unavailableError(`dispatch.acknowledge ${threadId}`);
-      return this.backend.acknowledge(threadId, submissionIds, this.policy.dedupeWindowMs);
+      return this.local.acknowledge(threadId, submissionIds);
     });
   }
 
   complete(claim: DispatchClaim): Promise<CompleteResult> {
-    return this.call(`complete ${claim.threadId}`, 'complete', () => ({
-      rewoken: this.backend.complete(claim),
-    }));
+    return this.call(`complete ${claim.threadId}`, 'complete', () => this.local.complete(claim));
   }
 
-  fail(claim: DispatchClaim, error: unknown, options: FailOptions = {}): Promise<FailResult> {
-    const retryable = options.retryable ?? (LunationError.isInstance(error) && error.isRetryable);
-    return this.call(`fail ${claim.threadId}`, 'fail', () =>
-      this.backend.fail(claim, toErrorInfo(error), retryable, this.policy),
-    );
+  fail(claim: DispatchClaim, error: unknown, options?: FailOptions): Promise<FailResult> {
+    return this.call(`fail ${claim.threadId}`, 'fail', () => this.local.fail(claim, error, options));
   }
 
-  handBack(claim: DispatchClaim, options: HandBackOptions = {}): Promise<void> {
-    return this.call(`handBack ${claim.threadId}`, 'handBack', () => {
-      const delayMs = options.delayMs ?? 0;
-      assertInteger(delayMs, 'delayMs', 0);
-      this.backend.handBack(claim, delayMs);
-    });
+  handBack(claim: DispatchClaim, options?: HandBackOptions): Promise<void> {
+    return this.call(`handBack ${claim.threadId}`, 'handBack', () => this.local.handBack(claim, options));
   }
 
   depth(): Promise<DispatchDepth> {
-    return this.call('depth', 'depth', () => this.backend.depth());
+    return this.call('depth', 'depth', () => this.local.depth());
   }
 
-  deadLetters(options: DeadLetterListOptions = {}): Promise<DeadLetter[]> {
-    return this.call('deadLetters', 'deadLetters', () => {
-      const limit = options.limit ?? 100;
-      assertInteger(limit, 'limit', 1);
-      return this.backend.deadLetters(limit);
-    });
+  deadLetters(options?: DeadLetterListOptions): Promise<DeadLetter[]> {
+    return this.call('deadLetters', 'deadLetters', () => this.local.deadLetters(options));
   }
 
   resubmit(threadId: string): Promise<boolean> {
-    return this.call(`resubmit ${threadId}`, 'resubmit', () => {
-      this.assertOpen();
-      assertId(threadId, 'threadId');
-      return this.backend.resubmit(threadId);
-    });
+    return this.call(`resubmit ${threadId}`, 'resubmit', () => this.local.resubmit(threadId));
   }
 
   requestCancel(input: CancelRequestInput): Promise<CancelRequest> {
-    return this.call(`requestCancel ${input.threadId} ${input.runId ?? '-'}`, 'requestCancel', () => {
-      assertId(input.threadId, 'threadId');
-      if (input.runId !== undefined) assertId(input.runId, 'runId');
-      if (typeof input.reason !== 'string') {
-        throw new LunationError('invalid-argument', 'reason must be a string');
-      }
-      return this.backend.requestCancel(input);
-    });
+    return this.call(`requestCancel ${input.threadId} ${input.runId ?? '-'}`, 'requestCancel', () =>
+      this.local.requestCancel(input),
+    );
   }
 
   cancelRequests(threadId: string): Promise<CancelRequest[]> {
-    return this.call(`cancelRequests ${threadId}`, 'cancelRequests', () => {
-      assertId(threadId, 'threadId');
-      return this.backend.cancelRequests(threadId);
-    });
+    return this.call(`cancelRequests ${threadId}`, 'cancelRequests', () =>
+      this.local.cancelRequests(threadId),
+    );
   }
 
   watchCancel(threadId: string, listener: (request: CancelRequest) => void): Promise<CancelWatch> {
-    return this.call(`watchCancel ${threadId}`, 'watchCancel', () => {
-      this.assertOpen();
-      assertId(threadId, 'threadId');
-      const owner = this.owner;
-      const scheduler = this.scheduler;
-      const watcher: CancelWatcher = {
-        threadId,
-        seen: new Set(),
-        closed: false,
-        // Each delivery is a message to the watching process: an operation of its own, that a crash loses.
-        deliver(request) {
-          void scheduler
-            .operation(owner, `dispatch.cancel-delivery ${threadId}`, () => {
-              if (watcher.closed || watcher.seen.has(request.id)) return;
-              watcher.seen.add(request.id);
-              listener(request);
-            })
-            .catch(() => undefined);
+    const { owner, scheduler } = this;
+    let closed = false;
+    // Each delivery is a message to the watching process: an operation of its own, that a crash loses.
+    const deliver = (request: CancelRequest) => {
+      void scheduler
+        .operation(owner, `dispatch.cancel-delivery ${threadId}`, () => {
+          if (!closed) listener(request);
+        })
+        .catch(() => undefined);
+    };
+    return this.call(`watchCancel ${threadId}`, 'watchCancel', async () => {
+      const watch = await this.local.watchCancel(threadId, deliver);
+      const watches = this.watches;
+      const handle: CancelWatch = {
+        close() {
+          closed = true;
+          watches.delete(handle);
+          watch.close();
         },
       };
-      this.backend.watch(watcher);
-      this.watches.add(watcher);
-      return {
-        close: () => {
-          watcher.closed = true;
-          this.watches.delete(watcher);
-          this.backend.unwatch(watcher);
-        },
-      };
+      watches.add(handle);
+      return handle;
     });
   }
 
   clearCancel(threadId: string, requestId?: string): Promise<boolean> {
-    return this.call(`clearCancel ${threadId}`, 'clearCancel', () => {
-      assertId(threadId, 'threadId');
-      if (requestId !== undefined) assertId(requestId, 'requestId');
-      return this.backend.clearCancel(threadId, requestId);
-    });
+    return this.call(`clearCancel ${threadId}`, 'clearCancel', () =>
+      this.local.clearCancel(threadId, requestId),
+    );
   }
 
   appendEvents(
@@ -361,127 +218,87 @@ export class SimulatedDispatcher implements Dispatcher {
     events: readonly AgentEvent[],
     options?: AppendEventsOptions,
   ): Promise<string[]> {
-    const failed = this.appendRandom.chance(this.faults.failedAppend ?? 0) && this.inject('failed-append');
-    return this.call(
-      `appendEvents ${runId} ${events.length} fence=${options?.fence ?? '-'}`,
-      'appendEvents',
-      () => {
-        assertId(runId, 'runId');
-        const fence = assertAppendEvents(events, options);
-        if (failed) throw unavailableError(`dispatch.appendEvents ${runId}`);
-        return this.backend.appendEvents(runId, events, fence, this.policy.maxEventsPerRun);
-      },
-    );
-  }
-
-  readEvents(runId: string, options: ReadEventsOptions = {}): Promise<RunEventPage> {
-    return this.call(`readEvents ${runId} after=${options.after ?? '0'}`, 'readEvents', () => {
-      assertId(runId, 'runId');
-      const after = options.after === undefined ? 0 : parseRunEventId(options.after, 'after');
-      const limit = options.limit ?? 1_000;
-      assertInteger(limit, 'limit', 1);
-      return this.backend.readEvents(runId, after, limit);
+    const failed = this.draws.failedAppend();
+    const label = `appendEvents ${runId} ${events.length} fence=${options?.fence ?? '-'}`;
+    return this.call(label, 'appendEvents', () => {
+      if (failed) throw unavailableError(`dispatch.appendEvents ${runId}`);
+      return this.local.appendEvents(runId, events, options);
     });
   }
 
+  readEvents(runId: string, options?: ReadEventsOptions): Promise<RunEventPage> {
+    return this.call(`readEvents ${runId} after=${options?.after ?? '0'}`, 'readEvents', () =>
+      this.local.readEvents(runId, options),
+    );
+  }
+
   subscribeEvents(runId: string, options: SubscribeEventsOptions): AsyncIterable<RunEventRecord> {
-    this.assertOpen();
-    assertId(runId, 'runId');
-    const after = options.after === undefined ? 0 : parseRunEventId(options.after, 'after');
-    const { signal } = options;
-    if (typeof signal?.aborted !== 'boolean') {
+    if (typeof options?.signal?.aborted !== 'boolean') {
       throw new LunationError(
         'invalid-argument',
         'subscribeEvents needs a signal (an AbortSignal) to end it',
       );
     }
-    return this.follow(runId, after, signal);
+    const signal = AbortSignal.any([options.signal, this.connection.signal]);
+    // The arguments are checked now, as the contract asks; the records come through scheduled reads.
+    void this.notices(runId, options.after ?? '0', signal).return?.();
+    return this.follow(runId, options.after ?? '0', signal);
   }
 
   endEvents(runId: string, options: EndEventsOptions): Promise<void> {
-    return this.call(`endEvents ${runId} fence=${options?.fence ?? '-'}`, 'endEvents', () => {
-      assertId(runId, 'runId');
-      assertInteger(options?.ttlMs, 'ttlMs', 0);
-      this.backend.endEvents(runId, options.ttlMs, assertFence(options.fence));
-    });
+    return this.call(`endEvents ${runId} fence=${options?.fence ?? '-'}`, 'endEvents', () =>
+      this.local.endEvents(runId, options),
+    );
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const waiter of this.backend.takeWaiters(this)) waiter.settle(undefined);
-    for (const claim of this.backend.claimsOf(this)) this.backend.handBack(claim, 0);
-    for (const watcher of [...this.watches]) {
-      watcher.closed = true;
-      this.backend.unwatch(watcher);
-    }
-    this.watches.clear();
-    for (const close of [...this.closers]) close();
+    this.disconnect();
+    await this.local.close();
   }
 
-  private async *follow(runId: string, after: number, signal: AbortSignal): AsyncGenerator<RunEventRecord> {
+  /**
+   * Yields the run's records after `after` through scheduled reads; when caught up, waits until the run's log
+   * (the shared state, at once) has a record after the last one yielded, or its end mark, then reads again.
+   */
+  private async *follow(runId: string, after: string, signal: AbortSignal): AsyncGenerator<RunEventRecord> {
     let position = after;
     while (!signal.aborted && !this.closed) {
-      let wake: () => void = () => undefined;
-      const changed = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-      this.backend.onChange(runId, wake);
-      signal.addEventListener('abort', wake, { once: true });
-      this.closers.add(wake);
+      let page: RunEventPage;
       try {
-        const page = await this.readEvents(runId, { after: String(position), limit: 256 });
-        for (const record of page.events) {
-          if (signal.aborted || this.closed) return;
-          position = Number(record.id);
-          yield record;
-        }
-        if (page.ended) return;
-        if (page.events.length === 0) await changed;
-      } finally {
-        this.backend.offChange(runId, wake);
-        signal.removeEventListener('abort', wake);
-        this.closers.delete(wake);
+        page = await this.readEvents(runId, { after: position, limit: 256 });
+      } catch (error) {
+        if (this.closed || signal.aborted) return; // a read issued before close(), applied after it
+        throw error;
       }
+      for (const record of page.events) {
+        if (signal.aborted || this.closed) return;
+        position = record.id;
+        yield record;
+      }
+      if (page.ended) return;
+      if (page.events.length > 0) continue;
+      const notices = this.notices(runId, position, signal);
+      await notices.next();
+      await notices.return?.();
     }
   }
 
-  /** With the duplicate-delivery fault, takes the claim away some time within its lock. */
-  private maybeRevoke(claim: DispatchClaim, lockMs: number): void {
-    if (this.redeliveryRandom.chance(this.faults.promptRedelivery ?? 0)) {
-      // Drawn whether or not the schedule injects it, so turning it off shifts no other draw.
-      const delayMs = this.redeliveryRandom.int(
-        0,
-        Math.min(lockMs - 1, this.faults.promptRedeliveryMs ?? 50),
-      );
-      if (this.inject('prompt-redelivery')) {
-        this.scheduler.world.clock.setTimeout(() => {
-          this.backend.revoke(claim.token);
-        }, delayMs);
-      }
-      return;
-    }
-    if (!this.random.chance(this.faults.duplicateDelivery ?? 0) || !this.inject('duplicate-delivery')) return;
-    this.scheduler.world.clock.setTimeout(
-      () => {
-        this.backend.revoke(claim.token);
-      },
-      this.random.int(0, lockMs - 1),
-    );
+  /** The local dispatcher's own subscription after `after`: its next record says the log moved on. */
+  private notices(runId: string, after: string, signal: AbortSignal): AsyncIterator<RunEventRecord> {
+    return this.local.subscribeEvents(runId, { after, signal })[Symbol.asyncIterator]();
   }
 
-  /** Puts a drawn fault to the schedule; counts it when injected. */
-  private inject(kind: string): boolean {
-    if (!this.schedule.allows(`dispatch.${kind}`)) return false;
-    countFault(this.faultCounts, kind);
-    return true;
+  /** The process's connection closes: its waiting claims settle unanswered, its watches stop. */
+  private disconnect(): void {
+    this.connection.abort();
+    for (const watch of [...this.watches]) watch.close();
   }
 
-  private call<T>(label: string, kind: string, apply: () => T | Promise<T>): Promise<T> {
+  private call<T>(label: string, kind: string, apply: () => Promise<T>): Promise<T> {
     const name = `dispatch.${label}`;
-    const { fault, delayMs } = drawCallFault(this.random, this.faults, writes.has(kind), (drawn) =>
-      this.inject(drawn),
-    );
+    const { fault, delayMs } = this.draws.call(kind);
     return this.scheduler.operation(
       this.owner,
       name,
@@ -493,15 +310,5 @@ export class SimulatedDispatcher implements Dispatcher {
       },
       { delayMs },
     );
-  }
-
-  private assertOpen(): void {
-    if (this.closed) {
-      throw new LunationError(
-        'store-unavailable',
-        'This SimulatedDispatcher is closed; create a new one (on the same backend to keep its state)',
-        { retryable: false },
-      );
-    }
   }
 }

@@ -1,4 +1,4 @@
-import type { JsonObject } from '@lunation/contract';
+import { type JsonObject, systemClock } from '@lunation/contract';
 import {
   expectLunationError,
   makeBeginToolExecutionInput,
@@ -21,6 +21,16 @@ describe('MemoryStore', () => {
     const clock = { now: start };
     return { clock, store: new MemoryStore({ now: () => clock.now }) };
   }
+
+  it('stamps records and judges leases by an injected Clock', async () => {
+    let now = 5_000;
+    const store = new MemoryStore({ clock: { ...systemClock, now: () => now } });
+    expect(await store.createThread({ id: 't1' })).toMatchObject({ createdAt: 5_000, updatedAt: 5_000 });
+    const lease = await store.acquireLease({ threadId: 't1', owner: 'a', runId: 'r1', ttlMs: 100 });
+    expect(lease.expiresAt).toBe(5_100);
+    now = 5_100;
+    expect(await store.getLease('t1')).toBeUndefined();
+  });
 
   it('reports kind "memory"', () => {
     expect(new MemoryStore().kind).toBe('memory');

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '@lunation/contract';
 import { CheckedStore } from '@lunation/contract/store-utils';
 import { MemoryBackend } from './memory-backend.js';
 import { MemoryOperations } from './memory-operations.js';
@@ -9,7 +10,12 @@ export interface MemoryStoreOptions {
    * two processes share one database. @default a new backend private to this store
    */
   backend?: MemoryBackend;
-  /** The clock, in epoch milliseconds. @default () => Date.now() */
+  /**
+   * Where the store reads the times it records and judges leases by (timestamps, lease expiries); a simulation
+   * passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
+  /** The time in epoch milliseconds, read instead of `clock.now()`. @deprecated pass `clock` */
   now?: () => number;
 }
 
@@ -21,7 +27,8 @@ export class MemoryStore extends CheckedStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     const backend = options.backend ?? new MemoryBackend();
-    super(new MemoryOperations(backend, options.now ?? (() => Date.now())));
+    const clock = options.clock ?? systemClock;
+    super(new MemoryOperations(backend, options.now ?? (() => clock.now())));
     this.backend = backend;
   }
 

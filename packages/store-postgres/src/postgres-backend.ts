@@ -3,6 +3,7 @@ import {
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
+  type Clock,
   type CompleteToolExecutionInput,
   type CreateThreadInput,
   type Lease,
@@ -12,6 +13,7 @@ import {
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
+  systemClock,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolEffectInput,
@@ -101,6 +103,7 @@ export class PostgresBackend implements StoreBackend {
   readonly schema: string;
   readonly #options: PostgresStoreOptions;
   readonly #statements: Statements;
+  readonly #clock: Clock;
   #pool: PostgresPool | undefined;
   #ownedPool: pg.Pool | undefined;
   #kysely: Kysely<unknown> | undefined;
@@ -113,6 +116,7 @@ export class PostgresBackend implements StoreBackend {
 
   constructor(options: PostgresStoreOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     const schema = options.schema ?? defaultSchema;
     assertSchemaName(schema);
     this.schema = schema;
@@ -179,7 +183,7 @@ export class PostgresBackend implements StoreBackend {
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
     const metadataJson = toJsonText(input.metadata ?? {}, 'metadata');
-    const now = Date.now();
+    const now = this.#clock.now();
     const rows = await this.#query(this.#statements.createThread, [
       input.id,
       input.resourceId ?? null,
@@ -230,7 +234,7 @@ export class PostgresBackend implements StoreBackend {
     const [row] = await this.#query(this.#statements.updateThreadMetadata, [
       threadId,
       metadataJson,
-      Date.now(),
+      this.#clock.now(),
     ]);
     if (row === undefined) throw threadNotFound(threadId);
     return toThread(JSON.parse(row));
@@ -292,7 +296,7 @@ export class PostgresBackend implements StoreBackend {
         threadId,
         expectedMessageCount,
         leaseToken ?? null,
-        Date.now(),
+        this.#clock.now(),
         messagesJson,
         run?.identity.runId ?? null,
         run === undefined ? null : toJsonText(run, 'run'),
@@ -356,7 +360,7 @@ export class PostgresBackend implements StoreBackend {
         input.toolName,
         input.idempotencyKey,
         input.leaseToken ?? null,
-        Date.now(),
+        this.#clock.now(),
       ],
       (state, detail) => {
         if (state === 'LN410') return staleLease(input.threadId, input.leaseToken!, Number(detail));
@@ -376,7 +380,7 @@ export class PostgresBackend implements StoreBackend {
   async completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
     const [row] = await this.#query(
       this.#statements.completeToolExecution,
-      completionValues(input),
+      completionValues(input, this.#clock.now()),
       completionRejection(input),
     );
     return toToolExecution(JSON.parse(row!));
@@ -423,7 +427,11 @@ export class PostgresBackend implements StoreBackend {
         }
         assertObject(result, 'result');
         const completion = { ...input, result };
-        const [row] = await rows(transaction, statements.completeToolExecution, completionValues(completion));
+        const [row] = await rows(
+          transaction,
+          statements.completeToolExecution,
+          completionValues(completion, this.#clock.now()),
+        );
         return toToolExecution(JSON.parse(row!));
       });
     } catch (error) {
@@ -741,14 +749,8 @@ function staleLease(threadId: string, token: number, currentToken: number): Luna
   );
 }
 
-function completionValues(input: CompleteToolExecutionInput): unknown[] {
-  return [
-    input.runId,
-    input.toolCallId,
-    toJsonText(input.result, 'result'),
-    Date.now(),
-    input.leaseToken ?? null,
-  ];
+function completionValues(input: CompleteToolExecutionInput, now: number): unknown[] {
+  return [input.runId, input.toolCallId, toJsonText(input.result, 'result'), now, input.leaseToken ?? null];
 }
 
 /** The store's own errors of `complete_tool_execution`, as LunationErrors. */

@@ -1,3 +1,4 @@
+import type { Clock } from '@lunation/contract';
 import type {
   Kysely,
   PostgresPool as KyselyPostgresPool,
@@ -45,6 +46,11 @@ interface PostgresStoreCommonOptions {
    * (what the conformance suite runs to cover that path). @default 'auto'
    */
   callBatching?: CallBatching;
+  /**
+   * Where the store reads the times it records (thread, run and tool execution timestamps; lease expiries are the
+   * PostgreSQL server's clock); a simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
 }
 
 /** {@link PostgresStore} options that connect with a connection string: the store owns its pool. */

@@ -1,4 +1,4 @@
-import type { LunationError } from '@lunation/contract';
+import { type LunationError, systemClock } from '@lunation/contract';
 import {
   expectLunationError,
   makeAssistantMessage,
@@ -608,5 +608,24 @@ describe('PostgresStore group commit (callBatching: auto)', () => {
     ).toThrow(
       expect.objectContaining({ code: 'invalid-argument', message: expect.stringContaining("'auto'") }),
     );
+  });
+});
+
+describe('PostgresStore on an injected clock', () => {
+  it('stamps records with its clock (leases keep the server time)', async () => {
+    let now = 5_000;
+    const store = await PostgresStore.open({
+      connectionString: postgresUrl,
+      schema: freshSchema(),
+      maxConnections: 1,
+      clock: { ...systemClock, now: () => now },
+    });
+    try {
+      expect(await store.createThread({ id: 't1' })).toMatchObject({ createdAt: 5_000, updatedAt: 5_000 });
+      now = 5_010;
+      expect(await store.updateThreadMetadata('t1', { a: 1 })).toMatchObject({ updatedAt: 5_010 });
+    } finally {
+      await store.close();
+    }
   });
 });

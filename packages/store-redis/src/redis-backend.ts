@@ -3,6 +3,7 @@ import {
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
+  type Clock,
   type CompleteToolExecutionInput,
   type CreateThreadInput,
   type Lease,
@@ -12,6 +13,7 @@ import {
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
+  systemClock,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolExecution,
@@ -47,10 +49,12 @@ export class RedisBackend implements StoreBackend {
   readonly #client: RedisClient;
   readonly #ownedClient: Redis | undefined;
   readonly #prefix: string;
+  readonly #clock: Clock;
   #lastConnectionError: unknown;
 
   constructor(options: RedisStoreOptions = {}) {
     const prefix = options.keyPrefix ?? 'lunation:';
+    this.#clock = options.clock ?? systemClock;
     if (typeof prefix !== 'string') throw invalid(`keyPrefix must be a string, got ${typeof prefix}`);
     this.#prefix = prefix;
     if ('client' in options) {
@@ -83,7 +87,7 @@ export class RedisBackend implements StoreBackend {
 
   async createThread(input: CreateThreadInput): Promise<ThreadRecord> {
     const metadataJson = toJsonText(input.metadata ?? {}, 'metadata');
-    const now = Date.now();
+    const now = this.#clock.now();
     const created = await this.#run(redisScripts.createThread, [
       input.id,
       input.resourceId ?? '',
@@ -129,7 +133,7 @@ export class RedisBackend implements StoreBackend {
     const hash = (await this.#run(redisScripts.updateThreadMetadata, [
       threadId,
       toJsonText(metadata, 'metadata'),
-      Date.now(),
+      this.#clock.now(),
     ])) as FlatHash | null;
     if (hash === null) throw threadNotFound(threadId);
     return toThread(hash)!;
@@ -186,7 +190,7 @@ export class RedisBackend implements StoreBackend {
     const runId = run?.identity.runId;
     const messageRunId = commit.runId ?? runId;
     const args: (string | number)[] = [threadId, expectedMessageCount, leaseToken ?? ''];
-    const now = Date.now();
+    const now = this.#clock.now();
     args.push(now);
     args.push(threadState === undefined ? '' : toJsonText(threadState, 'threadState'));
     if (run === undefined) {
@@ -273,7 +277,7 @@ export class RedisBackend implements StoreBackend {
       threadId: input.threadId,
       toolName: input.toolName,
       idempotencyKey: input.idempotencyKey,
-      startedAt: Date.now(),
+      startedAt: this.#clock.now(),
     };
     const [outcome, value] = (await this.#run(redisScripts.beginToolExecution, [
       input.runId,
@@ -293,7 +297,7 @@ export class RedisBackend implements StoreBackend {
       input.runId,
       input.toolCallId,
       toJsonText(input.result, 'result'),
-      Date.now(),
+      this.#clock.now(),
       input.leaseToken ?? '',
     ])) as [string, unknown, string?];
     if (outcome === 'not-found') {

@@ -1,3 +1,5 @@
+import type { Clock } from '@lunation/contract';
+
 /** The part of an ioredis client the store uses: every call is one Lua script. */
 export interface RedisClient {
   /** Runs a script the server knows by its SHA1. */
@@ -10,6 +12,11 @@ export interface RedisClient {
 interface RedisStoreCommonOptions {
   /** Prepended to every key, so several stores (or apps) can share one database. @default 'lunation:' */
   keyPrefix?: string;
+  /**
+   * Where the store reads the times it records (thread, run and tool execution timestamps; lease expiries are the
+   * Redis server's `TIME`); a simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
 }
 
 /** A store that opens (and closes) its own connection to `url`. */

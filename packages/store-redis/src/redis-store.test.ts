@@ -1,4 +1,4 @@
-import { type ErrorCode, LunationError, type RunRecord } from '@lunation/contract';
+import { type ErrorCode, LunationError, type RunRecord, systemClock } from '@lunation/contract';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -260,5 +260,20 @@ describe('RedisStore connection', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('RedisStore on an injected clock', () => {
+  it('stamps records with its clock (leases keep the server time)', async () => {
+    let now = 5_000;
+    const keyPrefix = uniquePrefix();
+    const store = new RedisStore({ url: redisUrl, keyPrefix, clock: { ...systemClock, now: () => now } });
+    cleanups.push(async () => {
+      await store.close();
+      await deleteKeysWithPrefix(admin, keyPrefix);
+    });
+    expect(await store.createThread({ id: 't1' })).toMatchObject({ createdAt: 5_000, updatedAt: 5_000 });
+    now = 5_010;
+    expect(await store.updateThreadMetadata('t1', { a: 1 })).toMatchObject({ updatedAt: 5_010 });
   });
 });

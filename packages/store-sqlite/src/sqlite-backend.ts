@@ -3,6 +3,7 @@ import {
   type BeginToolExecutionInput,
   type CheckpointCommit,
   type CheckpointResult,
+  type Clock,
   type CompleteToolExecutionInput,
   type CreateThreadInput,
   type Lease,
@@ -12,6 +13,7 @@ import {
   type ReleaseLeaseInput,
   type RenewLeaseInput,
   type RunRecord,
+  systemClock,
   type ThreadCheckpoint,
   type ThreadRecord,
   type ToolEffectInput,
@@ -87,6 +89,7 @@ interface PreparedCommit {
   runJson: string | undefined;
   stateJson: string | undefined;
   toolExecutions: string[][];
+  clock: Clock;
 }
 
 interface RecordRow {
@@ -220,8 +223,8 @@ const statements = {
  * store's runner (see `SqliteOperation`). Defined once here, not as closures per call, which V8 creates slowly.
  */
 const operations = {
-  *createThread(input: CreateThreadInput, metadataJson: string): SqliteOperation<ThreadRecord> {
-    const now = Date.now();
+  *createThread(input: CreateThreadInput, metadataJson: string, clock: Clock): SqliteOperation<ThreadRecord> {
+    const now = clock.now();
     const { changes } = yield* statements.insertThread([
       input.id,
       input.resourceId ?? null,
@@ -265,8 +268,8 @@ const operations = {
     return toPage(rows.map(toThread), limit, (thread) => encodeCursor([thread.createdAt, thread.id]));
   },
 
-  *updateThreadMetadata(threadId: string, metadataJson: string): SqliteOperation<ThreadRecord> {
-    const { changes } = yield* statements.updateMetadata([metadataJson, Date.now(), threadId]);
+  *updateThreadMetadata(threadId: string, metadataJson: string, clock: Clock): SqliteOperation<ThreadRecord> {
+    const { changes } = yield* statements.updateMetadata([metadataJson, clock.now(), threadId]);
     const row = changes === 0 ? undefined : yield* statements.selectThread([threadId]);
     if (!row) throw threadNotFound(threadId);
     return toThread(row);
@@ -320,10 +323,11 @@ const operations = {
     runJson,
     stateJson,
     toolExecutions,
+    clock,
   }: PreparedCommit): SqliteOperation<CheckpointResult> {
     const { threadId, expectedMessageCount, run } = commit;
     const runId = run?.identity.runId;
-    const now = Date.now();
+    const now = clock.now();
     // A rejected commit throws, and its runner rolls the transaction (and so the touch) back.
     const head =
       messages.length === 0 || stateJson !== undefined
@@ -363,7 +367,7 @@ const operations = {
     };
   },
 
-  *beginToolExecution(input: BeginToolExecutionInput): SqliteOperation<ToolExecution> {
+  *beginToolExecution(input: BeginToolExecutionInput, clock: Clock): SqliteOperation<ToolExecution> {
     yield* assertFreshLease(input.threadId, input.leaseToken);
     const existing = parseRecord<ToolExecution>(
       yield* statements.selectToolExecution([input.runId, input.toolCallId]),
@@ -382,7 +386,7 @@ const operations = {
           idempotencyKey: input.idempotencyKey,
           status: 'in-flight',
           attempts: 1,
-          startedAt: Date.now(),
+          startedAt: clock.now(),
         };
     yield* statements.upsertToolExecution([
       execution.runId,
@@ -396,6 +400,7 @@ const operations = {
   *completeToolExecution(
     input: CompleteToolExecutionInput,
     resultJson: string,
+    clock: Clock,
   ): SqliteOperation<ToolExecution> {
     const existing = parseRecord<ToolExecution>(
       yield* statements.selectToolExecution([input.runId, input.toolCallId]),
@@ -413,7 +418,7 @@ const operations = {
       ...existing,
       status: 'completed',
       result: JSON.parse(resultJson),
-      completedAt: Date.now(),
+      completedAt: clock.now(),
     };
     yield* statements.upsertToolExecution([
       execution.runId,
@@ -450,8 +455,8 @@ const operations = {
     return rows.map((row) => JSON.parse(row.record) as ToolExecution);
   },
 
-  *acquireLease(input: AcquireLeaseInput): SqliteOperation<Lease> {
-    const now = Date.now();
+  *acquireLease(input: AcquireLeaseInput, clock: Clock): SqliteOperation<Lease> {
+    const now = clock.now();
     const current = yield* statements.selectLease([input.threadId]);
     if (
       current &&
@@ -482,8 +487,8 @@ const operations = {
     return lease;
   },
 
-  *renewLease(input: RenewLeaseInput): SqliteOperation<Lease> {
-    const now = Date.now();
+  *renewLease(input: RenewLeaseInput, clock: Clock): SqliteOperation<Lease> {
+    const now = clock.now();
     const row = yield* statements.renewLease([now, now + input.ttlMs, input.threadId, input.token]);
     if (!row) {
       const current = yield* statements.selectLeaseToken([input.threadId]);
@@ -500,9 +505,9 @@ const operations = {
     return (yield* statements.endLease([input.threadId, input.token])).changes > 0;
   },
 
-  *getLease(threadId: string): SqliteOperation<Lease | undefined> {
+  *getLease(threadId: string, clock: Clock): SqliteOperation<Lease | undefined> {
     const row = yield* statements.selectLease([threadId]);
-    return row && row.expiresAt !== null && row.expiresAt > Date.now() ? toLease(threadId, row) : undefined;
+    return row && row.expiresAt !== null && row.expiresAt > clock.now() ? toLease(threadId, row) : undefined;
   },
 };
 
@@ -514,6 +519,7 @@ export class SqliteBackend implements StoreBackend {
   readonly kind = 'sqlite';
   readonly #options: SqliteStoreOptions;
   readonly #ownsClient: boolean;
+  readonly #clock: Clock;
   #client: SqliteClient | undefined;
   #kysely: Kysely<unknown> | undefined;
   #runner: OperationRunner | undefined;
@@ -525,6 +531,7 @@ export class SqliteBackend implements StoreBackend {
 
   constructor(options: SqliteStoreOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     if ('database' in options) {
       if (typeof options.database?.connection !== 'function' || options.database.isTransaction) {
         throw new LunationError(
@@ -581,7 +588,7 @@ export class SqliteBackend implements StoreBackend {
 
   createThread(input: CreateThreadInput): Promise<ThreadRecord> {
     const metadataJson = toJsonText(input.metadata ?? {}, 'metadata');
-    return this.#run('none', operations.createThread(input, metadataJson));
+    return this.#run('none', operations.createThread(input, metadataJson, this.#clock));
   }
 
   getThread(threadId: string): Promise<ThreadRecord | undefined> {
@@ -595,7 +602,7 @@ export class SqliteBackend implements StoreBackend {
 
   updateThreadMetadata(threadId: string, metadata: Record<string, unknown>): Promise<ThreadRecord> {
     const metadataJson = toJsonText(metadata, 'metadata');
-    return this.#run('none', operations.updateThreadMetadata(threadId, metadataJson));
+    return this.#run('none', operations.updateThreadMetadata(threadId, metadataJson, this.#clock));
   }
 
   deleteThread(threadId: string): Promise<boolean> {
@@ -640,7 +647,10 @@ export class SqliteBackend implements StoreBackend {
       threadId,
       toJsonText(execution, 'toolExecutions'),
     ]);
-    return this.#run('write', operations.commit({ commit, messages, runJson, stateJson, toolExecutions }));
+    return this.#run(
+      'write',
+      operations.commit({ commit, messages, runJson, stateJson, toolExecutions, clock: this.#clock }),
+    );
   }
 
   loadCheckpoint(threadId: string): Promise<ThreadCheckpoint | undefined> {
@@ -648,12 +658,12 @@ export class SqliteBackend implements StoreBackend {
   }
 
   beginToolExecution(input: BeginToolExecutionInput): Promise<ToolExecution> {
-    return this.#run('write', operations.beginToolExecution(input));
+    return this.#run('write', operations.beginToolExecution(input, this.#clock));
   }
 
   completeToolExecution(input: CompleteToolExecutionInput): Promise<ToolExecution> {
     const resultJson = toJsonText(input.result, 'result');
-    return this.#run('write', operations.completeToolExecution(input, resultJson));
+    return this.#run('write', operations.completeToolExecution(input, resultJson, this.#clock));
   }
 
   /** `SqliteStore.completeToolExecutionWithEffect` once its input is checked. */
@@ -683,7 +693,7 @@ export class SqliteBackend implements StoreBackend {
         }
         assertObject(result, 'result');
         const resultJson = toJsonText(result, 'result');
-        return drive(raw, operations.completeToolExecution({ ...input, result }, resultJson));
+        return drive(raw, operations.completeToolExecution({ ...input, result }, resultJson, this.#clock));
       });
     } catch (error) {
       if (failure) throw failure.error;
@@ -703,11 +713,11 @@ export class SqliteBackend implements StoreBackend {
   }
 
   acquireLease(input: AcquireLeaseInput): Promise<Lease> {
-    return this.#run('write', operations.acquireLease(input));
+    return this.#run('write', operations.acquireLease(input, this.#clock));
   }
 
   renewLease(input: RenewLeaseInput): Promise<Lease> {
-    return this.#run('none', operations.renewLease(input));
+    return this.#run('none', operations.renewLease(input, this.#clock));
   }
 
   releaseLease(input: ReleaseLeaseInput): Promise<boolean> {
@@ -715,7 +725,7 @@ export class SqliteBackend implements StoreBackend {
   }
 
   getLease(threadId: string): Promise<Lease | undefined> {
-    return this.#run('none', operations.getLease(threadId));
+    return this.#run('none', operations.getLease(threadId, this.#clock));
   }
 
   toStoreError(error: unknown): LunationError {

@@ -1,3 +1,4 @@
+import type { Clock } from '@lunation/contract';
 import type { Kysely } from 'kysely';
 import type { SqliteClient } from './sqlite-client.js';
 
@@ -39,5 +40,19 @@ export interface SqliteStoreKyselyOptions {
   database: Kysely<any>;
 }
 
-/** Options of {@link SqliteStore}: a file path, a connection or a Kysely instance. */
-export type SqliteStoreOptions = SqliteStorePathOptions | SqliteStoreClientOptions | SqliteStoreKyselyOptions;
+/** What every {@link SqliteStore} takes besides where its database is. */
+export interface SqliteStoreCommonOptions {
+  /**
+   * Where the store reads the times it records and judges leases by (thread, run and tool execution timestamps,
+   * lease expiries); a simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
+}
+
+/** Options of {@link SqliteStore}: a file path, a connection or a Kysely instance, and the common options. */
+export type SqliteStoreOptions = (
+  | SqliteStorePathOptions
+  | SqliteStoreClientOptions
+  | SqliteStoreKyselyOptions
+) &
+  SqliteStoreCommonOptions;

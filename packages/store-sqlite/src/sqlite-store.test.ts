@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { type ErrorCode, LunationError, type RunRecord } from '@lunation/contract';
+import { type ErrorCode, LunationError, type RunRecord, systemClock } from '@lunation/contract';
 import Database from 'better-sqlite3';
 import {
   CamelCasePlugin,
@@ -344,4 +344,19 @@ describe('SqliteStore across processes', () => {
       expect((await store.getThread('shared'))?.messageCount).toBe(2 * perWriter);
     },
   );
+});
+
+describe('SqliteStore on an injected clock', () => {
+  it('stamps records and judges leases by its clock', async () => {
+    let now = 5_000;
+    const store = await SqliteStore.open({ path: databasePath(), clock: { ...systemClock, now: () => now } });
+    stores.push(store);
+    expect(await store.createThread({ id: 't1' })).toMatchObject({ createdAt: 5_000, updatedAt: 5_000 });
+    now = 5_010;
+    expect(await store.updateThreadMetadata('t1', { a: 1 })).toMatchObject({ updatedAt: 5_010 });
+    const lease = await store.acquireLease({ threadId: 't1', owner: 'a', runId: 'r1', ttlMs: 100 });
+    expect(lease.expiresAt).toBe(5_110);
+    now = 5_110;
+    expect(await store.getLease('t1')).toBeUndefined();
+  });
 });

@@ -10,6 +10,7 @@ import type { SqliteStoreOptions } from './sqlite-store-options.js';
 
 export type {
   SqliteStoreClientOptions,
+  SqliteStoreCommonOptions,
   SqliteStoreKyselyOptions,
   SqliteStoreOptions,
   SqliteStorePathOptions,

@@ -259,7 +259,7 @@ export const mutations: readonly Mutation[] = [
       'A cancel of a run waiting for a decision declines nothing: approving later runs the gated tool (issue 33 item 2).',
     origin: 'reverted: issue 33 item 2',
     file: fleetClient,
-    search: `      await this.dispatcher.submit({ id: createId(), threadId, request: { type: 'decisions', decisions } });`,
+    search: `      await this.dispatcher.submit({ id, threadId, request: { type: 'decisions', decisions } });`,
     replace: `      void decisions;`,
     masked:
       'the named cancel request stays filed, and the decision that comes later finds it and ends the run cancelled; the run only waits longer (no invariant bounds how long a cancelled waiting run may wait)',
