@@ -141,6 +141,8 @@ function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch)
     onTurnEnd: request.onTurnEnd,
     output: request.output,
     instrumentation,
+    clock: core.clock,
+    ids: core.ids,
   };
 }
 

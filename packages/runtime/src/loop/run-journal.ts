@@ -1,4 +1,4 @@
-import type { JsonObject, RunRecord, Usage } from '@lunation/contract';
+import type { Clock, JsonObject, RunRecord, Usage } from '@lunation/contract';
 
 /** The key of the run journal in a run record's persisted `state`. */
 export const RUN_JOURNAL_KEY = 'runtime.journal';
@@ -68,20 +68,22 @@ export class RunJournal {
   private ended = false;
   private stepEntry: RunJournalEntry | undefined;
   /** When this process took the run on. */
-  private readonly startedAt = Date.now();
+  private readonly startedAt: number;
   private model: { step: number; at: number; ms: number; usage: Usage; calls: string[] } | undefined;
 
   constructor(
+    private readonly clock: Clock,
     private readonly previous: RunRecord | undefined,
     private readonly runner: RunJournalRunner | undefined,
     private readonly token: number | undefined,
   ) {
+    this.startedAt = clock.now();
     this.entries = previous ? runJournalOf(previous).slice() : [];
   }
 
   /** Notes the current step's model call (latency, usage, the calls it made), for the step's entry. */
   inferred(step: number, ms: number, usage: Usage, calls: string[]): void {
-    this.model = { step, at: Date.now() - ms, ms, usage, calls };
+    this.model = { step, at: this.clock.now() - ms, ms, usage, calls };
     if (this.stepEntry?.step === step) this.fillModel(this.stepEntry);
   }
 
@@ -108,7 +110,12 @@ export class RunJournal {
   }
 
   private add(event: RunJournalEntry['event'], step: number): RunJournalEntry {
-    const entry: RunJournalEntry = { event, at: Date.now(), step, owner: this.runner?.owner ?? 'unknown' };
+    const entry: RunJournalEntry = {
+      event,
+      at: this.clock.now(),
+      step,
+      owner: this.runner?.owner ?? 'unknown',
+    };
     if (this.token !== undefined) entry.token = this.token;
     if (this.runner?.incarnation !== undefined) entry.incarnation = this.runner.incarnation;
     this.entries.push(entry);
