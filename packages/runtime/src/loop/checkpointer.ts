@@ -47,7 +47,10 @@ export class Checkpointer {
     this.runWritten = previous !== undefined;
     this.writtenTickets = previous ? ticketSignature(previous.openTickets) : '';
     this.writtenStatus = previous?.status;
-    this.createdAt = previous?.createdAt ?? scope.clock.now();
+    // A new run is created after the thread's latest run even when this process's clock is behind the one that
+    // created that run (clock skew): stores order a thread's runs by `createdAt`.
+    const latest = scope.options.latestCreatedAt ?? Number.NEGATIVE_INFINITY;
+    this.createdAt = previous?.createdAt ?? Math.max(scope.clock.now(), latest + 1);
   }
 
   /**

@@ -119,6 +119,8 @@ export interface RunLoopOptions {
   output?: z.ZodType;
   /** The run's observer (from the runtime's `instrumentation`); nothing is reported without one. */
   instrumentation?: RunInstrumentation | undefined;
+  /** When the thread's latest run was created (by any process's clock): a new run is created after it. */
+  latestCreatedAt?: number | undefined;
   /** Where the run reads time and sets its timers (the runtime's `clock`). @default systemClock */
   clock?: Clock;
   /** Where the run's ids come from (the runtime's `ids`). @default systemIds */
