@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sleepOn, systemClock } from './clock.js';
+import { type ClockTimer, sleepOn, systemClock } from './clock.js';
 import { systemIds } from './id-source.js';
 
 describe('systemClock', () => {
@@ -44,7 +44,7 @@ describe('systemClock', () => {
 
   it('sleepOn clears its timer on abort', async () => {
     const cleared: unknown[] = [];
-    const timer = { unref: () => timer };
+    const timer: ClockTimer = { unref: () => timer, ref: () => timer };
     const clock = {
       setTimeout: () => timer,
       clearTimeout: (handle: unknown) => cleared.push(handle),

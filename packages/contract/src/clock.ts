@@ -5,6 +5,8 @@ export interface ClockTimer {
    * Returns the timer itself.
    */
   unref(): ClockTimer;
+  /** Keeps the process alive while this timer is pending again, after `unref` (Node's `timer.ref()`). */
+  ref(): ClockTimer;
 }
 
 /**
@@ -34,6 +36,7 @@ export interface Clock {
 /** The handle Node (or a browser) gives for a timer, with its optional `unref`. */
 interface HostTimer {
   unref?(): unknown;
+  ref?(): unknown;
 }
 
 /** A {@link ClockTimer} over a host timer. */
@@ -42,6 +45,11 @@ class SystemTimer implements ClockTimer {
 
   unref(): ClockTimer {
     this.handle.unref?.();
+    return this;
+  }
+
+  ref(): ClockTimer {
+    this.handle.ref?.();
     return this;
   }
 }

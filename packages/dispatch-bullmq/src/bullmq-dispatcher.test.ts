@@ -252,7 +252,7 @@ describe('BullMQDispatcher on an injected clock and id source', () => {
     const clock = { ...systemClock, now: () => readings[readings.push(systemClock.now()) - 1] as number };
     const { dispatcher } = open({ clock, ids });
     const threadId = uniqueId('clock');
-    await dispatcher.submit(makeSubmission(threadId, 's1'));
+    await dispatcher.submit(makeSubmission(threadId, { id: 's1' }));
     const claim = await dispatcher.claim({ workerId: 'w1', waitMs: 5_000 });
     expect(claim?.token).toMatch(/^injected-\d+$/);
     const before = readings.length;

@@ -1,4 +1,11 @@
-import { LunationError, type LunationStore, type ResumeDecision, type RunIdentity } from '@lunation/contract';
+import {
+  type Clock,
+  type IdSource,
+  LunationError,
+  type LunationStore,
+  type ResumeDecision,
+  type RunIdentity,
+} from '@lunation/contract';
 import type { z } from 'zod';
 import type { TaskHost } from './background-tasks.js';
 import { type ResumeCutOffRunsOptions, type ResumedCutOffRuns, resumeCutOffRuns } from './cut-off-runs.js';
@@ -84,11 +91,17 @@ export class AgentRuntime {
    * fleet's `AgentWorker`): see `@lunation/runtime/executor`.
    */
   readonly executor: RunExecutor;
+  /** Where this runtime reads time and sets its timers (`AgentRuntimeOptions.clock`). */
+  readonly clock: Clock;
+  /** Where this runtime's ids and random choices come from (`AgentRuntimeOptions.ids`). */
+  readonly ids: IdSource;
   private readonly dispatch: RunDispatch;
 
   constructor(options: AgentRuntimeOptions) {
     const executor = new ThreadExecutor(options);
     this.executor = executor;
+    this.clock = executor.clock;
+    this.ids = executor.ids;
     this.dispatch = executor;
     this.store = executor.store;
     this.registry = executor.registry;
@@ -136,7 +149,7 @@ export class AgentRuntime {
     input: RunInput,
     mode: DeliveryMode = 'queue',
   ): Promise<RunHandle | undefined> {
-    const messages = normaliseInput(input);
+    const messages = normaliseInput(input, this.ids);
     if (messages.length === 0)
       throw new LunationError('invalid-argument', 'sendMessages() needs at least one message');
     return this.dispatch.send(id, messages, mode);
@@ -173,7 +186,7 @@ export class AgentRuntime {
       );
     }
     const store = this.requireStore('fork()');
-    const fork = await forkThread(store, threadId, { ...forkOptions, continueRun });
+    const fork = await forkThread(store, threadId, { ...forkOptions, continueRun }, this);
     if (input === undefined && !continueRun) return fork;
     return {
       ...fork,
@@ -217,7 +230,7 @@ export class AgentRuntime {
             // A run that ended without waiting again (suspended, stopped, ...) answers pending turns with its text.
             for (const turn of turns.splice(0)) turn.resolve(result.finalText);
           }, failTurns);
-        } else if (!dispatch.deliverToRun(handle.runId, normaliseInput(input))) {
+        } else if (!dispatch.deliverToRun(handle.runId, normaliseInput(input, this.ids))) {
           throw new LunationError('invalid-argument', `The session's run ${handle.runId} has ended`);
         }
         return reply;
@@ -279,7 +292,7 @@ export class AgentRuntime {
    */
   async resumeCutOffRuns(options: ResumeCutOffRunsOptions = {}): Promise<ResumedCutOffRuns> {
     if (this.store === undefined) return { resumed: [], busy: [], failed: [] };
-    return resumeCutOffRuns(this.store, (run) => this.run(run), options);
+    return resumeCutOffRuns(this.store, (run) => this.run(run), options, this.clock);
   }
 
   /** Waits for every active run to end. */

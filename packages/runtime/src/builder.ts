@@ -4,6 +4,12 @@ import { AgentRuntime, type AgentRuntimeOptions } from './agent-runtime.js';
 import type { Plugin } from './plugin.js';
 import type { AnyTool } from './tool.js';
 
+/** What {@link AgentRuntimeBuilder.options} sets: leases, retention, snapshots, and the clock and ids. */
+export type RuntimeSettings = Pick<
+  AgentRuntimeOptions,
+  'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention' | 'clock' | 'ids'
+>;
+
 /** Composes models, agents, shared tools and plugins, a store and sinks into an AgentRuntime. */
 export class AgentRuntimeBuilder {
   private readonly models: Record<string, ModelProvider> = {};
@@ -14,8 +20,7 @@ export class AgentRuntimeBuilder {
   private readonly sinks: EventSink[] = [];
   private storeInstance: LunationStore | undefined;
   private instrumentationInstance: Instrumentation | undefined;
-  private settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'> =
-    {};
+  private settings: RuntimeSettings = {};
 
   /** Registers a model under an id agents refer to. */
   model(id: string, provider: ModelProvider): this {
@@ -61,10 +66,8 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
-  /** Lease settings, retention and state snapshots; see {@link AgentRuntimeOptions}. */
-  options(
-    settings: Pick<AgentRuntimeOptions, 'leaseTtlMs' | 'owner' | 'emitStateSnapshots' | 'retention'>,
-  ): this {
+  /** Lease settings, retention, state snapshots, the clock and the id source; see {@link AgentRuntimeOptions}. */
+  options(settings: RuntimeSettings): this {
     this.settings = { ...this.settings, ...settings };
     return this;
   }

@@ -1,4 +1,4 @@
-import { LunationError, type LunationStore } from '@lunation/contract';
+import { type Clock, LunationError, type LunationStore, systemClock } from '@lunation/contract';
 import type { RunHandle, RunOptions } from './executor/run-options.js';
 import { continuedRun } from './executor/settle-thread.js';
 import { threadsWithLatestRun } from './thread-scan.js';
@@ -16,6 +16,17 @@ export interface ResumeCutOffRunsOptions {
   onRun?: (run: RunHandle) => void;
 }
 
+/** What each thread's continuation shares: where to start runs, until when to retry, and where to report. */
+interface Continuation {
+  store: LunationStore;
+  start: (options: RunOptions) => Promise<RunHandle>;
+  /** The clock's time after which a busy thread is reported instead of retried. */
+  until: number;
+  onRun: ((run: RunHandle) => void) | undefined;
+  outcome: ResumedCutOffRuns;
+  clock: Clock;
+}
+
 /** What {@link AgentRuntime.resumeCutOffRuns} did. */
 export interface ResumedCutOffRuns {
   /** The continued runs, in the order they started. */
@@ -28,12 +39,14 @@ export interface ResumedCutOffRuns {
 
 /**
  * Finds the threads of `store` whose latest run was cut off (its process died mid-run) and continues each
- * through `start` (a run with no input), retrying a thread whose lease has not lapsed yet for `busyWaitMs`.
+ * through `start` (a run with no input), retrying a thread whose lease has not lapsed yet for `busyWaitMs` (waits
+ * on `clock`).
  */
 export async function resumeCutOffRuns(
   store: LunationStore,
   start: (options: RunOptions) => Promise<RunHandle>,
   options: ResumeCutOffRunsOptions = {},
+  clock: Clock = systemClock,
 ): Promise<ResumedCutOffRuns> {
   const scanLimit = options.scanLimit ?? 1_000;
   const busyWaitMs = options.busyWaitMs ?? 10_000;
@@ -44,7 +57,14 @@ export async function resumeCutOffRuns(
     );
   }
   const outcome: ResumedCutOffRuns = { resumed: [], busy: [], failed: [] };
-  const until = Date.now() + busyWaitMs;
+  const continuation: Continuation = {
+    store,
+    start,
+    until: clock.now() + busyWaitMs,
+    onRun: options.onRun,
+    outcome,
+    clock,
+  };
   const pending: Array<Promise<void>> = [];
   for await (const page of threadsWithLatestRun(store, scanLimit)) {
     for (const { thread, latest } of page) {
@@ -54,7 +74,7 @@ export async function resumeCutOffRuns(
         threadId: thread.id,
         ...(thread.resourceId === undefined ? {} : { resourceId: thread.resourceId }),
       };
-      pending.push(continueThread(store, run, cutOff.identity.runId, start, until, options.onRun, outcome));
+      pending.push(continueThread(continuation, run, cutOff.identity.runId));
     }
   }
   await Promise.all(pending);
@@ -65,15 +85,8 @@ export async function resumeCutOffRuns(
  * Continues the thread's cut-off run `runId`, retrying while its lease lasts; stops quietly when the run is no
  * longer the thread's cut-off run (it ended meanwhile: its holder was alive).
  */
-async function continueThread(
-  store: LunationStore,
-  run: RunOptions,
-  runId: string,
-  start: (options: RunOptions) => Promise<RunHandle>,
-  until: number,
-  onRun: ((run: RunHandle) => void) | undefined,
-  outcome: ResumedCutOffRuns,
-): Promise<void> {
+async function continueThread(continuation: Continuation, run: RunOptions, runId: string): Promise<void> {
+  const { store, start, until, onRun, outcome, clock } = continuation;
   while (true) {
     try {
       const handle = await start(run);
@@ -87,12 +100,12 @@ async function continueThread(
       }
       const retryAfterMs = Number(error.details?.retryAfterMs);
       // No retry time: the run is active in this process; past the wait: a live process holds the thread.
-      if (!Number.isFinite(retryAfterMs) || Date.now() >= until) {
+      if (!Number.isFinite(retryAfterMs) || clock.now() >= until) {
         outcome.busy.push(run.threadId);
         return;
       }
-      const delay = Math.min(Math.max(retryAfterMs, 100), 1_000, Math.max(until - Date.now(), 0));
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      const delay = Math.min(Math.max(retryAfterMs, 100), 1_000, Math.max(until - clock.now(), 0));
+      await clock.sleep(delay);
       // Without input, a run on a thread whose run ended would be a new run: only continue the same one.
       if (continuedRun(await store.getLatestRun(run.threadId))?.identity.runId !== runId) return;
     }

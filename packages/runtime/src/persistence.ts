@@ -3,12 +3,14 @@ import {
   assertSpecificationVersion,
   type BeginToolExecutionInput,
   type CheckpointCommit,
+  type Clock,
   type Lease,
   LunationError,
   type LunationStore,
   type Message,
   type RunRecord,
   supportsToolEffects,
+  systemClock,
   type ThreadCheckpoint,
   type ToolEffectInput,
   type ToolExecution,
@@ -209,6 +211,7 @@ export class InProcessPersistence implements Persistence {
   constructor(
     private readonly retention: InProcessRetention = {},
     private readonly isActive: (threadId: string) => boolean = () => false,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get threadCount(): number {
@@ -247,7 +250,7 @@ export class InProcessPersistence implements Persistence {
       runIds: undefined,
       latestRun: undefined,
       resourceId,
-      lastUsedAt: Date.now(),
+      lastUsedAt: this.clock.now(),
     };
     this.threads.set(threadId, thread);
     this.prune();
@@ -325,7 +328,7 @@ export class InProcessPersistence implements Persistence {
     if (!thread || !this.retains) return thread;
     this.threads.delete(threadId);
     this.threads.set(threadId, thread);
-    thread.lastUsedAt = Date.now();
+    thread.lastUsedAt = this.clock.now();
     return thread;
   }
 
@@ -342,7 +345,7 @@ export class InProcessPersistence implements Persistence {
   private prune(): void {
     const { maxThreads, maxIdleMs } = this.retention;
     if (maxThreads === undefined && maxIdleMs === undefined) return;
-    const idleBefore = maxIdleMs === undefined ? Number.NEGATIVE_INFINITY : Date.now() - maxIdleMs;
+    const idleBefore = maxIdleMs === undefined ? Number.NEGATIVE_INFINITY : this.clock.now() - maxIdleMs;
     let excess = maxThreads === undefined ? 0 : this.threads.size - maxThreads;
     for (const [threadId, thread] of this.threads) {
       if (excess <= 0 && thread.lastUsedAt >= idleBefore) break;

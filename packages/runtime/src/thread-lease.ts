@@ -1,7 +1,21 @@
-import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
-import { type Instrumentation, type Lease, LunationError, type RunInstrumentation } from '@lunation/contract';
+import {
+  type Clock,
+  type ClockTimer,
+  type IdSource,
+  type Instrumentation,
+  type Lease,
+  LunationError,
+  type RunInstrumentation,
+} from '@lunation/contract';
 import type { Persistence } from './persistence.js';
+
+/** How {@link ThreadLeases} holds its leases. */
+export interface ThreadLeaseSettings {
+  /** The leases' time to live; renewed every third of it. */
+  ttlMs: number;
+  /** Told of rejected acquisitions (and, per run, of renewals and losses). */
+  instrumentation?: Instrumentation | undefined;
+}
 
 /** A lease held by a live run: its fencing token, and the run to abort if a renewal fails or is late. */
 interface HeldLease {
@@ -47,16 +61,25 @@ export interface LeaseCheck {
  */
 export class ThreadLeases implements LeaseCheck {
   /** This runtime instance in leases: unique among live processes whatever owner they were given. */
-  readonly incarnation = randomUUID();
+  readonly incarnation: string;
   private readonly held = new Map<string, HeldLease>();
-  private ticker: ReturnType<typeof setInterval> | undefined;
+  private ticker: ClockTimer | undefined;
+  private readonly clock: Clock;
+  private readonly ttlMs: number;
+  private readonly instrumentation: Instrumentation | undefined;
 
+  /** Leases held under `owner`, on the `clock` (renewals, freshness) and with an incarnation id from `ids`. */
   constructor(
     private readonly persistence: Persistence,
     private readonly owner: string,
-    private readonly ttlMs: number,
-    private readonly instrumentation?: Instrumentation,
-  ) {}
+    { clock, ids }: { clock: Clock; ids: IdSource },
+    settings: ThreadLeaseSettings,
+  ) {
+    this.clock = clock;
+    this.incarnation = ids.id();
+    this.ttlMs = settings.ttlMs;
+    this.instrumentation = settings.instrumentation;
+  }
 
   /**
    * Takes the thread for `runId` (a lease this instance left behind is taken at once, one of its owner's
@@ -64,7 +87,7 @@ export class ThreadLeases implements LeaseCheck {
    */
   acquire(threadId: string, runId: string): Promise<number | undefined> {
     const { persistence, owner, incarnation, ttlMs } = this;
-    const sentAt = performance.now();
+    const sentAt = this.clock.monotonic();
     return persistence.acquireLease({ threadId, runId, owner, incarnation, ttlMs }).then(
       (lease) => {
         if (lease === undefined) return undefined;
@@ -82,7 +105,7 @@ export class ThreadLeases implements LeaseCheck {
 
   fresh(threadId: string, token: number): boolean {
     const lease = this.held.get(threadId);
-    return lease?.token === token && performance.now() - lease.confirmedAt < this.freshForMs;
+    return lease?.token === token && this.clock.monotonic() - lease.confirmedAt < this.freshForMs;
   }
 
   /**
@@ -105,12 +128,13 @@ export class ThreadLeases implements LeaseCheck {
   private async busy(threadId: string, runId: string, error: unknown): Promise<never> {
     if (!LunationError.hasCode(error, 'thread-busy')) throw error;
     const held = heldLease(error.details) ?? (await this.persistence.getLease(threadId));
+    const now = this.clock.now();
     const busy =
       held === undefined
         ? error // freed a moment ago: still busy as far as this caller knows
         : held.owner === this.owner
-          ? busyWithOwnOwner(threadId, held)
-          : busyElsewhere(threadId, held);
+          ? busyWithOwnOwner(threadId, held, now)
+          : busyElsewhere(threadId, held, now);
     try {
       this.instrumentation?.leaseRejected?.({ threadId, runId, error: busy });
     } catch {
@@ -136,7 +160,7 @@ export class ThreadLeases implements LeaseCheck {
     }
     if (held?.token !== token) void this.renew(threadId);
     if (this.ticker !== undefined) return;
-    this.ticker = setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
+    this.ticker = this.clock.setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.ticker.unref();
   }
 
@@ -148,11 +172,11 @@ export class ThreadLeases implements LeaseCheck {
 
   private renewAll(): void {
     if (this.held.size === 0) {
-      clearInterval(this.ticker);
+      this.clock.clearInterval(this.ticker);
       this.ticker = undefined;
       return;
     }
-    const now = performance.now();
+    const now = this.clock.monotonic();
     for (const [threadId, lease] of this.held) {
       if (lease.run !== undefined && now - lease.confirmedAt >= this.freshForMs) {
         // The process was too slow to renew in time (a stall): another process may hold the thread by now.
@@ -175,7 +199,7 @@ export class ThreadLeases implements LeaseCheck {
   private renew(threadId: string): Promise<boolean> {
     const lease = this.held.get(threadId);
     if (lease === undefined) return Promise.resolve(false);
-    const sentAt = performance.now();
+    const sentAt = this.clock.monotonic();
     const renewing = this.persistence.renewLease(threadId, lease.token, this.ttlMs);
     return renewing.then(
       () => {
@@ -231,9 +255,9 @@ function heldLease(details: Record<string, unknown> | undefined): LeaseHolder | 
 }
 
 /** The thread is held by another process: say whose it is and when it frees up if that process is gone. */
-function busyElsewhere(threadId: string, held: LeaseHolder): LunationError {
+function busyElsewhere(threadId: string, held: LeaseHolder, now: number): LunationError {
   const { runId, owner, expiresAt } = held;
-  const retryAfterMs = Math.max(0, expiresAt - Date.now());
+  const retryAfterMs = Math.max(0, expiresAt - now);
   return new LunationError(
     'thread-busy',
     `Thread "${threadId}" has an active run (run ${runId}) in another process (${owner}). If that process stopped, ` +
@@ -246,9 +270,8 @@ function busyElsewhere(threadId: string, held: LeaseHolder): LunationError {
  * The thread is held under this runtime's own owner name by another instance that still renews it: a live
  * duplicate (two replicas given one owner), or a previous life that stopped only moments ago.
  */
-function busyWithOwnOwner(threadId: string, held: LeaseHolder): LunationError {
+function busyWithOwnOwner(threadId: string, held: LeaseHolder, now: number): LunationError {
   const { runId, owner, renewedAt, expiresAt } = held;
-  const now = Date.now();
   const takeOverAfterMs = Math.ceil((expiresAt - renewedAt) / 2);
   const retryAfterMs = Math.max(0, renewedAt + takeOverAfterMs - now);
   return new LunationError(

@@ -1,12 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import {
+  type Clock,
   emptyUsage,
+  type IdSource,
   type JsonObject,
   LunationError,
   type LunationStore,
   type Message,
   type MessageRecord,
   type RunRecord,
+  systemClock,
+  systemIds,
   type ThreadRecord,
   type ToolMessage,
   type ToolResult,
@@ -15,7 +18,6 @@ import {
   type Usage,
 } from '@lunation/contract';
 import { tasksKey } from './background-tasks.js';
-import { createId } from './id.js';
 import { toolCallsKey, unansweredCalls } from './loop/call-records.js';
 import { runJournalOf, withoutJournal } from './loop/run-journal.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
@@ -178,6 +180,7 @@ export async function forkThread(
   store: LunationStore,
   threadId: string,
   options: ForkThreadOptions,
+  { clock, ids }: { clock: Clock; ids: IdSource } = { clock: systemClock, ids: systemIds },
 ): Promise<ForkResult> {
   const original = await store.getThread(threadId);
   if (!original) throw new LunationError('not-found', `Thread "${threadId}" does not exist`);
@@ -231,7 +234,7 @@ export async function forkThread(
   const origin: ForkOrigin = { threadId, checkpoint: position, messageCount: copied.length };
   const owner = options.resourceId ?? original.resourceId;
   const thread = await store.createThread({
-    id: options.threadId ?? randomUUID(),
+    id: options.threadId ?? ids.id(),
     ...(owner !== undefined ? { resourceId: owner } : {}),
     metadata: { ...original.metadata, ...options.metadata, forkedFrom: { ...origin } },
   });
@@ -241,7 +244,7 @@ export async function forkThread(
     const groups = byRun(copied);
     if (answers.length > 0 && checkpoint) {
       const settling: ToolMessage = {
-        id: createId(),
+        id: ids.id(),
         role: 'tool',
         content: answers,
         metadata: { runId: checkpoint.runId, step: checkpoint.step, forkedFrom: { ...origin } },
@@ -249,13 +252,13 @@ export async function forkThread(
       groups.push({ runId: checkpoint.runId, messages: [settling] });
     }
     if (groups.length === 0) groups.push({ runId: undefined, messages: [] });
-    const now = Date.now();
+    const now = clock.now();
     const run: RunRecord | undefined =
       continued && checkpoint
         ? {
             identity: {
               threadId: thread.id,
-              runId: `${createId()}-fork`,
+              runId: `${ids.id()}-fork`,
               agentId: continued.identity.agentId,
               origin: continued.identity.origin,
             },

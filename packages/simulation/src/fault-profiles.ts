@@ -3,7 +3,7 @@ import type { RuntimeWorldOptions } from './runtime-world.js';
 import type { DispatchFaults } from './simulated-dispatcher.js';
 
 /** The fault profiles `pnpm simulate --faults` knows. */
-export type FaultProfile = 'none' | 'crash' | 'all' | 'redelivery' | 'appends';
+export type FaultProfile = 'none' | 'crash' | 'all' | 'redelivery' | 'appends' | 'stalls';
 
 /** For each profile, the options of each world. */
 export const faultProfiles: Record<
@@ -24,6 +24,28 @@ export const faultProfiles: Record<
   // Every fault, plus event appends that fail (2 % of appends): the log must still get all the committed work.
   // Drawn from a stream of its own, like `redelivery`'s.
   appends: withDispatchFaults({ failedAppend: 0.02 }),
+  // Every fault, plus those the runtime's clock seam made possible: a worker stalled past its lease and resumed (the
+  // zombie), clock skew between workers, model errors, slow answers and hangs, tools that throw, hang or ignore their
+  // signal. Each from a stream of its own, like `redelivery`'s.
+  stalls: (() => {
+    const all = allFaults();
+    return {
+      ...all,
+      runtime: {
+        ...all.runtime,
+        workerFaults: {
+          stall: 0.02,
+          skewMs: 5_000,
+          modelError: 0.03,
+          modelSlow: 0.03,
+          modelHang: 0.01,
+          toolThrow: 0.02,
+          toolHang: 0.01,
+          toolIgnoresSignal: 0.01,
+        },
+      },
+    };
+  })(),
 };
 
 function allFaults(): { inbox: Omit<InboxWorldOptions, 'seed'>; runtime: Omit<RuntimeWorldOptions, 'seed'> } {

@@ -87,4 +87,24 @@ describe('defects the simulator found in the runtime and the fleet', () => {
     },
     120_000,
   );
+
+  // Seeds 13, 28, 38 and 52 of `all` with clock skew between workers (up to ±5 s, the runtime on each worker's
+  // skewed virtual clock; found with the `stalls` profile): a worker whose clock was behind created a thread's next
+  // run with an earlier `createdAt` than the run before it; stores order a thread's runs by `createdAt`, so
+  // `getLatestRun` answered the earlier run, and the later one was left waiting (13, 38, 52) or running (28) for
+  // ever. Fixed: a new run is created after the thread's latest run whatever the process's clock says
+  // (`packages/runtime/test/clock-skew.test.ts`).
+  it.each([13, 28, 38, 52])(
+    'seed %i (skewed clocks): a run created on a clock behind the last one still comes last',
+    async (seed) => {
+      const report = await runRuntimeWorld({
+        seed,
+        ...faultProfiles.all.runtime,
+        workerFaults: { skewMs: 5_000 },
+      });
+      expect(report.violations).toEqual([]);
+      expect(report.faults['worker.skew']).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 });

@@ -5,6 +5,7 @@ import { Scheduler, type SimulatedProcess } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';
 import type { WorldContext } from './world-context.js';
+import { WorkerFaultDraws, type WorkerFaults } from './world-faults.js';
 import { WorldInvariants } from './world-invariants.js';
 import { UserJournal } from './world-journal.js';
 import { WorldLedger } from './world-ledger.js';
@@ -32,6 +33,8 @@ export interface RuntimeWorldOptions {
    * running when another worker is given its thread. @default 0
    */
   toolDelayMs?: number;
+  /** Stalls and clock skew of the workers, and faults of their models and tools. @default none */
+  workerFaults?: WorkerFaults;
   /** Keep the whole trace (to print it). @default false */
   keepTrace?: boolean;
   /** Give up after this many virtual ms. @default 600000 */
@@ -80,6 +83,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     violations: [],
     findings: new Set(),
     ...(options.toolDelayMs === undefined ? {} : { toolDelayMs: options.toolDelayMs }),
+    workerFaults: new WorkerFaultDraws(scheduler, options.workerFaults ?? {}, schedule),
   };
   const invariants = new WorldInvariants(world);
   const threadIds = Array.from({ length: options.threads ?? 2 }, (_, index) => `thread-${index + 1}`);
@@ -88,7 +92,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
   let generation = 0;
 
   const startWorker = (slot: number): void => {
-    const process = scheduler.process(`w${slot}.${++generation}`);
+    const process = scheduler.process(`w${slot}.${++generation}`, { skewMs: world.workerFaults.skew() });
     live.set(slot, { process, worker: startWorldWorker(world, process, slot) });
   };
   const crashSomeone = (): void => {
@@ -100,6 +104,16 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     victim.process.crash();
     live.delete(slot);
     startWorker(slot);
+  };
+  // The zombie: a worker stalls while it holds a thread's lease (mid-run), so it outlives its lease and claim.
+  const stallSomeone = (): void => {
+    const now = scheduler.now();
+    const holders = [...live.keys()]
+      .filter((slot) => !live.get(slot)?.process.stalled && holdsLease(store, `w${slot}`, now))
+      .sort();
+    if (holders.length === 0) return;
+    const ms = world.workerFaults.stall(scheduler.elapsed());
+    if (ms > 0) live.get(chaos.pick(holders))?.process.stall(ms);
   };
 
   for (let slot = 1; slot <= (options.workers ?? 2); slot++) startWorker(slot);
@@ -124,6 +138,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
       afterStep: () => {
         invariants.check();
         crashSomeone();
+        stallSomeone();
       },
     });
     if (outcome.reason !== 'quiet' || performance.now() > realDeadline) break;
@@ -152,6 +167,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
       ...prefixed('store.', store.faultCounts),
       ...prefixed('dispatch.', dispatcher.faultCounts),
       ...(crashes > 0 ? { crash: crashes } : {}),
+      ...countsOf(schedule, ['worker.', 'model.', 'tool.']),
     },
     injected: schedule.injected,
     coverage: invariants.coverage(),
@@ -175,4 +191,21 @@ async function stopWorker(scheduler: Scheduler, worker: AgentWorker): Promise<vo
 
 function prefixed(prefix: string, counts: FaultCounts): FaultCounts {
   return Object.fromEntries(Object.entries(counts).map(([kind, count]) => [prefix + kind, count]));
+}
+
+/** How many faults of the kinds starting with one of `prefixes` the schedule injected (stalls, skews, models, tools). */
+function countsOf(schedule: FaultSchedule, prefixes: readonly string[]): FaultCounts {
+  const counts: FaultCounts = {};
+  for (const { kind } of schedule.injected) {
+    if (prefixes.some((prefix) => kind.startsWith(prefix))) counts[kind] = (counts[kind] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** Whether `owner` holds a live lease on some thread of the store. */
+function holdsLease(store: SimulatedStore, owner: string, now: number): boolean {
+  for (const slot of store.backend.leases.values()) {
+    if (slot.lease?.owner === owner && slot.lease.expiresAt > now) return true;
+  }
+  return false;
 }

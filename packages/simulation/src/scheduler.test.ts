@@ -36,6 +36,22 @@ describe('Scheduler', () => {
     expect(lines.sort()).toEqual(['world answer = 42', 'world refuse ! not-found']);
   });
 
+  it('holds a stalled process: its due timers and operations wait until it resumes, others go on', async () => {
+    const scheduler = new Scheduler({ seed: 3, startTime: 0, maxLatencyMs: 0 });
+    const zombie = scheduler.process('zombie');
+    const other = scheduler.process('other');
+    const seen: string[] = [];
+    zombie.clock.setTimeout(() => seen.push(`zombie timer at ${zombie.clock.now()}`), 1_000);
+    other.clock.setTimeout(() => seen.push(`other timer at ${other.clock.now()}`), 2_000);
+    void scheduler.operation(zombie, 'write', () => seen.push(`zombie write at ${scheduler.now()}`));
+    zombie.stall(5_000);
+    expect(zombie.stalled).toBe(true);
+    await scheduler.run();
+    expect(seen[0]).toBe('other timer at 2000');
+    expect(seen.slice(1).sort()).toEqual(['zombie timer at 5000', 'zombie write at 5000']);
+    expect(zombie.stalled).toBe(false);
+  });
+
   it('jumps virtual time to the next timer when nothing is ready; intervals repeat until cleared', async () => {
     const scheduler = new Scheduler({ seed: 1, startTime: 1_000 });
     const clock = scheduler.world.clock;

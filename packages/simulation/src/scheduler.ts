@@ -279,7 +279,16 @@ export class Scheduler {
   private next(): Task | undefined {
     for (;;) {
       const task = this.queue.pop();
-      if (task === undefined || !task.cancelled) return task;
+      if (task === undefined) return task;
+      if (task.cancelled) continue;
+      const resumesAt = task.owner.stalledUntil;
+      if (this.mode === 'virtual' && resumesAt > task.dueAt) {
+        // A stalled process does nothing: its due operations and timers wait until it resumes.
+        task.dueAt = resumesAt;
+        this.queue.push(task);
+        continue;
+      }
+      return task;
     }
   }
 
@@ -308,6 +317,8 @@ export class Scheduler {
 export class SimulatedProcess {
   /** False once crashed. */
   alive = true;
+  /** Virtual time (epoch ms) until which the process is stalled: none of its tasks runs before then. */
+  stalledUntil = Number.NEGATIVE_INFINITY;
   /** This process's view of time. */
   readonly clock: Clock;
   /** @internal */
@@ -337,6 +348,21 @@ export class SimulatedProcess {
     for (const hook of this.crashHooks.splice(0)) hook();
   }
 
+  /**
+   * Stalls the process for `ms` virtual ms (a GC pause, a starved CPU, SIGSTOP): its pending operations and timers
+   * wait, nothing of it runs, virtual time goes on; then it continues where it was, its clock `ms` later.
+   */
+  stall(ms: number): void {
+    if (!this.alive) return;
+    this.stalledUntil = Math.max(this.stalledUntil, this.scheduler.now() + ms);
+    this.scheduler.trace.record(`${this.scheduler.elapsed()} ${this.name} stall ${ms}`);
+  }
+
+  /** True while the process is stalled. */
+  get stalled(): boolean {
+    return this.stalledUntil > this.scheduler.now();
+  }
+
   /** Runs `hook` when the process crashes (a simulated part dropping what it holds for the process). */
   onCrash(hook: () => void): void {
     if (this.alive) this.crashHooks.push(hook);
@@ -347,6 +373,10 @@ export class SimulatedProcess {
 class VirtualTimer implements ClockTimer {
   task: { cancelled: boolean } | undefined;
   unref(): ClockTimer {
+    return this;
+  }
+
+  ref(): ClockTimer {
     return this;
   }
 }

@@ -1,6 +1,7 @@
 import type { Scheduler } from './scheduler.js';
 import type { SimulatedDispatcher } from './simulated-dispatcher.js';
 import type { SimulatedStore } from './simulated-store.js';
+import type { WorkerFaultDraws } from './world-faults.js';
 import type { UserJournal } from './world-journal.js';
 import type { WorldLedger } from './world-ledger.js';
 
@@ -17,4 +18,6 @@ export interface WorldContext {
   findings: Set<string>;
   /** The longest extra time a tool's effect takes (drawn per attempt from the `tool-latency` stream). @default 0 */
   toolDelayMs?: number;
+  /** The worker, model and tool faults of the world, drawn through its fault schedule. */
+  workerFaults: WorkerFaultDraws;
 }

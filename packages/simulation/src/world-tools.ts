@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { SimulatedProcess } from './scheduler.js';
 import type { SimulatedTransaction } from './simulated-database.js';
 import type { WorldContext } from './world-context.js';
+import { type ToolFault, toolFailure, toolTimeoutMs } from './world-faults.js';
 
 /**
  * The tools of the runtime world, one of each kind the runtime treats differently: `charge` (re-run after a
@@ -48,9 +49,14 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
       description: `${name}: a real effect the world counts`,
       input: amountInput,
       interruptPolicy: policies[name],
+      timeoutMs: toolTimeoutMs,
       execute: async ({ amount }, context) => {
         checkRunner(world, process, owner, context);
+        const fault = world.workerFaults.tool();
+        await misbehaveBefore(fault, name, context);
         await effect(name, context);
+        if (fault === 'ignore-signal')
+          await process.clock.sleep(2 * toolTimeoutMs + latency.int(0, toolTimeoutMs));
         return { [name]: amount };
       },
     });
@@ -68,6 +74,20 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
     },
   });
   return [simple('charge'), simple('refund'), simple('notify'), simple('invoice'), book];
+}
+
+/**
+ * A faulty tool attempt before its effect: `throw` fails it; `hang` waits until its signal aborts (its timeout, or
+ * the run's cancel) and fails with the signal's reason. The effect then never happens.
+ */
+function misbehaveBefore(fault: ToolFault, name: string, context: ToolContext): Promise<void> {
+  if (fault === 'throw') return Promise.reject(toolFailure(name));
+  if (fault !== 'hang') return Promise.resolve();
+  const { signal } = context;
+  return new Promise<void>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 }
 
 /**

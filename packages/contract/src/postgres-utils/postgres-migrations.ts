@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../clock.js';
 import { LunationError } from '../errors.js';
 import { type PostgresQuery, quoteIdentifier } from './postgres-query.js';
 
@@ -22,6 +23,8 @@ export interface PostgresMigrationOptions {
   target?: string;
   /** Runs while the advisory lock is still held, after the migrations committed. */
   alsoUnderLock?: () => Promise<void>;
+  /** Where the applied versions' timestamps come from. @default systemClock */
+  clock?: Clock;
 }
 
 /**
@@ -108,7 +111,10 @@ async function migrateLocked(query: PostgresQuery, options: PostgresMigrationOpt
     for (const name of names.slice(applied.length, last + 1)) {
       running = name;
       await query(migrations[name]!);
-      await query(`INSERT INTO ${table} (name, timestamp) VALUES ($1, $2)`, [name, new Date().toISOString()]);
+      await query(`INSERT INTO ${table} (name, timestamp) VALUES ($1, $2)`, [
+        name,
+        new Date((options.clock ?? systemClock).now()).toISOString(),
+      ]);
     }
     running = undefined;
     await query('COMMIT');

@@ -1,4 +1,6 @@
+import { type Clock, type ClockTimer, systemClock } from '../clock.js';
 import { LunationError } from '../errors.js';
+import { type IdSource, systemIds } from '../id-source.js';
 
 /** How retryable errors that happen before the first streamed part are retried. */
 export interface RetryOptions {
@@ -33,7 +35,7 @@ export function retryDelay(
   policy: RetryPolicy,
   retryIndex: number,
   retryAfterMs: number | undefined,
-  random: () => number = Math.random,
+  random: () => number = systemIds.random,
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** retryIndex);
   const jittered = Math.floor(random() * ceiling);
@@ -47,7 +49,7 @@ interface HeaderReader {
 /** Milliseconds from `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
 export function parseRetryAfter(
   headers: HeaderReader | undefined,
-  now: number = Date.now(),
+  now: number = systemClock.now(),
 ): number | undefined {
   if (headers === undefined) return undefined;
   const milliseconds = Number.parseFloat(headers.get('retry-after-ms') ?? '');
@@ -79,6 +81,10 @@ export interface StreamWithRetriesOptions<T> {
    * @default DEFAULT_STREAM_IDLE_TIMEOUT_MS
    */
   idleTimeoutMs?: number;
+  /** Where backoff waits and stall timers run. @default systemClock */
+  clock?: Clock;
+  /** Where the backoff's jitter is drawn. @default systemIds */
+  ids?: IdSource;
 }
 
 /**
@@ -88,12 +94,13 @@ export interface StreamWithRetriesOptions<T> {
  */
 export async function* streamWithRetries<T>(options: StreamWithRetriesOptions<T>): AsyncGenerator<T> {
   const { policy, signal } = options;
+  const clock = options.clock ?? systemClock;
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   for (let retryIndex = 0; ; retryIndex++) {
     if (signal?.aborted) throw options.cancelled();
     let yielded = false;
     let done = false;
-    const watchdog = new StallWatchdog(idleTimeoutMs, signal);
+    const watchdog = new StallWatchdog(idleTimeoutMs, signal, clock);
     let iterator: AsyncIterator<T> | undefined;
     try {
       iterator = options.attempt(watchdog.signal)[Symbol.asyncIterator]();
@@ -121,7 +128,8 @@ export async function* streamWithRetries<T>(options: StreamWithRetriesOptions<T>
       if (yielded || !lunationError.isRetryable || retryIndex >= policy.maxRetries || retryAfterTooLong) {
         throw retryIndex === 0 ? lunationError : withAttempts(lunationError, retryIndex + 1);
       }
-      await sleep(retryDelay(policy, retryIndex, lunationError.retryAfterMs), signal);
+      const random = (options.ids ?? systemIds).random;
+      await backoff(clock, retryDelay(policy, retryIndex, lunationError.retryAfterMs, random), signal);
     } finally {
       watchdog.dispose();
       // Close the attempt when the consumer stopped early or it failed; a stalled one may be stuck in `next()`,
@@ -153,8 +161,8 @@ function stallError(idleTimeoutMs: number, yielded: boolean): LunationError {
  */
 class StallWatchdog {
   private readonly controller = new AbortController();
-  private lastPartAt = Date.now();
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private lastPartAt: number;
+  private timer: ClockTimer | undefined;
   private rejectStall: ((error: unknown) => void) | undefined;
   private readonly stall: Promise<never> | undefined;
   private readonly onAbort: (() => void) | undefined;
@@ -163,7 +171,9 @@ class StallWatchdog {
   constructor(
     private readonly idleTimeoutMs: number,
     private readonly parent: AbortSignal | undefined,
+    private readonly clock: Clock,
   ) {
+    this.lastPartAt = clock.now();
     if (parent) {
       this.onAbort = () => this.controller.abort(parent.reason);
       parent.addEventListener('abort', this.onAbort, { once: true });
@@ -182,7 +192,7 @@ class StallWatchdog {
   }
 
   touch(): void {
-    this.lastPartAt = Date.now();
+    this.lastPartAt = this.clock.now();
   }
 
   race<V>(next: Promise<V>): Promise<V> {
@@ -190,19 +200,19 @@ class StallWatchdog {
   }
 
   private arm(ms: number): void {
-    this.timer = setTimeout(() => {
-      const idle = Date.now() - this.lastPartAt;
+    this.timer = this.clock.setTimeout(() => {
+      const idle = this.clock.now() - this.lastPartAt;
       if (idle < this.idleTimeoutMs) return this.arm(this.idleTimeoutMs - idle);
       this.stalled = true;
       const error = new LunationError('timeout', `no part for ${this.idleTimeoutMs} ms`);
       this.controller.abort(error);
       this.rejectStall?.(error);
     }, ms);
-    this.timer.unref?.();
+    this.timer.unref();
   }
 
   dispose(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     if (this.parent && this.onAbort) this.parent.removeEventListener('abort', this.onAbort);
   }
 }
@@ -217,18 +227,7 @@ function withAttempts(error: LunationError, attempts: number): LunationError {
   });
 }
 
-/** Resolves after `ms`, or as soon as the signal aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** Resolves after `ms`, or as soon as the signal aborts (the caller then throws its cancel error). */
+function backoff(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return clock.sleep(ms, signal).catch(() => undefined);
 }

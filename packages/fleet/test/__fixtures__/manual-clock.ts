@@ -11,6 +11,10 @@ class ManualTimer implements ClockTimer {
   unref(): ClockTimer {
     return this;
   }
+
+  ref(): ClockTimer {
+    return this;
+  }
 }
 
 /** A {@link Clock} that moves only when a test calls `advance`: its timers fire then, in due order. */

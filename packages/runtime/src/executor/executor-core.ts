@@ -4,10 +4,11 @@ import type { InProcessPersistence, Persistence } from '../persistence.js';
 import type { AgentRegistry, RegistrySnapshot } from '../registry.js';
 import type { ThreadLeases } from '../thread-lease.js';
 import type { LiveRuns } from './live-runs.js';
+import type { Seams } from './seams.js';
 import type { LocalTaskHost } from './task-host.js';
 
 /** What the stages of a run (opening it, launching its loop) share: the executor's parts. */
-export interface ExecutorCore {
+export interface ExecutorCore extends Seams {
   readonly registry: AgentRegistry;
   /** Names this executor in leases and in the run journal (`AgentRuntimeOptions.owner`). */
   readonly owner: string;

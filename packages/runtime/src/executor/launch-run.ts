@@ -141,6 +141,9 @@ function loopOptions(core: ExecutorCore, opening: LoadedOpening, launch: Launch)
     onTurnEnd: request.onTurnEnd,
     output: request.output,
     instrumentation,
+    latestCreatedAt: thread.latestRun?.createdAt,
+    clock: core.clock,
+    ids: core.ids,
   };
 }
 

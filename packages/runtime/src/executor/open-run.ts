@@ -100,7 +100,7 @@ async function startRun(core: ExecutorCore, reserved: Opening, loaded?: LoadedOp
       leaseToken = leased.leaseToken;
       opening = await loadThread(core, leased);
     }
-    const settlement = settleThread(opening);
+    const settlement = settleThread(opening, core);
     if ('settled' in settlement) {
       const held = leaseToken;
       leaseToken = undefined;

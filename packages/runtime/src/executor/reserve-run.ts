@@ -1,5 +1,4 @@
 import { LunationError, type ResumeDecision } from '@lunation/contract';
-import { createId } from '../id.js';
 import { busyHere } from '../thread-lease.js';
 import type { ExecutorCore } from './executor-core.js';
 import { LiveRun } from './live-run.js';
@@ -37,7 +36,7 @@ export function reserveRun(
   if (request.runId !== undefined && (typeof request.runId !== 'string' || request.runId.length === 0)) {
     throw new LunationError('invalid-argument', 'run() needs `runId` to be a non-empty string when given');
   }
-  const input = request.input === undefined ? [] : normaliseInput(request.input);
+  const input = request.input === undefined ? [] : normaliseInput(request.input, core.ids);
   const decisions =
     decided?.decisions ??
     (request.decisions === undefined ? NO_DECISIONS : validateDecisionShapes(request.decisions));
@@ -46,7 +45,7 @@ export function reserveRun(
   const run = new LiveRun(
     {
       threadId,
-      runId: request.runId ?? createId(),
+      runId: request.runId ?? core.ids.id(),
       agentId: request.agentId ?? '',
       origin: request.parent?.origin ?? 'user',
     },

@@ -1,5 +1,6 @@
 import {
   type AgentEvent,
+  type IdSource,
   LunationError,
   type Message,
   type ResumeDecision,
@@ -7,13 +8,13 @@ import {
   type RunOrigin,
   resumeDecisionSchema,
   type SuspensionTicket,
+  systemIds,
   type Usage,
   type UserMessage,
 } from '@lunation/contract';
 import type { z } from 'zod';
 import type { TaskRecord } from '../background-tasks.js';
 import type { EventStream } from '../event-stream.js';
-import { createId } from '../id.js';
 import type { FrontendTool, RunResult } from '../loop/run-scope.js';
 import { MAX_JSON_DEPTH } from '../loop/storable.js';
 
@@ -100,10 +101,10 @@ export interface DecisionOutcome {
 }
 
 /** @internal The messages of a run input; a text becomes a user message with a new id. */
-export function normaliseInput(input: RunInput | undefined): Message[] {
+export function normaliseInput(input: RunInput | undefined, ids: IdSource = systemIds): Message[] {
   if (input === undefined) return [];
   if (typeof input === 'string') {
-    const message: UserMessage = { id: createId(), role: 'user', content: [{ type: 'text', text: input }] };
+    const message: UserMessage = { id: ids.id(), role: 'user', content: [{ type: 'text', text: input }] };
     return [message];
   }
   return Array.isArray(input) ? input : [input];

@@ -1,4 +1,4 @@
-import type { EventSink, Instrumentation, LunationStore } from '@lunation/contract';
+import type { Clock, EventSink, IdSource, Instrumentation, LunationStore } from '@lunation/contract';
 import type { InProcessRetention } from '../persistence.js';
 import type { RegistrySet } from '../registry.js';
 
@@ -25,4 +25,14 @@ export interface AgentRuntimeOptions extends RegistrySet {
    * tool executions, checkpoints, ledger hits, leases, suspensions and resumes. Without one none of it is built.
    */
   instrumentation?: Instrumentation;
+  /**
+   * Where the runtime reads time and sets its timers: lease renewals and freshness, run and tool timeouts, retry
+   * waits, background tasks, every stored timestamp. A simulation passes a virtual clock. @default systemClock
+   */
+  clock?: Clock;
+  /**
+   * Where the runtime's ids (runs, messages, calls, tickets, tasks, the lease incarnation) and random choices
+   * come from. A simulation passes a seeded source. @default systemIds
+   */
+  ids?: IdSource;
 }

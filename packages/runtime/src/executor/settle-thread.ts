@@ -8,6 +8,7 @@ import { admitDecisions } from '../decision-admission.js';
 import { openTickets, type ToolCallRecord, toolCallsKey } from '../loop/call-records.js';
 import type { LoadedOpening } from './opening.js';
 import type { DecisionOutcome, RunHandle } from './run-options.js';
+import type { Seams } from './seams.js';
 import { settledHandle } from './settled-handle.js';
 
 // Stage "settle": what the loaded thread waits on, decided before the loop runs: decisions checked against its
@@ -26,8 +27,8 @@ export type Settlement =
  * waiting run they resume, or a settled handle when every decision was applied before; without, the run it
  * continues (one cut off, one that waited for its tasks), or the waiting run its new input supersedes.
  */
-export function settleThread(opening: LoadedOpening): Settlement {
-  if (opening.decisions.length > 0) return settleDecisions(opening);
+export function settleThread(opening: LoadedOpening, seams: Seams): Settlement {
+  if (opening.decisions.length > 0) return settleDecisions(opening, seams);
   const { thread } = opening;
   const stored = thread.threadState[toolCallsKey.name] as Record<string, ToolCallRecord> | undefined;
   const tickets = stored ? openTickets(stored) : NO_TICKETS;
@@ -49,14 +50,14 @@ export function settleThread(opening: LoadedOpening): Settlement {
 }
 
 /** Decisions admitted against the thread's open tickets; the waiting run's loop applies the fresh ones (C0). */
-function settleDecisions(opening: LoadedOpening): Settlement {
+function settleDecisions(opening: LoadedOpening, seams: Seams): Settlement {
   const { thread } = opening;
   const latest = thread.latestRun;
   const { fresh, ignored, open, undecided } = admitDecisions(thread.threadState, opening.decisions);
   if (fresh.length === 0) {
     // Every decision was applied before: nothing to continue.
     const outcome = { applied: [], ignored, openTickets: open };
-    return { settled: settledHandle(opening.run.identity.threadId, latest, open), outcome };
+    return { settled: settledHandle(opening.run.identity.threadId, latest, open, seams), outcome };
   }
   // The waiting run's loop applies them (its resume stage, C0), also when some tickets stay open.
   const previous = latest && latest.status !== 'done' ? latest : undefined;

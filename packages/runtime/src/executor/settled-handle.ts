@@ -6,9 +6,9 @@ import {
   type TerminationReason,
 } from '@lunation/contract';
 import { EventStream } from '../event-stream.js';
-import { createId } from '../id.js';
 import type { RunResult } from '../loop/run-scope.js';
 import type { RunHandle } from './run-options.js';
+import type { Seams } from './seams.js';
 
 /**
  * The handle of a run() that continued nothing (every decision was applied before): it reports the thread's
@@ -19,10 +19,11 @@ export function settledHandle(
   threadId: string,
   run: RunRecord | undefined,
   tickets: SuspensionTicket[],
+  { clock, ids }: Seams,
 ): RunHandle {
   const identity: RunIdentity = run?.identity ?? {
     threadId,
-    runId: createId(),
+    runId: ids.id(),
     agentId: 'unknown',
     origin: 'user',
   };
@@ -50,7 +51,7 @@ export function settledHandle(
     steps: result.steps,
     usage: result.usage,
     openTickets: tickets,
-    timestamp: Date.now(),
+    timestamp: clock.now(),
   });
   stream.close();
   return {

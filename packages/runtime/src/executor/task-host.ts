@@ -1,8 +1,8 @@
 import { type JsonValue, LunationError, type RunIdentity } from '@lunation/contract';
 import type { TaskHost, TaskRecord } from '../background-tasks.js';
-import { createId } from '../id.js';
 import type { LiveRuns } from './live-runs.js';
 import type { RunHandle, RunOptions } from './run-options.js';
+import type { Seams } from './seams.js';
 
 /** A background task this process runs. */
 interface LiveTask {
@@ -25,17 +25,19 @@ export class LocalTaskHost implements TaskHost {
     private readonly runs: LiveRuns,
     /** Starts a run (a child agent's, or a thread's continuation). */
     private readonly start: (options: RunOptions) => Promise<RunHandle>,
+    private readonly seams: Seams,
   ) {}
 
   spawn(identity: RunIdentity, name: string, work: (signal: AbortSignal) => Promise<unknown>): TaskRecord {
     const controller = new AbortController();
+    const { clock, ids } = this.seams;
     const record: TaskRecord = {
-      id: createId(),
+      id: ids.id(),
       name,
       status: 'running',
       owner: this.owner,
       runId: identity.runId,
-      startedAt: Date.now(),
+      startedAt: clock.now(),
     };
     this.live.set(record.id, { threadId: identity.threadId, controller, record });
     Promise.resolve()
@@ -44,13 +46,13 @@ export class LocalTaskHost implements TaskHost {
         (value): TaskRecord => ({
           ...record,
           status: 'completed',
-          finishedAt: Date.now(),
+          finishedAt: clock.now(),
           ...(value === undefined ? {} : { result: JSON.parse(JSON.stringify(value)) as JsonValue }),
         }),
         (error): TaskRecord => ({
           ...record,
           status: controller.signal.aborted ? 'cancelled' : 'failed',
-          finishedAt: Date.now(),
+          finishedAt: clock.now(),
           error: controller.signal.aborted
             ? 'cancelled'
             : error instanceof Error
@@ -68,7 +70,7 @@ export class LocalTaskHost implements TaskHost {
   spawnAgent(identity: RunIdentity, agentId: string, task: string): TaskRecord {
     return this.spawn(identity, `agent:${agentId}`, async (signal) => {
       const child = await this.start({
-        threadId: `${identity.threadId}~task~${agentId}~${createId().slice(0, 8)}`,
+        threadId: `${identity.threadId}~task~${agentId}~${this.seams.ids.id()}`,
         agentId,
         input: task,
         signal,

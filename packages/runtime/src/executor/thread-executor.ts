@@ -1,13 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  type Clock,
   type EventSink,
+  type IdSource,
   type Instrumentation,
   LunationError,
   type LunationStore,
   type Message,
   type ResumeDecision,
   type RunIdentity,
+  systemClock,
+  systemIds,
 } from '@lunation/contract';
 import type { ResolvedAgent } from '../agent.js';
 import type { DeliveryMode } from '../loop/inbox.js';
@@ -49,6 +52,8 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch, RunExecutor {
   readonly sinks: EventSink[];
   readonly emitStateSnapshots: boolean;
   readonly instrumentation: Instrumentation | undefined;
+  readonly clock: Clock;
+  readonly ids: IdSource;
   /** The agent resolver handed to runs of the current registry version. */
   private resolver: { snapshot: RegistrySnapshot; resolve(agentId: string): ResolvedAgent } | undefined;
 
@@ -60,26 +65,30 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch, RunExecutor {
         '`retention` applies to runtimes without a store; a store keeps threads until deleteThread()',
       );
     }
-    const owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? systemIds;
+    const owner = options.owner ?? `${hostname()}:${process.pid}:${randomSuffix(this.ids)}`;
     this.owner = owner;
     if (options.store) {
       this.persistence = new StorePersistence(options.store);
-      this.leases = new ThreadLeases(
-        this.persistence,
-        owner,
-        options.leaseTtlMs ?? 30_000,
-        options.instrumentation,
-      );
+      this.leases = new ThreadLeases(this.persistence, owner, this, {
+        ttlMs: options.leaseTtlMs ?? 30_000,
+        instrumentation: options.instrumentation,
+      });
     } else {
       const byThread = this.runs.byThread;
-      this.local = new InProcessPersistence(options.retention, (threadId) => byThread.has(threadId));
+      this.local = new InProcessPersistence(
+        options.retention,
+        (threadId) => byThread.has(threadId),
+        this.clock,
+      );
       this.persistence = this.local;
     }
     this.sinks = options.sinks ?? [];
     this.emitStateSnapshots = options.emitStateSnapshots ?? false;
     this.instrumentation = options.instrumentation;
     const start = (run: RunOptions) => this.run(run);
-    this.tasks = new LocalTaskHost(owner, this.runs, start);
+    this.tasks = new LocalTaskHost(owner, this.runs, start, this);
     this.registry = new AgentRegistry(
       {
         models: options.models,
@@ -187,4 +196,11 @@ export class ThreadExecutor implements ExecutorCore, RunDispatch, RunExecutor {
     }
     return this.resolver.resolve;
   }
+}
+
+/** Eight random hex digits for a default owner name (`host:pid:xxxxxxxx`), from the runtime's id source. */
+function randomSuffix(ids: IdSource): string {
+  return Math.floor(ids.random() * 0x1_0000_0000)
+    .toString(16)
+    .padStart(8, '0');
 }

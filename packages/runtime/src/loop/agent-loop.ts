@@ -99,7 +99,7 @@ export class AgentLoop {
         type: 'run-start',
         input,
         resumed: scope.options.previous !== undefined,
-        timestamp: Date.now(),
+        timestamp: scope.clock.now(),
       });
     }
     let termination: TerminationReason | undefined;
@@ -146,7 +146,7 @@ export class AgentLoop {
     this.inferring = true;
     const request = buildRequest(scope);
     const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
-    const inferredAt = Date.now();
+    const inferredAt = scope.clock.now();
     let inference: Inference;
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
@@ -207,7 +207,12 @@ export class AgentLoop {
     // Its arguments are not even built without a journal (no durable store).
     if (journal) {
       const callIds = response.toolCalls.map(toolCallIdentity);
-      journal.inferred(this.scope.progress.step, Date.now() - inferredAt, response.usage, callIds);
+      journal.inferred(
+        this.scope.progress.step,
+        this.scope.clock.now() - inferredAt,
+        response.usage,
+        callIds,
+      );
     }
     if (observed) {
       const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report
@@ -287,7 +292,8 @@ export class AgentLoop {
 
   private cancelled(): TerminationReason {
     const { signal } = this.scope;
-    if (this.deadline?.stopped(signal)) return timedOut(Date.now() - this.scope.progress.startedAt);
+    if (this.deadline?.stopped(signal))
+      return timedOut(this.scope.clock.now() - this.scope.progress.startedAt);
     return { type: 'cancelled', reason: abortReason(signal) };
   }
 

@@ -47,7 +47,10 @@ export class Checkpointer {
     this.runWritten = previous !== undefined;
     this.writtenTickets = previous ? ticketSignature(previous.openTickets) : '';
     this.writtenStatus = previous?.status;
-    this.createdAt = previous?.createdAt ?? Date.now();
+    // A new run is created after the thread's latest run even when this process's clock is behind the one that
+    // created that run (clock skew): stores order a thread's runs by `createdAt`.
+    const latest = scope.options.latestCreatedAt ?? Number.NEGATIVE_INFINITY;
+    this.createdAt = previous?.createdAt ?? Math.max(scope.clock.now(), latest + 1);
   }
 
   /**
@@ -71,7 +74,7 @@ export class Checkpointer {
       idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
       status: 'in-flight',
       attempts: 1,
-      startedAt: Date.now(),
+      startedAt: this.scope.clock.now(),
     };
     this.addRiding(entry);
     return entry;
@@ -97,7 +100,7 @@ export class Checkpointer {
 
   /** A finished call's ledger completion, as it rides in a commit. */
   completion(entry: ToolExecution, result: ToolResult): ToolExecution {
-    return { ...entry, status: 'completed', result, completedAt: Date.now() };
+    return { ...entry, status: 'completed', result, completedAt: this.scope.clock.now() };
   }
 
   /** Lets a completion ride in the next checkpoint (the last call of a step: the step's end is next). */
@@ -148,7 +151,7 @@ export class Checkpointer {
       state: scope.state.exportScope('run'),
       finalText: scope.finalText,
       createdAt: this.createdAt,
-      updatedAt: Date.now(),
+      updatedAt: scope.clock.now(),
     };
     if (termination !== undefined) record.termination = termination;
     if (scope.output !== undefined) record.output = scope.output;
@@ -198,7 +201,7 @@ export class Checkpointer {
       status: 'done',
       termination: { type: 'cancelled', reason: 'superseded by a new message' },
       openTickets: [],
-      updatedAt: Date.now(),
+      updatedAt: this.scope.clock.now(),
     };
     this.superseding = ended;
     return this.write('C0', { record: ended, own: false }).then(() => {

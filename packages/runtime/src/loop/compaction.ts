@@ -5,7 +5,6 @@ import {
   estimateTokens,
   summaryRange,
 } from '../context-policy.js';
-import { createId } from '../id.js';
 import type { RunScope } from './run-scope.js';
 
 /**
@@ -31,7 +30,7 @@ export async function compactIfNeeded(scope: RunScope): Promise<void> {
     messages: [
       ...applyCompaction(messages.slice(0, cut)),
       {
-        id: createId(),
+        id: scope.ids.id(),
         role: 'user',
         content: [{ type: 'text', text: compaction.prompt ?? DEFAULT_COMPACTION_PROMPT }],
       },
@@ -45,7 +44,7 @@ export async function compactIfNeeded(scope: RunScope): Promise<void> {
     else if (part.type === 'usage') scope.addUsagePart(part);
   }
   scope.append({
-    id: createId(),
+    id: scope.ids.id(),
     role: 'system',
     content: [{ type: 'text', text: `<conversation-summary>\n${summary}\n</conversation-summary>` }],
     metadata: {

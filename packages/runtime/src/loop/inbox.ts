@@ -1,6 +1,5 @@
 import type { Message } from '@lunation/contract';
 import { type TaskRecord, taskMessageText, tasksKey } from '../background-tasks.js';
-import { createId } from '../id.js';
 import type { RunScope } from './run-scope.js';
 
 /** How follow-up input joins a live run. */
@@ -59,7 +58,7 @@ export class Inbox {
       if (item.kind === 'task') {
         if (scope.state.isRegistered(tasksKey)) scope.state.write([{ key: tasksKey, update: item.task }]);
         scope.append({
-          id: createId(),
+          id: scope.ids.id(),
           role: 'user',
           content: [{ type: 'text', text: taskMessageText(item.task) }],
           metadata: { taskId: item.task.id, visibility: 'internal', runId: scope.identity.runId },
@@ -68,7 +67,7 @@ export class Inbox {
       }
       if (item.mode === 'steer') {
         scope.append({
-          id: createId(),
+          id: scope.ids.id(),
           role: 'user',
           content: [
             {
@@ -114,7 +113,7 @@ export class Inbox {
         task: {
           ...task,
           status: 'failed',
-          finishedAt: Date.now(),
+          finishedAt: this.scope.clock.now(),
           error: `the process running it (${task.owner}) stopped before it finished`,
         },
       });

@@ -2,6 +2,7 @@ import {
   type AssistantMessage,
   addUsage,
   emptyUsage,
+  type IdSource,
   type ModelRequest,
   type ModelStreamPart,
   type ProviderMetadata,
@@ -12,7 +13,6 @@ import {
   type ToolCallPart,
   type Usage,
 } from '@lunation/contract';
-import { createCallId, createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
 import type { RunScope } from './run-scope.js';
 
@@ -182,7 +182,7 @@ class Answer {
       toolCallId: part.toolCallId,
       toolName: part.toolName,
       arguments: part.arguments,
-      callId: createCallId(),
+      callId: `lc_${this.scope.ids.id()}`,
     };
     if (part.providerMetadata) call.providerMetadata = part.providerMetadata;
     this.addCall(call);
@@ -202,7 +202,7 @@ class Answer {
     if (this.startedId !== undefined) cutShort.push(this.cutShort(this.startedId, this.startedName));
     if (this.startedMore) for (const [id, name] of this.startedMore) cutShort.push(this.cutShort(id, name));
     const toolCalls = this.toolCalls ?? [];
-    let rejectedCalls = toolCalls.length > 0 ? identifyCalls(toolCalls) : undefined;
+    let rejectedCalls = toolCalls.length > 0 ? identifyCalls(toolCalls, scope.ids) : undefined;
     for (const call of cutShort) {
       rejectedCalls ??= new Map();
       if (!rejectedCalls.has(call.toolCallId)) rejectedCalls.set(call.toolCallId, cutShortProblem);
@@ -211,7 +211,7 @@ class Answer {
     scope.addUsage(usage);
     if (this.usageUnknown) scope.stepUsageUnknown = true;
     const message: AssistantMessage = {
-      id: createId(),
+      id: scope.ids.id(),
       role: 'assistant',
       content: this.content ?? [],
       metadata: { runId: scope.identity.runId, agentId: scope.agent.id, step: this.step },
@@ -246,7 +246,7 @@ class Answer {
       toolCallId,
       toolName,
       arguments: '',
-      callId: createCallId(),
+      callId: `lc_${this.scope.ids.id()}`,
     };
     this.addCall(call);
     return call;
@@ -269,7 +269,7 @@ const cutShortProblem =
  * gets a fresh provider-side id too (in the message, so call and result stay paired) and will not run; the
  * model is told why.
  */
-function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefined {
+function identifyCalls(toolCalls: ToolCallPart[], ids: IdSource): Map<string, string> | undefined {
   let rejected: Map<string, string> | undefined;
   let seen: Set<string> | undefined;
   for (const call of toolCalls) {
@@ -287,7 +287,7 @@ function identifyCalls(toolCalls: ToolCallPart[]): Map<string, string> | undefin
       }
       continue;
     }
-    const replacement = `call_${createId().replace(/-/g, '')}`;
+    const replacement = `call_${ids.id().replace(/-/g, '')}`;
     call.toolCallId = replacement;
     rejected ??= new Map();
     rejected.set(replacement, problem);

@@ -1,5 +1,4 @@
 import type { ResumeDecision, RunRecord, SuspensionTicket, ToolCall, ToolMessage } from '@lunation/contract';
-import { createId } from '../id.js';
 import {
   type CallPlan,
   cancelledResult,
@@ -146,7 +145,7 @@ export async function supersede(stage: ToolStage, superseded: RunRecord): Promis
       : cancelledResult('the user sent a new message before this call could run'),
   );
   const message: ToolMessage = {
-    id: createId(),
+    id: scope.ids.id(),
     role: 'tool',
     content: parts,
     metadata: { runId: superseded.identity.runId, step: superseded.steps, superseded: true },

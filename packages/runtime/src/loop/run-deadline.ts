@@ -1,4 +1,4 @@
-import { LunationError } from '@lunation/contract';
+import { type Clock, type ClockTimer, LunationError, systemClock } from '@lunation/contract';
 import { RunAbortController, type RunLoopOptions } from './run-scope.js';
 import { runTimeoutMs } from './stop-conditions.js';
 
@@ -10,7 +10,8 @@ export class RunDeadline {
   /** The run's options with the deadline's signal and controller. */
   readonly options: RunLoopOptions;
   private readonly reason: LunationError;
-  private readonly timer: ReturnType<typeof setTimeout>;
+  private readonly clock: Clock;
+  private readonly timer: ClockTimer;
 
   private constructor(options: RunLoopOptions, limit: number) {
     const controller = new RunAbortController();
@@ -20,8 +21,8 @@ export class RunDeadline {
     else options.signal.addEventListener('abort', forward, { once: true });
     const reason = new LunationError('timeout', `The run reached its ${limit} ms timeout`);
     this.reason = reason;
-    this.timer = setTimeout(() => controller.abort(reason), limit);
-    this.timer.unref?.();
+    this.clock = options.clock ?? systemClock;
+    this.timer = this.clock.setTimeout(() => controller.abort(reason), limit).unref();
     this.options = { ...options, signal: controller.signal, controller };
   }
 
@@ -37,6 +38,6 @@ export class RunDeadline {
   }
 
   clear(): void {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
   }
 }

@@ -80,7 +80,7 @@ function announceEnd(
   const usage = progress.usage;
   scope.instrumentation?.runEnded({ status, termination, finalText, steps, usage, openTickets });
   if (scope.listening) {
-    const timestamp = Date.now();
+    const timestamp = scope.clock.now();
     scope.emit({ type: 'run-end', status, termination, finalText, steps, usage, openTickets, timestamp });
   }
   const messages = scope.runMessages;

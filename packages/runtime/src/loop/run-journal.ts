@@ -1,4 +1,4 @@
-import type { JsonObject, RunRecord, Usage } from '@lunation/contract';
+import type { Clock, JsonObject, RunRecord, Usage } from '@lunation/contract';
 
 /** The key of the run journal in a run record's persisted `state`. */
 export const RUN_JOURNAL_KEY = 'runtime.journal';
@@ -112,21 +112,23 @@ export class RunJournal {
   private runnerDue = true;
   private stepEntry: StoredEntry | undefined;
   /** When this process took the run on. */
-  private readonly startedAt = Date.now();
+  private readonly startedAt: number;
   private model: { step: number; at: number; ms: number; usage: Usage; calls: string[] } | undefined;
 
   constructor(
+    private readonly clock: Clock,
     private readonly previous: RunRecord | undefined,
     private readonly runner: RunJournalRunner | undefined,
     private readonly token: number | undefined,
   ) {
+    this.startedAt = clock.now();
     const stored = previous?.state[RUN_JOURNAL_KEY];
     this.entries = Array.isArray(stored) ? (stored as unknown as StoredEntry[]).slice() : [];
   }
 
   /** Notes the current step's model call (latency, usage, the calls it made), for the step's entry. */
   inferred(step: number, ms: number, usage: Usage, calls: string[]): void {
-    this.model = { step, at: Date.now() - ms, ms, usage, calls };
+    this.model = { step, at: this.clock.now() - ms, ms, usage, calls };
     if (this.stepEntry?.step === step) this.fillModel(this.stepEntry);
   }
 
@@ -154,7 +156,7 @@ export class RunJournal {
   }
 
   private add(event: RunJournalEntry['event'], step: number): StoredEntry {
-    const entry: StoredEntry = { event, at: Date.now(), step };
+    const entry: StoredEntry = { event, at: this.clock.now(), step };
     if (this.runnerDue) {
       this.runnerDue = false;
       entry.owner = this.runner?.owner ?? 'unknown';

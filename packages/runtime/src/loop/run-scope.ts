@@ -1,7 +1,9 @@
 import {
   type AgentEvent,
   addUsage,
+  type Clock,
   emptyUsage,
+  type IdSource,
   type JsonSchema,
   type JsonValue,
   LunationError,
@@ -13,6 +15,8 @@ import {
   type RunStatus,
   type StopReason,
   type SuspensionTicket,
+  systemClock,
+  systemIds,
   type TerminationReason,
   type ToolDescriptor,
   type ToolResult,
@@ -115,6 +119,12 @@ export interface RunLoopOptions {
   output?: z.ZodType;
   /** The run's observer (from the runtime's `instrumentation`); nothing is reported without one. */
   instrumentation?: RunInstrumentation | undefined;
+  /** When the thread's latest run was created (by any process's clock): a new run is created after it. */
+  latestCreatedAt?: number | undefined;
+  /** Where the run reads time and sets its timers (the runtime's `clock`). @default systemClock */
+  clock?: Clock;
+  /** Where the run's ids come from (the runtime's `ids`). @default systemIds */
+  ids?: IdSource;
 }
 
 /** A step's usage before its first model call: shared (usage values are never changed, only summed anew). */
@@ -178,6 +188,8 @@ export class RunScope {
    * store, where no run record can be read back (it would only cost the run time and memory).
    */
   readonly journal: RunJournal | undefined;
+  readonly clock: Clock;
+  readonly ids: IdSource;
   private seq = 0;
   /** The step whose `step-end` was emitted last (-1: none yet). */
   private stepEnded = -1;
@@ -185,8 +197,10 @@ export class RunScope {
   constructor(readonly options: RunLoopOptions) {
     this.listening = options.listening ?? true;
     this.instrumentation = options.instrumentation;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? systemIds;
     this.journal = options.persistence.durable
-      ? new RunJournal(options.previous, options.runner, options.leaseToken)
+      ? new RunJournal(this.clock, options.previous, options.runner, options.leaseToken)
       : undefined;
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys);
@@ -199,7 +213,7 @@ export class RunScope {
       step: options.previous?.steps ?? 0,
       usage: options.previous?.usage ?? emptyUsage(),
       consecutiveToolErrors: 0,
-      startedAt: Date.now(),
+      startedAt: this.clock.now(),
     };
   }
 

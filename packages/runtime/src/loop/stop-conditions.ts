@@ -17,7 +17,7 @@ export function evaluateStopConditions(
   const stats: StepStats = {
     step: progress.step,
     usage: progress.usage,
-    elapsedMs: Date.now() - progress.startedAt,
+    elapsedMs: scope.clock.now() - progress.startedAt,
     consecutiveToolErrors: progress.consecutiveToolErrors,
     toolsCalled: response.toolCalls.map((call) => call.toolName),
   };

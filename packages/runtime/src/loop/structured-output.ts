@@ -1,6 +1,5 @@
 import { type JsonSchema, type JsonValue, LunationError, type ResponseFormat } from '@lunation/contract';
 import { z } from 'zod';
-import { createId } from '../id.js';
 import { outputKey } from '../runtime-keys.js';
 import { formatIssues, toJsonSchema } from '../tool.js';
 import type { RunScope } from './run-scope.js';
@@ -93,7 +92,7 @@ export function checkOutput(
   }
   scope.state.write([{ key: outputKey, update: { ...state, repairsUsed: state.repairsUsed + 1 } }]);
   scope.append({
-    id: createId(),
+    id: scope.ids.id(),
     role: 'user',
     content: [
       {

@@ -1,5 +1,4 @@
 import type { ToolCall, ToolMessage, ToolResultPart } from '@lunation/contract';
-import { createId } from '../id.js';
 import type { ModelResponse } from '../plugin.js';
 import { appliedDecisionsKey } from '../runtime-keys.js';
 import type { StateUpdate } from '../state.js';
@@ -298,7 +297,7 @@ export class ToolCalls implements ToolStage {
   private appendToolMessage(parts: ToolResultPart[]): void {
     if (parts.length === 0) return;
     const message: ToolMessage = {
-      id: createId(),
+      id: this.scope.ids.id(),
       role: 'tool',
       content: parts,
       metadata: { runId: this.scope.identity.runId, step: this.scope.progress.step },

@@ -1,4 +1,4 @@
-import { LunationError } from '@lunation/contract';
+import { type Clock, type ClockTimer, LunationError } from '@lunation/contract';
 
 /** One running call as the clock sees it (its fields are set by `ToolClock.watch`). */
 export interface Watch {
@@ -22,7 +22,7 @@ export interface Watch {
 export class ToolClock {
   /** The running calls (few at a time: a list, which unlike a Set allocates nothing as calls come and go). */
   private readonly watches: Watch[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: ClockTimer | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
   private disposed = false;
 
@@ -30,19 +30,20 @@ export class ToolClock {
   constructor(
     private readonly runSignal: AbortSignal,
     private readonly graceMs: number,
+    private readonly clock: Clock,
   ) {}
 
   /** Starts watching a call (its `timeoutMs`: 0 means no timeout). */
   watch(watch: Watch): void {
     const { timeoutMs } = watch;
-    watch.deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
+    watch.deadline = timeoutMs > 0 ? this.clock.now() + timeoutMs : Number.POSITIVE_INFINITY;
     watch.timedOut = false;
     watch.cancelled = false;
     watch.abandonAt = 0;
     watch.controller = undefined;
     watch.abandon = undefined;
     this.watches.push(watch);
-    if (this.runSignal.aborted) this.cancel(watch, Date.now());
+    if (this.runSignal.aborted) this.cancel(watch, this.clock.now());
     const due = dueAt(watch);
     this.arm(due);
     // A call that is due some time keeps the process alive until then (the timer may be one armed earlier and
@@ -71,13 +72,13 @@ export class ToolClock {
 
   dispose(): void {
     this.disposed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
   }
 
   /** The run was cancelled: every running call's signal aborts, and it is abandoned after the grace period. */
   cancelAll(): void {
     if (this.disposed) return;
-    const now = Date.now();
+    const now = this.clock.now();
     for (const watch of this.watches) this.cancel(watch, now);
     this.arm(now + this.graceMs);
   }
@@ -91,16 +92,16 @@ export class ToolClock {
 
   private arm(at: number): void {
     if (at >= this.armedFor) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.armedFor = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - Date.now()));
+    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(0, at - this.clock.now()));
     if (this.watches.length === 0) this.timer.unref();
   }
 
   private tick(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = this.clock.now();
     let next = Number.POSITIVE_INFINITY;
     for (const watch of this.watches) {
       if (!watch.timedOut && !watch.cancelled && now >= watch.deadline) {

@@ -1,5 +1,4 @@
-import type { SuspensionTicket, ToolCall } from '@lunation/contract';
-import { createId } from '../id.js';
+import type { IdSource, SuspensionTicket, ToolCall } from '@lunation/contract';
 import type { ModelResponse, ToolGateDecision } from '../plugin.js';
 import { type AnyTool, formatIssues, type TicketInput, toJsonSchema } from '../tool.js';
 import { type CallPlan, errorResult, moveTo, settle } from './call-plan.js';
@@ -60,7 +59,7 @@ export class ToolGate {
    * True when it is suspended.
    */
   suspend(plan: CallPlan, input: TicketInput): boolean {
-    const ticket = createTicket(plan, input);
+    const ticket = createTicket(plan, input, this.scope.ids);
     if (!ticket.ok) {
       settle(
         plan,
@@ -146,7 +145,7 @@ function parseInput(plan: CallPlan, tool: AnyTool | undefined): Checked<unknown>
 }
 
 /** A ticket for a call, checked to be storable. */
-function createTicket(plan: CallPlan, input: TicketInput): Checked<SuspensionTicket> {
+function createTicket(plan: CallPlan, input: TicketInput, ids: IdSource): Checked<SuspensionTicket> {
   const call: ToolCall = plan.call;
   try {
     if (typeof input?.message !== 'string')
@@ -164,7 +163,7 @@ function createTicket(plan: CallPlan, input: TicketInput): Checked<SuspensionTic
     return {
       ok: true,
       value: {
-        id: createId(),
+        id: ids.id(),
         toolCallId: call.toolCallId,
         toolName: call.toolName,
         arguments: call.arguments,

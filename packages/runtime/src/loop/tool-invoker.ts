@@ -1,4 +1,5 @@
 import {
+  type Clock,
   type JsonValue,
   LunationError,
   type ResumeDecision,
@@ -77,7 +78,7 @@ export async function invokeTool(request: ToolCallContext): Promise<Invocation> 
       }
       const { policy } = request;
       if (policy.policy === 'retry' && isRetryable(error) && attempt < (policy.maxRetries ?? 2)) {
-        if (await backoff((policy.backoffMs ?? 100) * 2 ** attempt, scope.signal)) continue;
+        if (await backoff(scope.clock, (policy.backoffMs ?? 100) * 2 ** attempt, scope.signal)) continue;
       }
       return { status: 'failed', result: thrownResult(request.toolName, error, attempt) };
     }
@@ -206,19 +207,11 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
 }
 
 /** Waits before a retry; false when the run was cancelled meanwhile. */
-function backoff(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+function backoff(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+  return clock.sleep(ms, signal).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** What one execution of a tool runs with (built once per call, by `ToolRunner.invoke`). */

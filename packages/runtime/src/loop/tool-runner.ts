@@ -76,7 +76,7 @@ export class ToolRunner {
     if (this.clock === undefined) {
       const { scope } = this.stage;
       const graceMs = scope.agent.definition.toolExecution?.cancelGraceMs ?? DEFAULT_TOOL_CANCEL_GRACE_MS;
-      this.clock = new ToolClock(scope.signal, graceMs);
+      this.clock = new ToolClock(scope.signal, graceMs, scope.clock);
     }
     return this.clock;
   }

@@ -1,10 +1,12 @@
 import {
+  type Clock,
   LunationError,
   type ModelCallOptions,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
   type StopReason,
+  systemClock,
   type Usage,
 } from '@lunation/contract';
 
@@ -40,6 +42,8 @@ export interface ScriptedModelOptions {
   argumentsChunkSize?: number;
   /** Pause between streamed parts (abortable). @default 0 */
   partDelayMs?: number;
+  /** Where `delayMs` and `partDelayMs` are waited. @default systemClock */
+  clock?: Clock;
 }
 
 /** A deterministic ModelProvider for tests: answers from a script and records every request. */
@@ -63,6 +67,13 @@ export class ScriptedModel implements ModelProvider {
     return this.calls;
   }
 
+  /** Waits `ms` on the model's clock; an abort rejects with `cancelled`. */
+  private sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return (this.options.clock ?? systemClock).sleep(ms, signal).catch((reason: unknown) => {
+      throw new LunationError('cancelled', 'The model call was aborted', { cause: reason });
+    });
+  }
+
   async *stream(request: ModelRequest, options: ModelCallOptions = {}): AsyncGenerator<ModelStreamPart> {
     const index = this.calls++;
     this.requests.push(request);
@@ -74,7 +85,7 @@ export class ScriptedModel implements ModelProvider {
         `ScriptedModel has no response #${index + 1} (script has ${Array.isArray(this.script) ? this.script.length : '?'})`,
       );
     }
-    if (response.delayMs) await sleep(response.delayMs, signal);
+    if (response.delayMs) await this.sleep(response.delayMs, signal);
     checkAbort(signal);
     if (response.error) throw response.error;
     if (response.parts) {
@@ -86,7 +97,7 @@ export class ScriptedModel implements ModelProvider {
     }
     const partDelay = this.options.partDelayMs ?? 0;
     const pause = async () => {
-      if (partDelay > 0) await sleep(partDelay, signal);
+      if (partDelay > 0) await this.sleep(partDelay, signal);
       checkAbort(signal);
     };
     if (response.reasoning !== undefined) {
@@ -158,22 +169,4 @@ function chunks(text: string, size: number | undefined): string[] {
 function checkAbort(signal: AbortSignal | undefined): void {
   if (signal?.aborted)
     throw new LunationError('cancelled', 'The model call was aborted', { cause: signal.reason });
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new LunationError('cancelled', 'The model call was aborted', { cause: signal.reason }));
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new LunationError('cancelled', 'The model call was aborted', { cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -26,6 +26,7 @@ export const mutations: readonly Mutation[] = [
     search: `    this.assertFreshLease(threadId, leaseToken);
     const latest = leases?.highestToken ?? 0;`,
     replace: `    const latest = leases?.highestToken ?? 0;`,
+    faults: 'stalls',
     needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
   },
   {
@@ -37,6 +38,7 @@ export const mutations: readonly Mutation[] = [
     search: `    this.assertFreshLease(input.threadId, input.leaseToken);
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
     replace: `    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
+    faults: 'stalls',
     needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
   },
   {
@@ -57,6 +59,7 @@ export const mutations: readonly Mutation[] = [
     search:
       'held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt',
     replace: 'true',
+    faults: 'stalls',
     needs: 'a live holder whose owner starts a new incarnation (a stalled process resumed)',
   },
   {
@@ -74,6 +77,7 @@ export const mutations: readonly Mutation[] = [
     file: memoryOperations,
     search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
     replace: `      // (mutated: a completed entry is overwritten)`,
+    faults: 'stalls',
     needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   {
@@ -86,6 +90,7 @@ export const mutations: readonly Mutation[] = [
     existing.entry.attempts += 1;`,
     replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
     existing.entry.attempts += 1;`,
+    faults: 'stalls',
     needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   // ——— The runtime: the ledger, re-runs, endings ———
@@ -107,6 +112,7 @@ export const mutations: readonly Mutation[] = [
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     replace: `      if (false) {
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
+    faults: 'stalls',
     needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
   },
   {
@@ -128,6 +134,7 @@ export const mutations: readonly Mutation[] = [
     search: `    // Last look before the side effect: another process may hold the thread now if this one stalled.
     if (!scope.holdsLease()) return notStarted(this.stage, plan);`,
     replace: `    // (mutated: no last look at the lease)`,
+    faults: 'stalls',
     needs: 'a stalled process whose lease lapses in virtual time (the runtime clock seam)',
   },
   {
@@ -204,6 +211,7 @@ export const mutations: readonly Mutation[] = [
     search: `          await dispatcher.extend(claim, context.claimLockMs);
           const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     replace: `          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
+    faults: 'stalls',
     needs: 'a stalled worker whose claim lapsed and whose lease expired (stalls)',
   },
   {

@@ -1,0 +1,75 @@
+import {
+  type IdSource,
+  LunationError,
+  type ModelCallOptions,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamPart,
+} from '@lunation/contract';
+import { resolveRetryPolicy, streamWithRetries } from '@lunation/contract/provider-utils';
+import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing';
+import type { SimulatedProcess } from './scheduler.js';
+import type { WorldContext } from './world-context.js';
+import { modelFailure, modelIdleTimeoutMs } from './world-faults.js';
+import { planOf } from './world-tools.js';
+
+/**
+ * The model of one worker process: a scripted answer per call (a run's first step calls the tools its input names,
+ * all at once; its next step answers), each attempt an operation of the process, behind the providers' own retry
+ * loop (`streamWithRetries` on the process's clock and ids): a faulty attempt fails retryably, answers late, or
+ * never answers until the idle timeout gives it up.
+ */
+export class WorldModel implements ModelProvider {
+  readonly specificationVersion = 'v1' as const;
+  readonly provider = 'world';
+  readonly modelId = 'scripted';
+  private readonly scripted: ScriptedModel;
+  private readonly policy = resolveRetryPolicy({ maxRetries: 3, initialDelayMs: 200 }, undefined);
+
+  constructor(
+    private readonly world: WorldContext,
+    private readonly process: SimulatedProcess,
+    private readonly ids: IdSource,
+  ) {
+    this.scripted = new ScriptedModel((request) => this.answer(request));
+  }
+
+  stream(request: ModelRequest, options: ModelCallOptions = {}): AsyncIterable<ModelStreamPart> {
+    const { clock } = this.process;
+    return streamWithRetries({
+      policy: this.policy,
+      signal: options.signal,
+      attempt: (signal) => this.scripted.stream(request, { signal }),
+      cancelled: () => new LunationError('cancelled', 'The model call was aborted'),
+      idleTimeoutMs: modelIdleTimeoutMs,
+      clock,
+      ids: this.ids,
+    });
+  }
+
+  private answer(request: ModelRequest): Promise<ScriptedResponse> {
+    const { scheduler, workerFaults } = this.world;
+    const lastUser = request.messages.filter((message) => message.role === 'user').at(-1);
+    const text = lastUser?.content[0]?.type === 'text' ? lastUser.content[0].text : '';
+    const { fault, delayMs } = workerFaults.model();
+    if (fault === 'hang') return new Promise<ScriptedResponse>(() => {});
+    const answered = request.messages.at(-1)?.role === 'tool';
+    const plan = planOf(text);
+    const response: ScriptedResponse =
+      answered || plan.length === 0
+        ? { text: `done: ${text}` }
+        : {
+            text: 'working',
+            toolCalls: plan.map((toolName, index) => ({ toolName, arguments: { amount: index + 1 } })),
+          };
+    return scheduler.operation(
+      this.process,
+      `model ${text}${fault === 'none' ? '' : ` (${fault})`}`,
+      () => {
+        if (fault === 'error') throw modelFailure();
+        return response;
+      },
+      { delayMs },
+    );
+  }
+}
