@@ -1,5 +1,5 @@
 import { createRuntime, defineTool } from '@lunation/runtime';
-import { reply, ScriptedModel } from '@lunation/runtime/testing';
+import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -86,6 +86,26 @@ describe('toolSpans', () => {
     const failing = tools.find((span) => span.name === 'execute_tool failing');
     expect(failing?.status).toEqual({ code: 2, message: 'tool_error' });
     expect(failing?.attributes['error.type']).toBe('tool_error');
+  });
+
+  it('with { minDurationMs }, nests a child run of a call without a span under its parent run, in its trace', async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    const runtime = createRuntime()
+      .model('boss-model', new ScriptedModel([callTool('agent_researcher', { task: 'capital?' }), reply('Paris')]))
+      .model('researcher-model', new ScriptedModel([reply('Paris')]))
+      .agent({ id: 'boss', model: 'boss-model', delegates: ['researcher'] })
+      .agent({ id: 'researcher', model: 'researcher-model', description: 'Finds facts.' })
+      .instrumentation(openTelemetryInstrumentation({ tracerProvider, toolSpans: { minDurationMs: 60_000 } }))
+      .build();
+    await runtime.generate({ threadId: 't', input: 'go' });
+    await tracerProvider.forceFlush();
+    const spans = exporter.getFinishedSpans();
+    const boss = spans.find((span) => span.name === 'invoke_agent boss');
+    const child = spans.find((span) => span.name === 'invoke_agent researcher');
+    expect(spans.filter((span) => span.name.startsWith('execute_tool '))).toEqual([]);
+    expect(child?.parentSpanContext?.spanId).toBe(boss?.spanContext().spanId);
+    expect(child?.spanContext().traceId).toBe(boss?.spanContext().traceId);
   });
 
   it('refuses a threshold that is not a duration with a typed error', () => {
