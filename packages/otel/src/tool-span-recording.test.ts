@@ -92,7 +92,10 @@ describe('toolSpans', () => {
     const exporter = new InMemorySpanExporter();
     const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
     const runtime = createRuntime()
-      .model('boss-model', new ScriptedModel([callTool('agent_researcher', { task: 'capital?' }), reply('Paris')]))
+      .model(
+        'boss-model',
+        new ScriptedModel([callTool('agent_researcher', { task: 'capital?' }), reply('Paris')]),
+      )
       .model('researcher-model', new ScriptedModel([reply('Paris')]))
       .agent({ id: 'boss', model: 'boss-model', delegates: ['researcher'] })
       .agent({ id: 'researcher', model: 'researcher-model', description: 'Finds facts.' })
