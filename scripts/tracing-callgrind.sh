@@ -5,7 +5,7 @@
 # counted alone (start-up and warm-up in none). Prints instructions per step per window and the added share.
 #
 # Usage: scripts/tracing-callgrind.sh [store=none] [warmup=300] [windows=300,300,300] [variants=off,on,sampled]
-# A variant is off, on or sampled, optionally with `@<dir>`: @lunation/otel loaded from that build's dist/ (relative
+# A variant is off, on, sampled or lean (every run, toolSpans: { minDurationMs: 5 }), optionally with `@<dir>`: @lunation/otel loaded from that build's dist/ (relative
 # to bench/), e.g. `on@.cache/otel-base/dist` beside `on` to count two builds of it.
 # Lunation loads from its built dist/ (run `pnpm build` first); the harness is compiled to bench/.cache first
 # (tsc, into a directory of its own under bench/.cache), so that no TypeScript loader runs under valgrind (it would triple the start-up). Needs Node >= 22.

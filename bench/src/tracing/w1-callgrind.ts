@@ -5,7 +5,7 @@
  * its counters, so each window is counted alone and start-up is in none. `scripts/tracing-callgrind.sh` runs the
  * variants side by side and prints instructions per step (see bench/tracing-notes.md).
  *
- * Usage: node --import tsx src/tracing/w1-callgrind.ts --store none|sqlite --tracing off|on|sampled
+ * Usage: node --import tsx src/tracing/w1-callgrind.ts --store none|sqlite --tracing off|on|sampled|lean
  *   [--warmup 300] [--windows 200,200,200] [--lease-ttl-ms 600000] [--otel <dir>]
  * (`--otel`: load `@lunation/otel` from another build's `dist/` directory, to count two builds of it side by side).
  *
@@ -13,7 +13,8 @@
  * (`@opentelemetry/sdk-trace`'s `TracerProvider`, a `BatchSpanProcessor` with its default settings) whose
  * exporter counts the spans it is given and drops them: the SDK's and Lunation's cost per span is counted, an
  * exporter's serialisation and network are not. `sampled`: `ParentBasedSampler` over
- * `TraceIdRatioBasedSampler(0.1)` (one run in ten recorded). It prints one JSON line: the spans exported and, per
+ * `TraceIdRatioBasedSampler(0.1)` (one run in ten recorded); `lean`: every run, `toolSpans: { minDurationMs: 5 }` (no
+ * `execute_tool` span for W1's fast successful tool). It prints one JSON line: the spans exported and, per
  * window, its runs and CPU time (user + system; meaningless under valgrind, where the counts decide).
  */
 import { getPriority } from 'node:os';
@@ -39,8 +40,8 @@ const { values } = parseArgs({
   strict: true,
 });
 const mode = values.tracing;
-if (mode !== 'off' && mode !== 'on' && mode !== 'sampled')
-  throw new Error(`--tracing must be off, on or sampled, not ${mode}`);
+if (mode !== 'off' && mode !== 'on' && mode !== 'sampled' && mode !== 'lean')
+  throw new Error(`--tracing must be off, on, sampled or lean, not ${mode}`);
 const steps = 10;
 const warmup = Number(values.warmup);
 const windows = values.windows.split(',').map(Number);
@@ -51,9 +52,7 @@ const { openTelemetryInstrumentation } = (
     : await import(pathToFileURL(join(resolve(values.otel), 'index.js')).href)
 ) as typeof workspaceOtel;
 const tracing =
-  mode === 'off'
-    ? undefined
-    : benchTracing(mode === 'on' ? 'every' : 'sampled', openTelemetryInstrumentation);
+  mode === 'off' ? undefined : benchTracing(mode === 'on' ? 'every' : mode, openTelemetryInstrumentation);
 const scratch = createScratch(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', `callgrind-${values.store}`);
 const script = new Script(scratch.runPrefix);
 const harness = await createLunation({
@@ -79,7 +78,7 @@ try {
   }
   const total = warmup + windows.reduce((sum, runs) => sum + runs, 0);
   expectToolExecutions(script, 0, total, steps);
-  await tracing?.check(total * spansPerRun(steps));
+  await tracing?.check(total * spansPerRun(steps, mode === 'lean' ? 'lean' : 'every'));
 } finally {
   await harness.close();
   await scratch.dispose();

@@ -43,6 +43,7 @@ export const LUNATION = {
   termination: 'lunation.run.termination',
   steps: 'lunation.run.steps',
   checkpoints: 'lunation.run.checkpoints',
+  toolSpansSkipped: 'lunation.run.tool_spans_skipped',
   checkpointsDuration: 'lunation.run.checkpoint_duration_ms',
   step: 'lunation.step',
   idempotencyKey: 'lunation.tool.idempotency_key',

@@ -15,5 +15,5 @@ export {
   openTelemetryInstrumentation,
   TRACER_NAME,
 } from './open-telemetry-instrumentation.js';
-export type { CheckpointRecording } from './run-tracer.js';
+export type { CheckpointRecording, ToolSpanRecording } from './run-tracer.js';
 export { fromTraceCarrier, toTraceCarrier } from './trace-carrier.js';

@@ -17,7 +17,14 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { GEN_AI, LUNATION } from './attribute-names.js';
-import { type CheckpointRecording, errorCode, RunTracer, type RunTraceSettings } from './run-tracer.js';
+import {
+  type CheckpointRecording,
+  errorCode,
+  RunTracer,
+  type RunTraceSettings,
+  type ToolSpanRecording,
+} from './run-tracer.js';
+import { SpanNames } from './span-names.js';
 import { fromTraceCarrier } from './trace-carrier.js';
 
 /** The name (instrumentation scope) of the tracer `@lunation/otel` creates its spans with. */
@@ -50,6 +57,18 @@ export interface OpenTelemetryInstrumentationOptions {
    * @default 'summary'
    */
   checkpoints?: CheckpointRecording;
+  /**
+   * Which tool executions get an `execute_tool` span.
+   * - `'all'`: every one, as the GenAI conventions recommend.
+   * - `{ minDurationMs }`: only the notable ones: a tool call that did not succeed (failed, abandoned, denied),
+   *   returned an error result, suspended for a decision, re-ran after a crash, or took at least `minDurationMs`.
+   *   Its span is made when it ends, with the times it started and ended. A fast successful call gets no span and
+   *   is counted on the run's span (`lunation.run.tool_spans_skipped`); a child run it starts nests under the
+   *   run's span. A step then costs one SDK span instead of two: an option for a CPU budget that sampling does
+   *   not fit, not the default.
+   * @default 'all'
+   */
+  toolSpans?: ToolSpanRecording;
 }
 
 /**
@@ -71,6 +90,8 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
       tracer: this.tracer,
       captureMessageContent: options.captureMessageContent === true,
       checkpoints: checkpointRecording(options.checkpoints),
+      toolSpans: toolSpanRecording(options.toolSpans),
+      names: new SpanNames(),
       runs: new Map<string, RunTracer>(),
     };
   }
@@ -129,13 +150,18 @@ export class OpenTelemetryInstrumentation implements Instrumentation {
     span.end();
   }
 
-  /** A child run's parent is the `execute_tool` span of the call that started it (when it is in this process). */
+  /**
+   * A child run's parent is the `execute_tool` span of the call that started it, or the parent run's span when
+   * that call has none (not recorded yet, or its run was not sampled), when the parent run is in this process.
+   */
   private parentOf(fact: RunStartFact) {
     const { parentRunId, parentToolCallId } = fact.identity;
     const active = context.active();
     if (parentRunId === undefined || parentToolCallId === undefined) return active;
-    const toolSpan = this.settings.runs.get(parentRunId)?.toolSpan(parentToolCallId);
-    return toolSpan === undefined ? active : trace.setSpan(active, toolSpan);
+    const parentRun = this.settings.runs.get(parentRunId);
+    if (parentRun === undefined) return active;
+    const toolSpan = parentRun.toolSpan(parentToolCallId);
+    return toolSpan === undefined ? parentRun.context : trace.setSpan(active, toolSpan);
   }
 }
 
@@ -148,6 +174,18 @@ function checkpointRecording(value: CheckpointRecording | undefined): Checkpoint
   throw new LunationError(
     'invalid-argument',
     `openTelemetryInstrumentation: checkpoints must be 'summary', 'events' or 'spans', not ${JSON.stringify(value)}`,
+  );
+}
+
+/** The `toolSpans` option, checked. */
+function toolSpanRecording(value: ToolSpanRecording | undefined): ToolSpanRecording {
+  if (value === undefined || value === 'all') return 'all';
+  const minDurationMs = typeof value === 'object' && value !== null ? value.minDurationMs : undefined;
+  if (typeof minDurationMs === 'number' && Number.isFinite(minDurationMs) && minDurationMs >= 0)
+    return { minDurationMs };
+  throw new LunationError(
+    'invalid-argument',
+    `openTelemetryInstrumentation: toolSpans must be 'all' or { minDurationMs } with a duration of 0 or more milliseconds, not ${JSON.stringify(value)}`,
   );
 }
 

@@ -14,7 +14,7 @@ import {
   type SuspensionTicket,
   type ToolCallFact,
   type ToolCallOutcome,
-  type ToolResult,
+  type ToolDescriptor,
   type TraceCarrier,
 } from '@lunation/contract';
 import {
@@ -29,6 +29,8 @@ import {
 } from '@opentelemetry/api';
 import { finishReasons, GEN_AI, LUNATION } from './attribute-names.js';
 import { genAIMessages, systemInstructions } from './message-content.js';
+import type { SpanNames } from './span-names.js';
+import { DeferredToolCallSpan, ToolCallSpan, type ToolSpanHost } from './tool-call-span.js';
 import { toTraceCarrier } from './trace-carrier.js';
 
 /**
@@ -37,11 +39,20 @@ import { toTraceCarrier } from './trace-carrier.js';
  */
 export type CheckpointRecording = 'summary' | 'events' | 'spans';
 
+/**
+ * Which tool executions get an `execute_tool` span: `'all'`, or only the notable ones (`{ minDurationMs }`: those
+ * that did not succeed, returned an error result, suspended, re-ran or took at least `minDurationMs`).
+ */
+export type ToolSpanRecording = 'all' | { readonly minDurationMs: number };
+
 /** What every span of one run shares. */
 export interface RunTraceSettings {
   readonly tracer: Tracer;
   readonly captureMessageContent: boolean;
   readonly checkpoints: CheckpointRecording;
+  readonly toolSpans: ToolSpanRecording;
+  /** Span names and tool descriptions, made once for every run. */
+  readonly names: SpanNames;
   /** The live runs of this instrumentation by run id, for the child runs their tool calls start. */
   readonly runs: Map<string, RunTracer>;
 }
@@ -56,7 +67,7 @@ export interface RunTraceSettings {
  * attributes a sampler may look at (the operation, provider and model, the tool's name) and get the rest in one
  * `setAttributes` when they end, which is also when an exporter first sees them.
  */
-export class RunTracer implements RunInstrumentation {
+export class RunTracer implements RunInstrumentation, ToolSpanHost {
   /** The run's span as parent of its operations. */
   readonly context: Context;
   /** The live execute_tool spans by tool call id (a delegated child run nests under its call's span). */
@@ -64,14 +75,17 @@ export class RunTracer implements RunInstrumentation {
   /** False for a run its sampler dropped: its operations are then not traced either (nothing is built). */
   private readonly recording: boolean;
   /** The descriptions of the tools the run's latest model call offered, by name (`gen_ai.tool.description`). */
-  private toolDescriptions: ReadonlyMap<string, string> = new Map();
-  private describedTools: readonly { name: string; description: string }[] | undefined;
+  private toolDescriptions: ReadonlyMap<string, string> | undefined;
+  private describedTools: readonly ToolDescriptor[] | undefined;
+  /** Tool executions that got no span (`toolSpans: { minDurationMs }`). */
+  private skippedToolSpans = 0;
   /** The run's checkpoint commits so far, and their summed latency in milliseconds. */
   private checkpointCount = 0;
   private checkpointMs = 0;
 
   readonly threadId: string;
   readonly runId: string;
+  readonly captureMessageContent: boolean;
 
   constructor(
     readonly span: Span,
@@ -84,6 +98,7 @@ export class RunTracer implements RunInstrumentation {
     this.runId = start.identity.runId;
     this.context = trace.setSpan(parent, span);
     this.recording = span.isRecording();
+    this.captureMessageContent = settings.captureMessageContent;
     settings.runs.set(this.runId, this);
   }
 
@@ -95,9 +110,10 @@ export class RunTracer implements RunInstrumentation {
   modelCallStarted(call: ModelCallFact): InstrumentedOperation<ModelCallOutcome> | undefined {
     if (!this.recording) return undefined;
     const { request } = call;
+    const { names } = this.settings;
     if (request.tools !== this.describedTools) {
       this.describedTools = request.tools;
-      this.toolDescriptions = new Map(request.tools.map((tool) => [tool.name, tool.description]));
+      this.toolDescriptions = names.toolDescriptions(request.tools);
     }
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'chat',
@@ -118,7 +134,7 @@ export class RunTracer implements RunInstrumentation {
       if (instructions !== undefined) attributes[GEN_AI.systemInstructions] = instructions;
     }
     const span = this.settings.tracer.startSpan(
-      `chat ${call.model}`,
+      names.chat(call.model),
       { kind: SpanKind.CLIENT, attributes },
       this.context,
     );
@@ -127,14 +143,24 @@ export class RunTracer implements RunInstrumentation {
 
   toolCallStarted(call: ToolCallFact): InstrumentedOperation<ToolCallOutcome> | undefined {
     if (!this.recording) return undefined;
+    const description = this.toolDescriptions?.get(call.toolName);
+    const { toolSpans } = this.settings;
+    if (toolSpans !== 'all' && !call.rerun)
+      return new DeferredToolCallSpan(this, call, description, toolSpans.minDurationMs);
+    return new ToolCallSpan(this, this.startToolSpan(call), call, description);
+  }
+
+  startToolSpan(call: ToolCallFact, startTime?: number): Span {
     const attributes: Attributes = {
       [GEN_AI.operationName]: 'execute_tool',
       [GEN_AI.toolName]: call.toolName,
     };
-    if (this.settings.captureMessageContent) attributes[GEN_AI.toolCallArguments] = call.arguments;
+    if (this.captureMessageContent) attributes[GEN_AI.toolCallArguments] = call.arguments;
     const span = this.settings.tracer.startSpan(
-      `execute_tool ${call.toolName}`,
-      { kind: SpanKind.INTERNAL, attributes },
+      this.settings.names.tool(call.toolName),
+      startTime === undefined
+        ? { kind: SpanKind.INTERNAL, attributes }
+        : { kind: SpanKind.INTERNAL, attributes, startTime },
       this.context,
     );
     if (call.rerun) {
@@ -145,14 +171,12 @@ export class RunTracer implements RunInstrumentation {
       });
     }
     this.toolSpans.set(call.toolCallId, span);
-    return new ToolCallSpan(
-      span,
-      call,
-      this.threadId,
-      this.toolSpans,
-      this.settings.captureMessageContent,
-      this.toolDescriptions.get(call.toolName),
-    );
+    return span;
+  }
+
+  toolSpanEnded(toolCallId: string, recorded: boolean): void {
+    if (recorded) this.toolSpans.delete(toolCallId);
+    else this.skippedToolSpans++;
   }
 
   checkpointStarted(kind: CheckpointKind): InstrumentedOperation<CheckpointOutcome> | undefined {
@@ -258,6 +282,7 @@ export class RunTracer implements RunInstrumentation {
     if (identity.parentRunId !== undefined) attributes[LUNATION.parentRunId] = identity.parentRunId;
     if (this.settings.captureMessageContent && this.start.input.length > 0)
       attributes[GEN_AI.inputMessages] = genAIMessages(this.start.input);
+    if (this.skippedToolSpans > 0) attributes[LUNATION.toolSpansSkipped] = this.skippedToolSpans;
     if (this.checkpointCount > 0) {
       attributes[LUNATION.checkpoints] = this.checkpointCount;
       attributes[LUNATION.checkpointsDuration] = this.checkpointMs;
@@ -324,50 +349,6 @@ class ModelCallSpan implements InstrumentedOperation<ModelCallOutcome> {
   }
 }
 
-/** A tool execution's `execute_tool` span; its attributes besides the sampler's come with its end. */
-class ToolCallSpan implements InstrumentedOperation<ToolCallOutcome> {
-  constructor(
-    private readonly span: Span,
-    private readonly call: ToolCallFact,
-    private readonly threadId: string,
-    private readonly open: Map<string, Span>,
-    private readonly captureMessageContent: boolean,
-    private readonly description: string | undefined,
-  ) {}
-
-  end(outcome: ToolCallOutcome): void {
-    const { span, call } = this;
-    this.open.delete(call.toolCallId);
-    if (!span.isRecording()) return; // not sampled: nothing to add
-    const result = outcome.result;
-    const attributes: Attributes = {
-      [GEN_AI.toolCallId]: call.toolCallId,
-      [GEN_AI.toolType]: isMcpResult(result) ? 'extension' : 'function',
-      [GEN_AI.conversationId]: this.threadId,
-      [LUNATION.idempotencyKey]: call.idempotencyKey,
-      [LUNATION.toolStatus]: outcome.status,
-    };
-    // The common first attempt carries neither.
-    if (call.rerun) attributes[LUNATION.rerun] = true;
-    if (call.attempt > 1) attributes[LUNATION.attempt] = call.attempt;
-    if (this.description !== undefined) attributes[GEN_AI.toolDescription] = this.description;
-    if (result !== undefined) {
-      if (this.captureMessageContent) attributes[GEN_AI.toolCallResult] = JSON.stringify(result);
-      if (result.status === 'error') {
-        const errorType = outcome.status === 'abandoned' ? 'abandoned' : 'tool_error';
-        attributes[GEN_AI.errorType] = errorType;
-        // The result's text is content (it may hold personal data): only with contents on.
-        span.setStatus({
-          code: SpanStatusCode.ERROR,
-          message: this.captureMessageContent ? (result.message ?? errorType) : errorType,
-        });
-      }
-    }
-    span.setAttributes(attributes);
-    span.end();
-  }
-}
-
 /** A checkpoint commit timed for the run's summary (and its event, when the run records one). */
 class CheckpointTimer implements InstrumentedOperation<CheckpointOutcome> {
   private readonly startedAt = performance.now();
@@ -428,12 +409,6 @@ export function failed(span: Span, error: unknown, withText: boolean): void {
   }
   if (error instanceof Error) span.recordException({ name: type } satisfies Exception);
   span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-}
-
-/** A result of a tool of `@lunation/mcp` (it names the server and tool in `metadata.mcp`): an `extension` tool. */
-function isMcpResult(result: ToolResult | undefined): boolean {
-  const mcp = result?.metadata?.mcp;
-  return typeof mcp === 'object' && mcp !== null && !Array.isArray(mcp);
 }
 
 /** A LunationError's code, or undefined. */
