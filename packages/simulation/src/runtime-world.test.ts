@@ -108,3 +108,17 @@ describe('defects the simulator found in the runtime and the fleet', () => {
     120_000,
   );
 });
+
+describe('the runtime on virtual time: stalls, skew, model and tool faults', () => {
+  it('gives the same trace for the same seed with stalled workers, skewed clocks and faulty models and tools', async () => {
+    let stalls = 0;
+    for (const seed of [2, 5, 9]) {
+      const first = await runRuntimeWorld({ seed, ...faultProfiles.stalls.runtime, keepTrace: true });
+      const second = await runRuntimeWorld({ seed, ...faultProfiles.stalls.runtime, keepTrace: true });
+      expect(second.traceHash, `seed ${seed}`).toBe(first.traceHash);
+      expect(first.violations, `seed ${seed}`).toEqual([]);
+      stalls += first.faults['worker.stall'] ?? 0;
+    }
+    expect(stalls).toBeGreaterThan(0);
+  }, 180_000);
+});

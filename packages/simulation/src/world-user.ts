@@ -45,7 +45,11 @@ export class SimulatedUser {
     this.random = world.scheduler.stream('user');
     this.store = world.store.forProcess(this.process);
     this.dispatcher = world.dispatcher.forProcess(this.process);
-    this.client = new FleetClient({ dispatcher: this.dispatcher, store: this.store });
+    this.client = new FleetClient({
+      dispatcher: this.dispatcher,
+      store: this.store,
+      ids: world.scheduler.ids(this.process.name),
+    });
   }
 
   /** Runs the user's script on every thread at once; resolves when it has nothing left to do. */

@@ -37,6 +37,7 @@ export function startWorldWorker(world: WorldContext, process: SimulatedProcess,
     claimLockMs,
     idleWaitMs: 1_000,
     strandedScanIntervalMs: 0,
+    clock: process.clock,
   });
   worker.start();
   return worker;
