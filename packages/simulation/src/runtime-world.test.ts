@@ -109,6 +109,22 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   );
 });
 
+describe('effects a stalled process sends late, fenced at their target', () => {
+  // Seeds 149 and 1754 of `stalls`: a worker stalled with its tool's effect in flight (it had checked its lease,
+  // started the tool and sent the effect) resumed after a successor had re-run the call and recorded its result,
+  // and its effect landed then. No check in the process can close that window; the target can: the world's tools
+  // pass `context.fencingToken` and the world, like a fenced API, refuses a token lower than one it has seen.
+  it.each([149, 1754])(
+    'seed %i (stalls): the late effect is refused by its target',
+    async (seed) => {
+      const report = await runRuntimeWorld({ seed, ...faultProfiles.stalls.runtime });
+      expect(report.violations).toEqual([]);
+      expect(report.coverage?.['effect refused (stale fencing token)']).toBeGreaterThan(0);
+    },
+    120_000,
+  );
+});
+
 describe('the runtime on virtual time: stalls, skew, model and tool faults', () => {
   it('gives the same trace for the same seed with stalled workers, skewed clocks and faulty models and tools', async () => {
     let stalls = 0;

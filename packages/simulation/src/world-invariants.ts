@@ -207,6 +207,7 @@ export class WorldInvariants {
     for (const effect of ledger.all())
       add(`effect ${effect.label.split(' ')[0]}${effect.label.endsWith('(rerun)') ? ' rerun' : ''}`);
     for (let index = 0; index < store.database.rows.size; index++) add('effect book (transactional)');
+    for (let index = 0; index < ledger.refused().length; index++) add('effect refused (stale fencing token)');
     return counts;
   }
 }

@@ -17,6 +17,30 @@ export interface WorldEffect {
 export class WorldLedger {
   private readonly effects: WorldEffect[] = [];
   private readonly byKey = new Map<string, WorldEffect[]>();
+  /** The highest fencing token the target has seen per thread. */
+  private readonly tokens = new Map<string, number>();
+  private readonly stale: WorldEffect[] = [];
+
+  /**
+   * The target's fence, as a real API that remembers the highest fencing token it saw per thread: an effect that
+   * comes with a lower token is refused (a process stopped between its lease check and its call, resumed after
+   * a successor took the thread over: its effect has no effect) and kept in {@link refused}. True when admitted.
+   */
+  admit(threadId: string, token: number | undefined, effect: WorldEffect): boolean {
+    if (token === undefined) return true;
+    const seen = this.tokens.get(threadId);
+    if (seen !== undefined && token < seen) {
+      this.stale.push(effect);
+      return false;
+    }
+    this.tokens.set(threadId, token);
+    return true;
+  }
+
+  /** The effects the target refused for a stale fencing token, in the order they came. */
+  refused(): readonly WorldEffect[] {
+    return this.stale;
+  }
 
   /** Records an effect. */
   record(effect: WorldEffect): void {

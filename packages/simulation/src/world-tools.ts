@@ -1,4 +1,4 @@
-import type { InterruptPolicy } from '@lunation/contract';
+import { type InterruptPolicy, LunationError } from '@lunation/contract';
 import { defineTool, type ToolContext } from '@lunation/runtime';
 import { z } from 'zod';
 import type { SimulatedProcess } from './scheduler.js';
@@ -110,20 +110,31 @@ function checkRunner(
   }
 }
 
-/** Checks an effect about to happen against the store and the user's journal, then counts it. */
+/**
+ * An effect reaching its target: refused when it carries a lower fencing token than the target saw for the thread
+ * (see `WorldLedger.admit`); otherwise checked against the store and the user's journal, then counted.
+ */
 function recordEffect(
   world: WorldContext,
   process: SimulatedProcess,
   name: WorldToolName,
   context: ToolContext,
 ): void {
-  checkEffect(world, process, name, context);
-  world.ledger.record({
+  const effect = {
     key: context.idempotencyKey,
     process: process.name,
     label: `${name} ${context.identity.runId}${context.rerun ? ' (rerun)' : ''}`,
     at: world.scheduler.elapsed(),
-  });
+  };
+  // The tool passes its fencing token to the target, as the runtime's README tells tools with external effects.
+  if (!world.ledger.admit(context.identity.threadId, context.fencingToken, effect)) {
+    throw new LunationError(
+      'stale-lease',
+      `${name}: the target refused fencing token ${context.fencingToken} (it has seen a later one for thread ${context.identity.threadId})`,
+    );
+  }
+  checkEffect(world, process, name, context);
+  world.ledger.record(effect);
 }
 
 /**
