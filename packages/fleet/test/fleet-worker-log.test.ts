@@ -116,7 +116,8 @@ describe('AgentWorker log', () => {
         owner: 'worker-owner',
       });
       expect(entry.incarnation).toBe(runner.incarnation);
-      expect(entry.incarnation).toMatch(/^[0-9a-f-]{36}$/);
+      // An id of the runtime's IdSource (systemIds: the process's random UUID and a counter).
+      expect(entry.incarnation).toMatch(/^[0-9a-f-]{36}-[0-9a-z]+$/);
     }
     const runEntries = entries.filter((entry) => entry.event.startsWith('run-'));
     expect(runEntries.map((entry) => entry.runId)).toEqual([runId, runId, runId, runId]);
