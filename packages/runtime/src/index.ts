@@ -30,7 +30,7 @@ export {
   type TaskStatus,
   tasksKey,
 } from './background-tasks.js';
-export { AgentRuntimeBuilder, createRuntime } from './builder.js';
+export { AgentRuntimeBuilder, createRuntime, type RuntimeSettings } from './builder.js';
 export {
   type ActionType,
   type Command,

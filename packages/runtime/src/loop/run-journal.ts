@@ -45,8 +45,8 @@ export interface RunJournalEntry {
 }
 
 /**
- * The journal entries of a run record (empty when it has none), each whole: the record keeps them compact (see
- * {@link RunJournal}) and this restores what an entry left out.
+ * The journal entries of a run record (empty when it has none), each whole: the record keeps them compact (the
+ * runner only on its first entry, no zero usage) and this restores what an entry left out.
  */
 export function runJournalOf(run: Pick<RunRecord, 'state'>): RunJournalEntry[] {
   const stored = run.state[RUN_JOURNAL_KEY];
