@@ -82,13 +82,11 @@ export class WorkerFaultDraws {
   /** What the next model attempt does, and how late a slow one answers. */
   model(): { fault: ModelFault; delayMs: number } {
     const { models, faults } = this;
-    const fault: ModelFault = models.chance(faults.modelError ?? 0)
-      ? 'error'
-      : models.chance(faults.modelHang ?? 0)
-        ? 'hang'
-        : models.chance(faults.modelSlow ?? 0)
-          ? 'slow'
-          : 'none';
+    const fault = firstFault<ModelFault>(models, [
+      ['error', faults.modelError],
+      ['hang', faults.modelHang],
+      ['slow', faults.modelSlow],
+    ]);
     const delayMs = fault === 'slow' ? models.int(1, slowModelMs) : 0;
     if (fault === 'none' || !this.schedule.allows(`model.${fault}`)) return { fault: 'none', delayMs: 0 };
     return { fault, delayMs };
@@ -97,13 +95,11 @@ export class WorkerFaultDraws {
   /** What the next tool attempt does. */
   tool(): ToolFault {
     const { tools, faults } = this;
-    const fault: ToolFault = tools.chance(faults.toolThrow ?? 0)
-      ? 'throw'
-      : tools.chance(faults.toolHang ?? 0)
-        ? 'hang'
-        : tools.chance(faults.toolIgnoresSignal ?? 0)
-          ? 'ignore-signal'
-          : 'none';
+    const fault = firstFault<ToolFault>(tools, [
+      ['throw', faults.toolThrow],
+      ['hang', faults.toolHang],
+      ['ignore-signal', faults.toolIgnoresSignal],
+    ]);
     return fault === 'none' || !this.schedule.allows(`tool.${fault}`) ? 'none' : fault;
   }
 }
@@ -121,4 +117,16 @@ export function toolFailure(name: string): LunationError {
   return new LunationError('tool-execution-failed', `Simulated fault: tool ${name} threw`, {
     details: { simulated: true },
   });
+}
+
+/**
+ * The first fault whose chance comes up, drawn in order from `random` (a draw only when every one before it
+ * missed), or `'none'`.
+ */
+function firstFault<Fault extends string>(
+  random: SeededRandom,
+  chances: ReadonlyArray<readonly [Exclude<Fault, 'none'>, number | undefined]>,
+): Fault | 'none' {
+  for (const [fault, chance] of chances) if (random.chance(chance ?? 0)) return fault;
+  return 'none';
 }
