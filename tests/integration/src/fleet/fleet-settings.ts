@@ -33,6 +33,8 @@ export const fleetSettings = {
   followUps: Number(process.env.LUNATION_FLEET_FOLLOW_UPS ?? 0.3),
   /** How long a user waits for a run to end: this plus 15 s per planned step. */
   runTimeoutMs: Number(process.env.LUNATION_FLEET_RUN_TIMEOUT_MS ?? 45_000),
+  /** The whole test's time limit per backend (a 2,000-run fleet on a starved machine needs more than the hour). */
+  testTimeoutMs: Number(process.env.LUNATION_FLEET_TEST_TIMEOUT_MS ?? 3_600_000),
 };
 
 export type FleetSettings = typeof fleetSettings;

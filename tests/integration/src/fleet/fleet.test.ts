@@ -147,7 +147,7 @@ describe.each(backends)('a worker fleet on $name', (backend) => {
     await backend.cleanup(connections);
     expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
     rmSync(directory, { recursive: true, force: true });
-  }, 3_600_000);
+  }, settings.testTimeoutMs);
 });
 
 /** A frozen worker: how long its heartbeats stopped, its last injected append failure and last journal lines. */
