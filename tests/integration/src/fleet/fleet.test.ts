@@ -27,127 +27,133 @@ const backends = fleetBackends.filter(
 );
 
 describe.each(backends)('a worker fleet on $name', (backend) => {
-  it('completes every run while workers are killed, stalled past their lease and starved, appends fail and users cancel: every invariant of fleet.md holds', async () => {
-    await backend.ensureReachable();
-    const directory = mkdtempSync(join(tmpdir(), `lunation-fleet-${backend.name.split(' ')[0]}-`));
-    const label = `${settings.seed}-${process.pid}`;
-    const connections = backend.connect(label, directory);
-    const journalPath = join(directory, 'journal.jsonl');
-    const pool = new WorkerPool({
-      store: connections.store,
-      dispatcher: connections.dispatcher,
-      journal: journalPath,
-      leaseTtlMs: settings.leaseTtlMs,
-      concurrency: settings.concurrency,
-      seed: settings.seed,
-      appendFailureRate: settings.appendFailureRate,
-    });
-    const dispatchers: Dispatcher[] = await Promise.all([
-      openDispatcher(connections.dispatcher),
-      openDispatcher(connections.dispatcher),
-    ]);
-    const stores = await Promise.all([openStore(connections.store), openStore(connections.store)]);
-    // Two HTTP fronts (`@lunation/http` over `FleetFront`) in processes of their own, killed and stalled too.
-    const fronts = new FrontPool({
-      store: connections.store,
-      dispatcher: connections.dispatcher,
-      heartbeatMs: Math.max(200, Math.round(settings.requestTimeoutMs / 4)),
-    });
-    const users = new FleetUserClient(fronts, {
-      requestTimeoutMs: settings.requestTimeoutMs,
-      idleTimeoutMs: settings.requestTimeoutMs,
-    });
-    const random = SeededRandom.derive(settings.seed, backend.name);
-    const plans = Array.from({ length: settings.runs }, (_, index) => threadPlan(random, index, settings));
-    const hogs = await startCpuHogs(settings.cpuHogs, settings.cpuHogDuty);
-    const started = Date.now();
-    let driven: DrivenRun[][] = [];
-    try {
-      await Promise.all([pool.start(settings.workers), fronts.start(2)]);
-      const disturbing = disturb(
+  it(
+    'completes every run while workers are killed, stalled past their lease and starved, appends fail and users cancel: every invariant of fleet.md holds',
+    async () => {
+      await backend.ensureReachable();
+      const directory = mkdtempSync(join(tmpdir(), `lunation-fleet-${backend.name.split(' ')[0]}-`));
+      const label = `${settings.seed}-${process.pid}`;
+      const connections = backend.connect(label, directory);
+      const journalPath = join(directory, 'journal.jsonl');
+      const pool = new WorkerPool({
+        store: connections.store,
+        dispatcher: connections.dispatcher,
+        journal: journalPath,
+        leaseTtlMs: settings.leaseTtlMs,
+        concurrency: settings.concurrency,
+        seed: settings.seed,
+        appendFailureRate: settings.appendFailureRate,
+      });
+      const dispatchers: Dispatcher[] = await Promise.all([
+        openDispatcher(connections.dispatcher),
+        openDispatcher(connections.dispatcher),
+      ]);
+      const stores = await Promise.all([openStore(connections.store), openStore(connections.store)]);
+      // Two HTTP fronts (`@lunation/http` over `FleetFront`) in processes of their own, killed and stalled too.
+      const fronts = new FrontPool({
+        store: connections.store,
+        dispatcher: connections.dispatcher,
+        heartbeatMs: Math.max(200, Math.round(settings.requestTimeoutMs / 4)),
+      });
+      const users = new FleetUserClient(fronts, {
+        requestTimeoutMs: settings.requestTimeoutMs,
+        idleTimeoutMs: settings.requestTimeoutMs,
+      });
+      const random = SeededRandom.derive(settings.seed, backend.name);
+      const plans = Array.from({ length: settings.runs }, (_, index) => threadPlan(random, index, settings));
+      const hogs = await startCpuHogs(settings.cpuHogs, settings.cpuHogDuty);
+      const started = Date.now();
+      let driven: DrivenRun[][] = [];
+      try {
+        await Promise.all([pool.start(settings.workers), fronts.start(2)]);
+        const disturbing = disturb(
+          pool,
+          fronts,
+          SeededRandom.derive(settings.seed, backend.name, 'disturbances'),
+          {
+            minMs: settings.killMinMs,
+            maxMs: settings.killMaxMs,
+            leaseTtlMs: settings.leaseTtlMs,
+            stalls: settings.stalls,
+            longStalls: settings.longStalls,
+            fronts: settings.frontDisturbances,
+            requestTimeoutMs: settings.requestTimeoutMs,
+          },
+        );
+        try {
+          driven = await inPool(
+            plans,
+            settings.inFlight,
+            async (plan) => (await driveThread(users, plan, settings.seed, settings.runTimeoutMs)).runs,
+          );
+        } finally {
+          await disturbing.stop();
+        }
+      } finally {
+        await pool.stop();
+        await fronts.stop();
+        await hogs.stop();
+      }
+      const seconds = (Date.now() - started) / 1000;
+
+      const journal = readJournal(journalPath);
+      writeFileSync(
+        join(directory, 'disturbances.json'),
+        JSON.stringify(
+          { kills: pool.kills, stalls: pool.stalls, freezes: pool.freezes, fronts: fronts.disturbances },
+          null,
+          1,
+        ),
+      );
+      const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
+      // The tools' effects went to a fenced target (the journal): the invariants judge the effects it accepted.
+      const target = fenceAtTarget(journal);
+      const threads = await inPool(driven, 16, (runs) =>
+        gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, target.accepted, deadLetters),
+      );
+      // A worker whose event loop froze is, to the fleet, a stalled worker; the freeze itself fails the test.
+      const disturbances = { kills: pool.kills, stalls: [...pool.stalls, ...pool.freezes] };
+      const violations: FleetViolation[] = threads.flatMap((thread) =>
+        checkFleetThread(thread, disturbances),
+      );
+      const freezes = pool.freezes.map((freeze) => describeFreeze(freeze, journal));
+      const summary = fleetSummary(settings, {
+        backend: backend.name,
+        seconds,
+        threads,
+        journal: target.accepted,
+        target,
         pool,
         fronts,
-        SeededRandom.derive(settings.seed, backend.name, 'disturbances'),
-        {
-          minMs: settings.killMinMs,
-          maxMs: settings.killMaxMs,
-          leaseTtlMs: settings.leaseTtlMs,
-          stalls: settings.stalls,
-          longStalls: settings.longStalls,
-          fronts: settings.frontDisturbances,
-          requestTimeoutMs: settings.requestTimeoutMs,
-        },
-      );
-      try {
-        driven = await inPool(
-          plans,
-          settings.inFlight,
-          async (plan) => (await driveThread(users, plan, settings.seed, settings.runTimeoutMs)).runs,
+        users,
+        violations,
+      });
+      console.log(summary);
+
+      await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
+      await Promise.all(stores.map((store) => store.close()));
+      const failures = [...pool.failures, ...fronts.failures.map((failure) => `(front) ${failure}`)];
+      if (violations.length > 0 || failures.length > 0 || freezes.length > 0) {
+        expect.fail(
+          [
+            summary,
+            ...freezes.map((freeze) => `  worker froze: ${freeze}`),
+            ...failures.map((failure) => `  process failure: ${failure}`),
+            ...violations
+              .slice(0, 60)
+              .map((violation) => `  ${violation.invariant} (${violation.threadId}): ${violation.detail}`),
+            replay(backend.name),
+            `Journal: ${journalPath} (kills, stalls and freezes: ${join(directory, 'disturbances.json')})`,
+            `Kept for inspection: the store ${JSON.stringify(connections.store)} and the dispatcher ${JSON.stringify(connections.dispatcher)}`,
+          ].join('\n'),
         );
-      } finally {
-        await disturbing.stop();
       }
-    } finally {
-      await pool.stop();
-      await fronts.stop();
-      await hogs.stop();
-    }
-    const seconds = (Date.now() - started) / 1000;
-
-    const journal = readJournal(journalPath);
-    writeFileSync(
-      join(directory, 'disturbances.json'),
-      JSON.stringify(
-        { kills: pool.kills, stalls: pool.stalls, freezes: pool.freezes, fronts: fronts.disturbances },
-        null,
-        1,
-      ),
-    );
-    const deadLetters = await (dispatchers[0] as Dispatcher).deadLetters({ limit: 10_000 });
-    // The tools' effects went to a fenced target (the journal): the invariants judge the effects it accepted.
-    const target = fenceAtTarget(journal);
-    const threads = await inPool(driven, 16, (runs) =>
-      gatherEvidence(stores[0]!, dispatchers[0] as Dispatcher, runs, target.accepted, deadLetters),
-    );
-    // A worker whose event loop froze is, to the fleet, a stalled worker; the freeze itself fails the test.
-    const disturbances = { kills: pool.kills, stalls: [...pool.stalls, ...pool.freezes] };
-    const violations: FleetViolation[] = threads.flatMap((thread) => checkFleetThread(thread, disturbances));
-    const freezes = pool.freezes.map((freeze) => describeFreeze(freeze, journal));
-    const summary = fleetSummary(settings, {
-      backend: backend.name,
-      seconds,
-      threads,
-      journal: target.accepted,
-      target,
-      pool,
-      fronts,
-      users,
-      violations,
-    });
-    console.log(summary);
-
-    await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
-    await Promise.all(stores.map((store) => store.close()));
-    const failures = [...pool.failures, ...fronts.failures.map((failure) => `(front) ${failure}`)];
-    if (violations.length > 0 || failures.length > 0 || freezes.length > 0) {
-      expect.fail(
-        [
-          summary,
-          ...freezes.map((freeze) => `  worker froze: ${freeze}`),
-          ...failures.map((failure) => `  process failure: ${failure}`),
-          ...violations
-            .slice(0, 60)
-            .map((violation) => `  ${violation.invariant} (${violation.threadId}): ${violation.detail}`),
-          replay(backend.name),
-          `Journal: ${journalPath} (kills, stalls and freezes: ${join(directory, 'disturbances.json')})`,
-          `Kept for inspection: the store ${JSON.stringify(connections.store)} and the dispatcher ${JSON.stringify(connections.dispatcher)}`,
-        ].join('\n'),
-      );
-    }
-    await backend.cleanup(connections);
-    expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
-    rmSync(directory, { recursive: true, force: true });
-  }, settings.testTimeoutMs);
+      await backend.cleanup(connections);
+      expect(pool.kills.length + pool.stalls.length).toBeGreaterThan(0);
+      rmSync(directory, { recursive: true, force: true });
+    },
+    settings.testTimeoutMs,
+  );
 });
 
 /** A frozen worker: how long its heartbeats stopped, its last injected append failure and last journal lines. */
