@@ -32,6 +32,38 @@ import { DispatchFaultDraws, type DispatchFaults } from './simulated-dispatch-fa
 
 export type { DispatchFaults } from './simulated-dispatch-faults.js';
 
+/** Why a process's connection closed (one shared reason: a DOMException of its own per crash costs a stack trace). */
+const disconnected = new DOMException('This operation was aborted', 'AbortError');
+
+/**
+ * A signal aborted once `signal` or `connection` is, as `AbortSignal.any` gives, but linked only until `unlink`:
+ * `AbortSignal.any` keeps every signal it made as a dependant of the connection for as long as it lives, and
+ * the connection's abort then walks them all (hundreds of finished claims of a long-lived worker).
+ */
+function linkSignals(
+  signal: AbortSignal | undefined,
+  connection: AbortSignal,
+): { signal: AbortSignal; unlink: () => void } {
+  if (signal === undefined) return { signal: connection, unlink: () => undefined };
+  const linked = new AbortController();
+  const first = signal.aborted ? signal : connection.aborted ? connection : undefined;
+  if (first !== undefined) {
+    linked.abort(first.reason);
+    return { signal: linked.signal, unlink: () => undefined };
+  }
+  const onSignal = () => linked.abort(signal.reason);
+  const onConnection = () => linked.abort(connection.reason);
+  signal.addEventListener('abort', onSignal, { once: true });
+  connection.addEventListener('abort', onConnection, { once: true });
+  return {
+    signal: linked.signal,
+    unlink: () => {
+      signal.removeEventListener('abort', onSignal);
+      connection.removeEventListener('abort', onConnection);
+    },
+  };
+}
+
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
 export interface SimulatedDispatcherOptions extends DispatchPolicy {
   /** The scheduler that completes the dispatcher's calls. */
@@ -116,10 +148,13 @@ export class SimulatedDispatcher implements Dispatcher {
     return this.call(`claim ${options.workerId}`, 'claim', async () => {
       // A claim issued before close() and applied after it takes nothing.
       if (this.closed) return undefined;
-      const { signal } = options;
-      const waiting =
-        signal === undefined ? this.connection.signal : AbortSignal.any([signal, this.connection.signal]);
-      const claim = await this.local.claim({ ...options, signal: waiting });
+      const waiting = linkSignals(options.signal, this.connection.signal);
+      let claim: DispatchClaim | undefined;
+      try {
+        claim = await this.local.claim({ ...options, signal: waiting.signal });
+      } finally {
+        waiting.unlink();
+      }
       if (claim === undefined) return undefined;
       const revokeInMs = this.draws.revocation(options.lockMs ?? this.options.lockMs ?? 30_000);
       if (revokeInMs !== undefined) {
@@ -292,7 +327,7 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** The process's connection closes: its waiting claims settle unanswered, its watches stop. */
   private disconnect(): void {
-    this.connection.abort();
+    this.connection.abort(disconnected);
     for (const watch of [...this.watches]) watch.close();
   }
 
