@@ -174,22 +174,23 @@ export class Scheduler {
       if (!owner.alive) return;
       const latency =
         this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
+      const { trace } = this;
       this.enqueue(owner, label, latency, this.random.uint32(), () => {
         let result: T | Promise<T>;
         try {
           result = apply();
         } catch (error) {
-          this.trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+          if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
           reject(error);
           return;
         }
         Promise.resolve(result).then(
           (value) => {
-            this.trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
+            if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
             resolve(value);
           },
           (error: unknown) => {
-            this.trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+            if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
             reject(error);
           },
         );
@@ -200,7 +201,7 @@ export class Scheduler {
   /** A timer task of `owner`, due `delayMs` from now; returns a handle to cancel it. @internal */
   timer(owner: SimulatedProcess, delayMs: number, callback: () => void): { cancelled: boolean } {
     return this.enqueue(owner, 'timer', Math.max(0, delayMs), 0, () => {
-      this.trace.record(`${this.elapsed()} ${owner.name} timer`);
+      if (this.trace.recording) this.trace.record(`${this.elapsed()} ${owner.name} timer`);
       callback();
     });
   }
