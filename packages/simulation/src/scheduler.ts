@@ -74,7 +74,13 @@ interface Task {
 const compareTasks = (a: Task, b: Task): number =>
   a.dueAt - b.dueAt || a.priority - b.priority || a.seq - b.seq;
 
-const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/**
+ * Settles once every promise continuation queued so far has run, and every one those queued: Node runs a
+ * `process.nextTick` callback only after the microtask queue is empty. (A `setImmediate` does the same at the cost
+ * of an event-loop turn per step; nothing the scheduler runs queues ticks of its own, which would run after this
+ * one.)
+ */
+const settled = (): Promise<void> => new Promise((resolve) => process.nextTick(resolve));
 
 /**
  * The seeded scheduler of a simulation: every operation a simulated part is asked for (a store call, a
