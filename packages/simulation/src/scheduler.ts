@@ -268,10 +268,7 @@ export class Scheduler {
       priority,
       owner,
       label,
-      run: () => {
-        owner.tasks.delete(task);
-        run();
-      },
+      run,
       cancelled: false,
     };
     owner.tasks.add(task);
@@ -283,6 +280,7 @@ export class Scheduler {
     return task;
   }
 
+  /** Takes the next task to run off the queue (and off its owner's list). */
   private next(): Task | undefined {
     for (;;) {
       const task = this.queue.pop();
@@ -295,6 +293,7 @@ export class Scheduler {
         this.queue.push(task);
         continue;
       }
+      task.owner.tasks.delete(task);
       return task;
     }
   }

@@ -40,28 +40,28 @@ const disconnected = new DOMException('This operation was aborted', 'AbortError'
  * `AbortSignal.any` keeps every signal it made as a dependant of the connection for as long as it lives, and
  * the connection's abort then walks them all (hundreds of finished claims of a long-lived worker).
  */
-function linkSignals(
-  signal: AbortSignal | undefined,
-  connection: AbortSignal,
-): { signal: AbortSignal; unlink: () => void } {
-  if (signal === undefined) return { signal: connection, unlink: () => undefined };
-  const linked = new AbortController();
-  const first = signal.aborted ? signal : connection.aborted ? connection : undefined;
-  if (first !== undefined) {
-    linked.abort(first.reason);
-    return { signal: linked.signal, unlink: () => undefined };
+class SignalLink {
+  /** Aborted once a source is (the connection itself when there is no other signal). */
+  readonly signal: AbortSignal;
+  private readonly linked = new AbortController();
+  private readonly sources: readonly AbortSignal[];
+
+  constructor(signal: AbortSignal | undefined, connection: AbortSignal) {
+    this.sources = signal === undefined ? [] : [signal, connection];
+    this.signal = signal === undefined ? connection : this.linked.signal;
+    const first = this.sources.find((source) => source.aborted);
+    if (first !== undefined) this.linked.abort(first.reason);
+    else for (const source of this.sources) source.addEventListener('abort', this, { once: true });
   }
-  const onSignal = () => linked.abort(signal.reason);
-  const onConnection = () => linked.abort(connection.reason);
-  signal.addEventListener('abort', onSignal, { once: true });
-  connection.addEventListener('abort', onConnection, { once: true });
-  return {
-    signal: linked.signal,
-    unlink: () => {
-      signal.removeEventListener('abort', onSignal);
-      connection.removeEventListener('abort', onConnection);
-    },
-  };
+
+  /** A source aborted: the linked signal aborts with its reason. */
+  handleEvent(event: Event): void {
+    this.linked.abort((event.target as AbortSignal).reason);
+  }
+
+  unlink(): void {
+    for (const source of this.sources) source.removeEventListener('abort', this);
+  }
 }
 
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
@@ -148,12 +148,12 @@ export class SimulatedDispatcher implements Dispatcher {
     return this.call(`claim ${options.workerId}`, 'claim', async () => {
       // A claim issued before close() and applied after it takes nothing.
       if (this.closed) return undefined;
-      const waiting = linkSignals(options.signal, this.connection.signal);
+      const link = new SignalLink(options.signal, this.connection.signal);
       let claim: DispatchClaim | undefined;
       try {
-        claim = await this.local.claim({ ...options, signal: waiting.signal });
+        claim = await this.local.claim({ ...options, signal: link.signal });
       } finally {
-        waiting.unlink();
+        link.unlink();
       }
       if (claim === undefined) return undefined;
       const revokeInMs = this.draws.revocation(options.lockMs ?? this.options.lockMs ?? 30_000);
