@@ -186,17 +186,20 @@ export class Scheduler {
         try {
           result = apply();
         } catch (error) {
-          if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+          if (trace.recording)
+            trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
           reject(error);
           return;
         }
         Promise.resolve(result).then(
           (value) => {
-            if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
+            if (trace.recording)
+              trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
             resolve(value);
           },
           (error: unknown) => {
-            if (trace.recording) trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+            if (trace.recording)
+              trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
             reject(error);
           },
         );

@@ -179,8 +179,7 @@ export class WorldInvariants {
     }
     if (reading.ended) this.ended.set(runId, reading.records.length);
     else if (endedWith !== undefined && reading.records.length < endedWith) this.ended.delete(runId);
-    for (const violation of logViolations(runId, reading, stored))
-      violations.push(violation);
+    for (const violation of logViolations(runId, reading, stored)) violations.push(violation);
   }
 
   /**
