@@ -75,10 +75,9 @@ const compareTasks = (a: Task, b: Task): number =>
   a.dueAt - b.dueAt || a.priority - b.priority || a.seq - b.seq;
 
 /**
- * Settles once every promise continuation queued so far has run, and every one those queued: Node runs a
- * `process.nextTick` callback only after the microtask queue is empty. (A `setImmediate` does the same at the cost
- * of an event-loop turn per step; nothing the scheduler runs queues ticks of its own, which would run after this
- * one.)
+ * Settles once every promise continuation queued so far has run, and every one they queued in turn: Node runs a
+ * `process.nextTick` callback only once the microtask queue is empty. A `setImmediate` waits for the same and costs
+ * an event-loop turn per step. (Ticks queued after this one would run after it; nothing the world runs queues any.)
  */
 const settled = (): Promise<void> => new Promise((resolve) => process.nextTick(resolve));
 
