@@ -1,3 +1,4 @@
+import type { Clock, IdSource } from '@lunation/contract';
 import type { ResolvedDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import type { DispatchChannels } from './dispatch-schema.js';
 import type { NotificationHub } from './notification-hub.js';
@@ -22,5 +23,9 @@ export interface DispatchContext {
   jobs: ThreadJobs;
   policy: ResolvedDispatchPolicy;
   settings: PostgresSettings;
+  /** Where the dispatcher's own code reads time and sets timers (not pg-boss's, not the server's clock). */
+  clock: Clock;
+  /** Where cancel request ids come from. */
+  ids: IdSource;
   reportError(error: unknown): void;
 }

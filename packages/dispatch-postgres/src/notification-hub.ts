@@ -1,3 +1,4 @@
+import type { Clock, ClockTimer } from '@lunation/contract';
 import { quoteIdentifier } from '@lunation/contract/postgres-utils';
 import type {
   PostgresDispatcherClient,
@@ -29,12 +30,14 @@ export class NotificationHub {
   /** The listening connection's statements, one after another (a pg client runs one query at a time). */
   #statements: Promise<unknown> = Promise.resolve();
   #retryMs = firstRetryMs;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: Clock;
+  #retryTimer: ClockTimer | undefined;
   #closed = false;
 
-  constructor(pool: PostgresDispatcherPool, reportError: (error: unknown) => void) {
+  constructor(pool: PostgresDispatcherPool, reportError: (error: unknown) => void, clock: Clock) {
     this.#pool = pool;
     this.#reportError = reportError;
+    this.#clock = clock;
   }
 
   /** Calls `handler` for each notification on `channel`; resolves once the channel is LISTENed. */
@@ -57,7 +60,7 @@ export class NotificationHub {
   /** Releases the connection; handlers are dropped. */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#retryTimer);
+    this.#clock.clearTimeout(this.#retryTimer);
     this.#handlers.clear();
     this.#listening.clear();
     const client = this.#client;
@@ -146,7 +149,7 @@ export class NotificationHub {
     if (this.#closed || this.#handlers.size === 0 || this.#retryTimer !== undefined) return;
     const delay = this.#retryMs;
     this.#retryMs = Math.min(longestRetryMs, this.#retryMs * 2);
-    this.#retryTimer = setTimeout(() => {
+    this.#retryTimer = this.#clock.setTimeout(() => {
       this.#retryTimer = undefined;
       this.#reconnect().catch((error: unknown) => {
         this.#reportError(error);

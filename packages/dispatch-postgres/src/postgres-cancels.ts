@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { CancelRequest, CancelRequestInput, CancelWatch } from '@lunation/contract';
 import { serverNowMs } from '@lunation/contract/postgres-utils';
 import type { DispatchContext } from './dispatch-context.js';
@@ -27,7 +26,7 @@ export class PostgresCancels {
 
   async request(input: CancelRequestInput): Promise<CancelRequest> {
     const { s, channels } = this.#context;
-    const id = randomUUID();
+    const id = this.#context.ids.id();
     const { rows } = await this.#context.pool.query(
       `WITH saved AS (
          INSERT INTO ${s}.dispatch_cancels (thread_id, run_key, id, run_id, reason, requested_at)

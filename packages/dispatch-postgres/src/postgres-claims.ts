@@ -29,11 +29,12 @@ interface Attempt {
  */
 export class PostgresClaims {
   readonly #context: DispatchContext;
-  readonly #waker = new Waker();
+  readonly #waker: Waker;
   #listening: Promise<unknown> | undefined;
 
   constructor(context: DispatchContext) {
     this.#context = context;
+    this.#waker = new Waker(context.clock);
   }
 
   async claim(
@@ -42,13 +43,14 @@ export class PostgresClaims {
     waitMs: number,
     signal: AbortSignal,
   ): Promise<DispatchClaim | undefined> {
-    const deadline = Date.now() + waitMs;
+    const { clock } = this.#context;
+    const deadline = clock.now() + waitMs;
     if (waitMs > 0) await this.#listenForWakes();
     for (;;) {
       const version = this.#waker.version;
       const attempt = await this.#attempt(workerId, lockMs, waitMs > 0);
       if (attempt.claim !== undefined) return attempt.claim;
-      const remaining = deadline - Date.now();
+      const remaining = deadline - clock.now();
       if (remaining <= 0 || signal.aborted) return undefined;
       const due = Math.max(shortestPauseMs, attempt.dueInMs ?? Number.POSITIVE_INFINITY);
       await this.#waker.wait(
@@ -81,7 +83,7 @@ export class PostgresClaims {
         this.#claimIn(transaction, workerId, lockMs, wantDue),
       );
       if (!attempt.contended) return attempt;
-      await new Promise((resolve) => setTimeout(resolve, round + 1));
+      await this.#context.clock.sleep(round + 1);
     }
     return { dueInMs: shortestPauseMs };
   }

@@ -3,6 +3,7 @@ import {
   type CancelRequest,
   type CancelRequestInput,
   type CancelWatch,
+  type ClockTimer,
   type CompleteResult,
   type DeadLetter,
   type DispatchClaim,
@@ -58,7 +59,7 @@ export class PostgresDispatchBackend implements DispatchBackend {
   readonly #inFlight = new Set<Promise<unknown>>();
   #initializing: Promise<void> | undefined;
   #initialized = false;
-  #maintenanceTimer: ReturnType<typeof setInterval> | undefined;
+  #maintenanceTimer: ClockTimer | undefined;
   #lastPoolError: unknown;
   #closed = false;
   #dropSchema = false;
@@ -235,7 +236,7 @@ export class PostgresDispatchBackend implements DispatchBackend {
       return;
     }
     this.#initialized = true;
-    this.#maintenanceTimer = setInterval(() => {
+    this.#maintenanceTimer = this.#context.clock.setInterval(() => {
       maintain(this.#context).catch(this.#context.reportError);
     }, this.#context.settings.maintenanceIntervalMs);
     this.#maintenanceTimer.unref();
@@ -255,10 +256,12 @@ export class PostgresDispatchBackend implements DispatchBackend {
 
   async #shutdown(): Promise<void> {
     this.#closing.abort();
-    clearInterval(this.#maintenanceTimer);
+    this.#context.clock.clearInterval(this.#maintenanceTimer);
     await Promise.race([
       Promise.allSettled([...this.#inFlight]),
-      new Promise((resolve) => setTimeout(resolve, closeGraceMs).unref()),
+      new Promise((resolve) =>
+        this.#context.clock.setTimeout(() => resolve(undefined), closeGraceMs).unref(),
+      ),
     ]);
     if (this.#initialized) {
       for (const claim of [...this.#held.values()]) {

@@ -1,4 +1,11 @@
-import { type DispatchPolicy, LunationError } from '@lunation/contract';
+import {
+  type Clock,
+  type DispatchPolicy,
+  type IdSource,
+  LunationError,
+  systemClock,
+  systemIds,
+} from '@lunation/contract';
 import { assertId, assertInteger, resolveDispatchPolicy } from '@lunation/contract/dispatch-utils';
 import { quoteIdentifier } from '@lunation/contract/postgres-utils';
 import pg from 'pg';
@@ -41,6 +48,14 @@ export interface PostgresDispatcherCommonOptions extends DispatchPolicy {
   maintenanceIntervalMs?: number;
   /** Receives errors of background work (pg-boss, maintenance, the listening connection). @default ignore them */
   onError?: (error: unknown) => void;
+  /**
+   * Where the dispatcher's own code reads time and sets its timers (claim waits and their retries, the listening
+   * connection's reconnect pauses, maintenance, the close grace). Locks, delays and the times it stores are the
+   * server's clock's; pg-boss's timers are its own. @default systemClock
+   */
+  clock?: Clock;
+  /** Where cancel request ids come from. @default systemIds */
+  ids?: IdSource;
 }
 
 /** A dispatcher that opens (and ends) its own pool. */
@@ -128,6 +143,7 @@ export function openContext(
   const queueName = options.queueName ?? defaultQueueName;
   assertQueueName(queueName);
   const reportError = options.onError ?? (() => {});
+  const clock = options.clock ?? systemClock;
   let pool: PostgresDispatcherPool;
   let ownedPool: pg.Pool | undefined;
   if ('pool' in options) {
@@ -162,10 +178,12 @@ export function openContext(
       s: quoteIdentifier(schema),
       schema,
       channels: new DispatchChannels(schema),
-      hub: new NotificationHub(pool, reportError),
+      hub: new NotificationHub(pool, reportError, clock),
       jobs: new ThreadJobs(bossDatabase, schema, queueName, reportError),
       policy,
       settings,
+      clock,
+      ids: options.ids ?? systemIds,
       reportError,
     },
   };

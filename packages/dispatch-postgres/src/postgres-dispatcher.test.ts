@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '@lunation/contract';
 import { expectLunationError, makeEvents, makeSubmission, sleep, uniqueId } from '@lunation/dispatch-testkit';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -253,5 +254,35 @@ describe('PostgresDispatcher run event logs', () => {
     await dispatcher.endEvents(ended, { ttlMs: 60_000 });
     expect(await dispatcher.readEvents(ended)).toEqual({ events: [], ended: true });
     await expectLunationError(dispatcher.appendEvents(ended, makeEvents(ended, 1)), 'stale-lease');
+  });
+});
+
+describe('PostgresDispatcher on an injected clock and id source', () => {
+  it('names cancel requests from its ids and runs claim waits and their timers on its clock', async () => {
+    let counter = 0;
+    const ids = { id: () => `injected-${++counter}`, random: () => 0.5 };
+    // The host's time and timers, each use noted.
+    const readings: number[] = [];
+    const timers: number[] = [];
+    const clock: Clock = {
+      ...systemClock,
+      now: () => readings[readings.push(systemClock.now()) - 1] as number,
+      setTimeout: (callback, ms) => {
+        timers.push(ms);
+        return systemClock.setTimeout(callback, ms);
+      },
+    };
+    const dispatcher = await dispatchers.open({ clock, ids, pollIntervalMs: 50 });
+    const threadId = uniqueId('clock');
+    const request = await dispatcher.requestCancel({ threadId, reason: 'stop' });
+    expect(request.id).toBe('injected-1');
+    expect((await dispatcher.cancelRequests(threadId)).map((saved) => saved.id)).toEqual(['injected-1']);
+
+    // Nothing to claim: the claim waits out its 200 ms on the clock, in pauses of at most the poll interval.
+    const started = readings.length;
+    expect(await dispatcher.claim({ workerId: 'w1', waitMs: 200 })).toBeUndefined();
+    expect(readings.length - started).toBeGreaterThanOrEqual(2);
+    expect(timers.length).toBeGreaterThanOrEqual(2);
+    expect(timers.every((ms) => ms <= 200)).toBe(true);
   });
 });

@@ -82,7 +82,7 @@ export class PostgresRunEvents {
    */
   async *subscribe(runId: string, after: number, signal: AbortSignal): AsyncGenerator<RunEventRecord> {
     if (signal.aborted) return;
-    const waker = new Waker();
+    const waker = new Waker(this.#context.clock);
     const unlisten = await this.#context.hub.listen(this.#context.channels.events(runId), () => waker.wake());
     try {
       let position = after;

@@ -1,3 +1,5 @@
+import type { Clock } from '@lunation/contract';
+
 /**
  * A wake-up flag that cannot be missed: a waiter notes `version` before it looks for work and passes it to `wait`,
  * which resolves at once when a `wake()` came in between.
@@ -5,6 +7,11 @@
 export class Waker {
   #version = 0;
   readonly #waiters = new Set<() => void>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
 
   /** Grows with each `wake()`. */
   get version(): number {
@@ -23,12 +30,12 @@ export class Waker {
     if (this.#version !== version || signal?.aborted || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.#clock.clearTimeout(timer);
         this.#waiters.delete(done);
         signal?.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = this.#clock.setTimeout(done, ms);
       this.#waiters.add(done);
       signal?.addEventListener('abort', done, { once: true });
     });

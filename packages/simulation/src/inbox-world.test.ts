@@ -19,7 +19,7 @@ const seeds = (count: number, from = 1) => Array.from({ length: count }, (_, ind
 
 describe('the inbox world', () => {
   it('gives the same trace, byte for byte, for the same seed (a sample of seeds, each run twice)', async () => {
-    const hashes = new Set<string>();
+    const hashes = new Set<string | undefined>();
     for (const seed of seeds(25)) {
       const first = await runInboxWorld({ seed, ...stormy, keepTrace: true });
       const second = await runInboxWorld({ seed, ...stormy, keepTrace: true });

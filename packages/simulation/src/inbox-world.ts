@@ -32,6 +32,8 @@ export interface InboxWorldOptions {
   mutation?: InboxMutation;
   /** Keep the whole trace (to print it). @default false */
   keepTrace?: boolean;
+  /** Record the trace (its hash and lines); off, the report has neither (for runs that read neither). @default true */
+  trace?: boolean;
   /** Give up after this many virtual ms. @default 600000 */
   maxVirtualMs?: number;
   /** Inject only the faults with these ordinals (a shrunk schedule). @default every fault the seed draws */
@@ -45,8 +47,8 @@ export interface WorldReport {
   steps: number;
   /** Virtual milliseconds the world ran. */
   virtualMs: number;
-  /** SHA-256 of the trace: the same seed gives the same hash. */
-  traceHash: string;
+  /** SHA-256 of the trace: the same seed gives the same hash. Undefined when the trace was off. */
+  traceHash: string | undefined;
   /** Lines of the trace that were kept (all with `keepTrace`). */
   trace: string[];
   /** Invariant violations, the first one first; empty when none. */
@@ -77,7 +79,10 @@ const lockMs = 2_000;
  * applied once (liveness).
  */
 export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldReport> {
-  const scheduler = new Scheduler({ seed: options.seed, trace: { keepAll: options.keepTrace ?? false } });
+  const scheduler = new Scheduler({
+    seed: options.seed,
+    trace: { keepAll: options.keepTrace ?? false, off: options.trace === false },
+  });
   const random = scheduler.stream('world');
   const chaos = scheduler.stream('chaos');
   const schedule = new FaultSchedule(options.keepFaults);
@@ -258,7 +263,7 @@ export async function runInboxWorld(options: InboxWorldOptions): Promise<WorldRe
     seed: options.seed,
     steps: scheduler.steps,
     virtualMs: scheduler.elapsed(),
-    traceHash: scheduler.trace.hash(),
+    traceHash: scheduler.trace.recording ? scheduler.trace.hash() : undefined,
     trace: scheduler.trace.lines(),
     violations: [...new Set(violations)],
     findings: [],

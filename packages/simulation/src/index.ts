@@ -42,7 +42,12 @@ export {
   SimulatedDispatcher,
   type SimulatedDispatcherOptions,
 } from './simulated-dispatcher.js';
-export { SimulatedStore, type SimulatedStoreOptions, type StoreFaults } from './simulated-store.js';
+export {
+  SimulatedStore,
+  type SimulatedStoreOptions,
+  type StoreActivity,
+  type StoreFaults,
+} from './simulated-store.js';
 export { Trace, type TraceOptions } from './trace.js';
 export type { WorkerFaults } from './world-faults.js';
 export { type WorldEffect, WorldLedger } from './world-ledger.js';

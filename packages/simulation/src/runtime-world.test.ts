@@ -15,7 +15,7 @@ describe('the runtime world (AgentWorkers, a user on FleetClient, over the simul
   }, 120_000);
 
   it('gives the same trace for the same seed, with crashes and every fault (a sample of seeds, each run twice)', async () => {
-    const hashes = new Set<string>();
+    const hashes = new Set<string | undefined>();
     for (const seed of [1, 2, 3, 4, 5, 6]) {
       const first = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime, keepTrace: true });
       const second = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime, keepTrace: true });
@@ -25,6 +25,19 @@ describe('the runtime world (AgentWorkers, a user on FleetClient, over the simul
       hashes.add(first.traceHash);
     }
     expect(hashes.size).toBe(6);
+  }, 120_000);
+
+  it('runs the same with its trace off (the trace only watches): the same steps, faults and outcomes', async () => {
+    for (const seed of [1, 4]) {
+      const traced = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime });
+      const untraced = await runRuntimeWorld({ seed, ...faultProfiles.all.runtime, trace: false });
+      expect(untraced.traceHash).toBeUndefined();
+      expect(traced.traceHash).toMatch(/^[0-9a-f]{64}$/);
+      const { traceHash: _hash, trace: _lines, ...outcome } = traced;
+      const { traceHash: _none, trace: _noLines, ...untracedOutcome } = untraced;
+      expect(untracedOutcome, `seed ${seed}`).toEqual(outcome);
+      expect(outcome.steps).toBeGreaterThan(100);
+    }
   }, 120_000);
 });
 

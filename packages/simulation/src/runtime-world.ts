@@ -37,6 +37,8 @@ export interface RuntimeWorldOptions {
   workerFaults?: WorkerFaults;
   /** Keep the whole trace (to print it). @default false */
   keepTrace?: boolean;
+  /** Record the trace (its hash and lines); off, the report has neither (for runs that read neither). @default true */
+  trace?: boolean;
   /** Give up after this many virtual ms. @default 600000 */
   maxVirtualMs?: number;
   /** Give up after this many real ms (a watchdog: the runtime's own timers are real). @default 30000 */
@@ -61,7 +63,10 @@ export interface RuntimeWorldOptions {
  * while a worker is alive.
  */
 export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<WorldReport> {
-  const scheduler = new Scheduler({ seed: options.seed, trace: { keepAll: options.keepTrace ?? false } });
+  const scheduler = new Scheduler({
+    seed: options.seed,
+    trace: { keepAll: options.keepTrace ?? false, off: options.trace === false },
+  });
   const chaos = scheduler.stream('chaos');
   const schedule = new FaultSchedule(options.keepFaults);
   const store = new SimulatedStore({
@@ -159,7 +164,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     seed: options.seed,
     steps: scheduler.steps,
     virtualMs: scheduler.elapsed(),
-    traceHash: scheduler.trace.hash(),
+    traceHash: scheduler.trace.recording ? scheduler.trace.hash() : undefined,
     trace: scheduler.trace.lines(),
     violations: [...new Set(world.violations)],
     findings: [...world.findings],

@@ -74,7 +74,12 @@ interface Task {
 const compareTasks = (a: Task, b: Task): number =>
   a.dueAt - b.dueAt || a.priority - b.priority || a.seq - b.seq;
 
-const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/**
+ * Settles once every promise continuation queued so far has run, and every one they queued in turn: Node runs a
+ * `process.nextTick` callback only once the microtask queue is empty. A `setImmediate` waits for the same and costs
+ * an event-loop turn per step. (Ticks queued after this one would run after it; nothing the world runs queues any.)
+ */
+const settled = (): Promise<void> => new Promise((resolve) => process.nextTick(resolve));
 
 /**
  * The seeded scheduler of a simulation: every operation a simulated part is asked for (a store call, a
@@ -174,22 +179,26 @@ export class Scheduler {
       if (!owner.alive) return;
       const latency =
         this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
+      const { trace } = this;
       this.enqueue(owner, label, latency, this.random.uint32(), () => {
         let result: T | Promise<T>;
         try {
           result = apply();
         } catch (error) {
-          this.trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+          if (trace.recording)
+            trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
           reject(error);
           return;
         }
         Promise.resolve(result).then(
           (value) => {
-            this.trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
+            if (trace.recording)
+              trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
             resolve(value);
           },
           (error: unknown) => {
-            this.trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
+            if (trace.recording)
+              trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
             reject(error);
           },
         );
@@ -200,7 +209,7 @@ export class Scheduler {
   /** A timer task of `owner`, due `delayMs` from now; returns a handle to cancel it. @internal */
   timer(owner: SimulatedProcess, delayMs: number, callback: () => void): { cancelled: boolean } {
     return this.enqueue(owner, 'timer', Math.max(0, delayMs), 0, () => {
-      this.trace.record(`${this.elapsed()} ${owner.name} timer`);
+      if (this.trace.recording) this.trace.record(`${this.elapsed()} ${owner.name} timer`);
       callback();
     });
   }
@@ -261,10 +270,7 @@ export class Scheduler {
       priority,
       owner,
       label,
-      run: () => {
-        owner.tasks.delete(task);
-        run();
-      },
+      run,
       cancelled: false,
     };
     owner.tasks.add(task);
@@ -276,6 +282,7 @@ export class Scheduler {
     return task;
   }
 
+  /** Takes the next task to run off the queue (and off its owner's list). */
   private next(): Task | undefined {
     for (;;) {
       const task = this.queue.pop();
@@ -288,6 +295,7 @@ export class Scheduler {
         this.queue.push(task);
         continue;
       }
+      task.owner.tasks.delete(task);
       return task;
     }
   }

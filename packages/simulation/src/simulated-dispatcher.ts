@@ -32,6 +32,38 @@ import { DispatchFaultDraws, type DispatchFaults } from './simulated-dispatch-fa
 
 export type { DispatchFaults } from './simulated-dispatch-faults.js';
 
+/** Why a process's connection closed (one shared reason: a DOMException of its own per crash costs a stack trace). */
+const disconnected = new DOMException('This operation was aborted', 'AbortError');
+
+/**
+ * A signal aborted once `signal` or `connection` is, as `AbortSignal.any` gives, but linked only until `unlink`:
+ * `AbortSignal.any` keeps every signal it made as a dependant of the connection for as long as it lives, and
+ * the connection's abort then walks them all (hundreds of finished claims of a long-lived worker).
+ */
+class SignalLink {
+  /** Aborted once a source is (the connection itself when there is no other signal). */
+  readonly signal: AbortSignal;
+  private readonly linked = new AbortController();
+  private readonly sources: readonly AbortSignal[];
+
+  constructor(signal: AbortSignal | undefined, connection: AbortSignal) {
+    this.sources = signal === undefined ? [] : [signal, connection];
+    this.signal = signal === undefined ? connection : this.linked.signal;
+    const first = this.sources.find((source) => source.aborted);
+    if (first !== undefined) this.linked.abort(first.reason);
+    else for (const source of this.sources) source.addEventListener('abort', this, { once: true });
+  }
+
+  /** A source aborted: the linked signal aborts with its reason. */
+  handleEvent(event: Event): void {
+    this.linked.abort((event.target as AbortSignal).reason);
+  }
+
+  unlink(): void {
+    for (const source of this.sources) source.removeEventListener('abort', this);
+  }
+}
+
 /** Options of {@link SimulatedDispatcher}: the contract's policy, plus where and how it runs. */
 export interface SimulatedDispatcherOptions extends DispatchPolicy {
   /** The scheduler that completes the dispatcher's calls. */
@@ -116,10 +148,13 @@ export class SimulatedDispatcher implements Dispatcher {
     return this.call(`claim ${options.workerId}`, 'claim', async () => {
       // A claim issued before close() and applied after it takes nothing.
       if (this.closed) return undefined;
-      const { signal } = options;
-      const waiting =
-        signal === undefined ? this.connection.signal : AbortSignal.any([signal, this.connection.signal]);
-      const claim = await this.local.claim({ ...options, signal: waiting });
+      const link = new SignalLink(options.signal, this.connection.signal);
+      let claim: DispatchClaim | undefined;
+      try {
+        claim = await this.local.claim({ ...options, signal: link.signal });
+      } finally {
+        link.unlink();
+      }
       if (claim === undefined) return undefined;
       const revokeInMs = this.draws.revocation(options.lockMs ?? this.options.lockMs ?? 30_000);
       if (revokeInMs !== undefined) {
@@ -292,7 +327,7 @@ export class SimulatedDispatcher implements Dispatcher {
 
   /** The process's connection closes: its waiting claims settle unanswered, its watches stop. */
   private disconnect(): void {
-    this.connection.abort();
+    this.connection.abort(disconnected);
     for (const watch of [...this.watches]) watch.close();
   }
 

@@ -54,6 +54,13 @@ export interface SimulatedStoreOptions {
   schedule?: FaultSchedule;
   /** Another SimulatedStore's `database` (where transactional tool effects write), to share it. */
   database?: SimulatedDatabase;
+  /** Operation counts to add to (shared by siblings). @default a new record */
+  activity?: StoreActivity;
+}
+
+/** How many operations the store (and its siblings) applied: its data changes only with one. */
+export interface StoreActivity {
+  applied: number;
 }
 
 /**
@@ -72,6 +79,8 @@ export class SimulatedStore implements LunationStore, TransactionalToolEffects {
   readonly database: SimulatedDatabase;
   /** The faults injected so far, by kind (shared with siblings made by `forProcess`). */
   readonly faultCounts: FaultCounts;
+  /** The operations applied so far (shared with siblings made by `forProcess`). */
+  readonly activity: StoreActivity;
   /** The scheduler that completes this store's calls. */
   readonly scheduler: Scheduler;
   private readonly owner: SimulatedProcess;
@@ -93,6 +102,7 @@ export class SimulatedStore implements LunationStore, TransactionalToolEffects {
     this.database = options.database ?? new SimulatedDatabase();
     this.faults = options.faults ?? {};
     this.faultCounts = options.faultCounts ?? {};
+    this.activity = options.activity ?? { applied: 0 };
     this.random = options.scheduler.stream('store-faults');
     this.schedule = options.schedule ?? new FaultSchedule();
   }
@@ -107,6 +117,7 @@ export class SimulatedStore implements LunationStore, TransactionalToolEffects {
       faultCounts: this.faultCounts,
       schedule: this.schedule,
       database: this.database,
+      activity: this.activity,
     });
   }
 
@@ -307,6 +318,7 @@ export class SimulatedStore implements LunationStore, TransactionalToolEffects {
       this.owner,
       name,
       async () => {
+        this.activity.applied++;
         if (refusal !== undefined) throw refusal;
         if (fault === 'unavailable' || fault === 'lost-write') throw unavailableError(name);
         const result = await apply();

@@ -26,4 +26,14 @@ describe('Trace', () => {
     expect(trace.hash()).toBe(createHash('sha256').update('submit #1\nclaim #2 #1\n').digest('hex'));
     expect(() => trace.record('late')).toThrow();
   });
+
+  it('off, keeps no line and has no hash, but counts the lines', () => {
+    const trace = new Trace({ off: true, keepAll: true });
+    trace.record('submit 0f8fad5b-d9cb-469f-a165-70867728950e-1a');
+    trace.record('claim');
+    expect(trace.recording).toBe(false);
+    expect(trace.length).toBe(2);
+    expect(trace.lines()).toEqual([]);
+    expect(() => trace.hash()).toThrow(/off/);
+  });
 });

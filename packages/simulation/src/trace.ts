@@ -17,6 +17,8 @@ export interface TraceOptions {
   keepAll?: boolean;
   /** How many of the latest lines to keep when not `keepAll`. @default 200 */
   tail?: number;
+  /** Record nothing, only count the lines (for runs that read neither the lines nor the hash). @default false */
+  off?: boolean;
 }
 
 /**
@@ -34,15 +36,20 @@ export class Trace {
   private pending = '';
   /** How many lines were recorded. */
   length = 0;
+  /** False when the trace is off: a caller may then skip making its lines. */
+  readonly recording: boolean;
 
   constructor(options: TraceOptions = {}) {
     this.keepAll = options.keepAll ?? false;
     this.tail = options.tail ?? 200;
+    this.recording = !(options.off ?? false);
   }
 
   /** Appends a line (random runtime ids in it are replaced by their first-seen aliases). */
   record(line: string): void {
     if (this.digest !== undefined) throw new Error('This trace is finished (its hash was read)');
+    this.length++;
+    if (!this.recording) return;
     const text = line.replace(randomId, (id) => {
       let alias = this.aliases.get(id);
       if (alias === undefined) {
@@ -55,7 +62,6 @@ export class Trace {
     // order, so the same digest.
     this.pending += `${text}\n`;
     if (this.pending.length >= hashBatch) this.flush();
-    this.length++;
     this.kept.push(text);
     if (!this.keepAll && this.kept.length > this.tail * 2) this.kept.splice(0, this.kept.length - this.tail);
   }
@@ -67,6 +73,7 @@ export class Trace {
 
   /** The SHA-256 of every line recorded, in hex; no line can be recorded after it was read. */
   hash(): string {
+    if (!this.recording) throw new Error('This trace is off: it recorded no line to hash');
     if (this.digest === undefined) {
       this.flush();
       this.digest = this.hasher.digest('hex');

@@ -1,5 +1,5 @@
-import type { MessageRecord } from '@lunation/contract';
-import { logViolations, RunLogChecks } from './log-invariants.js';
+import type { MessageRecord, RunRecord } from '@lunation/contract';
+import { type EventLogView, logViolations, RunLogChecks } from './log-invariants.js';
 import type { WorldContext } from './world-context.js';
 
 /** Where the check of a thread's history stopped: the store's list then, how far it was read, the ids in it. */
@@ -10,12 +10,24 @@ interface HistoryCursor {
   ids: Set<string>;
 }
 
+/** What the last check of a run's event log read: while all of it is the same, the check finds the same. */
+interface LogSeen {
+  log: EventLogView | undefined;
+  records: readonly unknown[] | undefined;
+  length: number;
+  ended: boolean;
+  stored: RunRecord | undefined;
+}
+
 /**
  * The invariants of the runtime world checked after every step, from the store, the dispatcher's event logs, the
  * store's own table of transactional effects and the user's journal (the tools check theirs as each effect
  * happens, see `world-tools.ts`), and the liveness check at the end. Histories and event logs only grow at their
  * end, so each check reads only what was appended since the step before (what it read before was checked then,
- * and did not change); everything else is checked whole after every step.
+ * and did not change). What a check reads only the store changes (threads, histories, the ledger, the store's table)
+ * is checked again only after a step in which the store applied an operation; a run's record and event log are
+ * checked again only when either is another object or the log grew or ended (the store replaces a run's record
+ * on every change).
  */
 export class WorldInvariants {
   private readonly finished = new Set<string>();
@@ -25,6 +37,13 @@ export class WorldInvariants {
   private readonly threads = new Set<string>();
   private readonly histories = new Map<string, HistoryCursor>();
   private readonly logs: RunLogChecks;
+  /** The store's operation count at the last check of what only the store changes. */
+  private storeApplied = -1;
+  /** How many runs the journal had then. */
+  private journalRuns = 0;
+  /** Runs whose records were checked: the record then, and whether the run counted as deleted. */
+  private readonly runsSeen = new Map<string, { record: RunRecord | undefined; deleted: boolean }>();
+  private readonly logsSeen = new Map<string, LogSeen>();
 
   constructor(private readonly world: WorldContext) {
     this.logs = new RunLogChecks(world.dispatcher.backend);
@@ -32,12 +51,16 @@ export class WorldInvariants {
 
   /** Runs every check; violations go to the world's list. */
   check(): void {
-    this.history();
+    const storeChanged = this.world.store.activity.applied !== this.storeApplied;
+    this.storeApplied = this.world.store.activity.applied;
+    if (storeChanged) this.history();
     for (const runId of this.world.journal.runs.keys()) {
       this.run(runId);
       this.log(runId);
     }
-    this.transactionalEffects();
+    // A row's thread is found through the journal, which grows without a store call.
+    if (storeChanged || this.world.journal.runs.size !== this.journalRuns) this.transactionalEffects();
+    this.journalRuns = this.world.journal.runs.size;
   }
 
   /** True when the store had the thread and has it no more: it was deleted. */
@@ -86,7 +109,11 @@ export class WorldInvariants {
   private run(runId: string): void {
     const { store, journal, violations, scheduler } = this.world;
     const record = store.backend.runs.get(runId)?.record;
-    if (journal.deleted(runId, scheduler.elapsed())) {
+    const deleted = journal.deleted(runId, scheduler.elapsed());
+    const seen = this.runsSeen.get(runId);
+    if (seen !== undefined && seen.record === record && seen.deleted === deleted) return;
+    this.runsSeen.set(runId, { record, deleted });
+    if (deleted) {
       if (record !== undefined) violations.push(`run ${runId} is in the store after its thread was deleted`);
       return;
     }
@@ -121,8 +148,28 @@ export class WorldInvariants {
     // Deleted: the journal hears of a delete whose answer was lost only later, so a thread gone is one too.
     if (journal.deleted(runId) || (threadId !== undefined && this.gone(threadId))) {
       this.logs.forget(runId);
+      this.logsSeen.delete(runId);
       return;
     }
+    const log = this.world.dispatcher.backend.eventLog(runId);
+    const stored = store.backend.runs.get(runId)?.record;
+    const seen = this.logsSeen.get(runId);
+    if (
+      seen !== undefined &&
+      seen.log === log &&
+      seen.records === log?.records &&
+      seen.length === (log?.records.length ?? 0) &&
+      seen.ended === (log?.ended ?? false) &&
+      seen.stored === stored
+    )
+      return;
+    this.logsSeen.set(runId, {
+      log,
+      records: log?.records,
+      length: log?.records.length ?? 0,
+      ended: log?.ended ?? false,
+      stored,
+    });
     const reading = this.logs.read(runId);
     const endedWith = this.ended.get(runId);
     if (endedWith !== undefined && reading.records.length > endedWith) {
@@ -132,8 +179,7 @@ export class WorldInvariants {
     }
     if (reading.ended) this.ended.set(runId, reading.records.length);
     else if (endedWith !== undefined && reading.records.length < endedWith) this.ended.delete(runId);
-    for (const violation of logViolations(runId, reading, store.backend.runs.get(runId)?.record))
-      violations.push(violation);
+    for (const violation of logViolations(runId, reading, stored)) violations.push(violation);
   }
 
   /**

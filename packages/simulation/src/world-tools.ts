@@ -1,5 +1,5 @@
 import { type InterruptPolicy, LunationError } from '@lunation/contract';
-import { defineTool, type ToolContext } from '@lunation/runtime';
+import { type AnyTool, defineTool, type Tool, type ToolContext } from '@lunation/runtime';
 import { z } from 'zod';
 import type { SimulatedProcess } from './scheduler.js';
 import type { SimulatedTransaction } from './simulated-database.js';
@@ -29,11 +29,33 @@ const policies: Record<WorldToolName, InterruptPolicy> = {
   book: 'rerun',
 };
 
+/** A tool's definition with no effect yet: made once, shared by every worker, which adds its own `execute`. */
+function shape(name: WorldToolName, description: string): Tool<{ amount: number }> {
+  return defineTool({
+    name,
+    description,
+    input: amountInput,
+    ...(name === 'book' ? {} : { interruptPolicy: policies[name], timeoutMs: toolTimeoutMs }),
+    execute: () => {
+      throw new Error(`The world's ${name} tool runs only as a worker's (worldTools)`);
+    },
+  });
+}
+
+/** The tools' descriptors and schemas, shared (deriving a tool's JSON Schema copy per worker cost a lot). */
+const shapes = {
+  charge: shape('charge', 'charge: a real effect the world counts'),
+  refund: shape('refund', 'refund: a real effect the world counts'),
+  notify: shape('notify', 'notify: a real effect the world counts'),
+  invoice: shape('invoice', 'invoice: a real effect the world counts'),
+  book: shape('book', 'Books a slot: a row written in the store’s own database with the call’s completion'),
+};
+
 /**
  * The world's tools for one worker process (whose leases carry `owner`): each real effect is an operation of that
  * process.
  */
-export function worldTools(world: WorldContext, process: SimulatedProcess, owner: string) {
+export function worldTools(world: WorldContext, process: SimulatedProcess, owner: string): AnyTool[] {
   const latency = world.scheduler.stream('tool-latency');
   const delayMs = world.toolDelayMs ?? 0;
   const effect = (name: WorldToolName, context: ToolContext) =>
@@ -43,27 +65,20 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
       () => recordEffect(world, process, name, context),
       delayMs > 0 ? { delayMs: latency.int(0, delayMs) } : {},
     );
-  const simple = (name: Exclude<WorldToolName, 'book'>) =>
-    defineTool({
-      name,
-      description: `${name}: a real effect the world counts`,
-      input: amountInput,
-      interruptPolicy: policies[name],
-      timeoutMs: toolTimeoutMs,
-      execute: async ({ amount }, context) => {
-        checkRunner(world, process, owner, context);
-        const fault = world.workerFaults.tool();
-        await misbehaveBefore(fault, name, context);
-        await effect(name, context);
-        if (fault === 'ignore-signal')
-          await process.clock.sleep(2 * toolTimeoutMs + latency.int(0, toolTimeoutMs));
-        return { [name]: amount };
-      },
-    });
-  const book = defineTool({
-    name: 'book',
-    description: 'Books a slot: a row written in the store’s own database with the call’s completion',
-    input: amountInput,
+  const simple = (name: Exclude<WorldToolName, 'book'>): Tool<{ amount: number }> => ({
+    ...shapes[name],
+    execute: async ({ amount }, context) => {
+      checkRunner(world, process, owner, context);
+      const fault = world.workerFaults.tool();
+      await misbehaveBefore(fault, name, context);
+      await effect(name, context);
+      if (fault === 'ignore-signal')
+        await process.clock.sleep(2 * toolTimeoutMs + latency.int(0, toolTimeoutMs));
+      return { [name]: amount };
+    },
+  });
+  const book: Tool<{ amount: number }> = {
+    ...shapes.book,
     execute: async ({ amount }, context) => {
       checkRunner(world, process, owner, context);
       return context.transaction(async (transaction) => {
@@ -72,7 +87,7 @@ export function worldTools(world: WorldContext, process: SimulatedProcess, owner
         return { booked: amount };
       });
     },
-  });
+  };
   return [simple('charge'), simple('refund'), simple('notify'), simple('invoice'), book];
 }
 

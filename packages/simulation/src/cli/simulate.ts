@@ -38,18 +38,28 @@ if (!(profileName in faultProfiles))
 const profile = faultProfiles[profileName];
 const keepList = values.keep === undefined ? undefined : values.keep.split(',').filter(Boolean).map(Number);
 
-function run(seed: number, keepTrace: boolean, keep?: ReadonlySet<number>): Promise<WorldReport> {
+/** How one seed is run: its whole trace kept (to print it), its trace recorded at all (to hash it), its faults kept. */
+interface RunOptions {
+  keepTrace?: boolean;
+  trace?: boolean;
+  keep?: ReadonlySet<number> | undefined;
+}
+
+function run(seed: number, options: RunOptions = {}): Promise<WorldReport> {
+  const { keepTrace = false, trace = true, keep } = options;
   const keepFaults = keep === undefined ? {} : { keepFaults: keep };
   return world === 'runtime'
     ? runRuntimeWorld({
         seed,
         keepTrace,
+        trace,
         ...keepFaults,
         ...(profile.runtime satisfies Omit<RuntimeWorldOptions, 'seed'>),
       })
     : runInboxWorld({
         seed,
         keepTrace,
+        trace,
         ...keepFaults,
         ...(profile.inbox satisfies Omit<InboxWorldOptions, 'seed'>),
       });
@@ -61,7 +71,7 @@ const replay = (seed: number, keep?: readonly number[]) =>
 /** Shrinks a failing seed's fault schedule and prints the smallest one with the command that replays it. */
 async function shrink(seed: number): Promise<void> {
   const started = performance.now();
-  const shrunk = await shrinkFaults((keep) => run(seed, false, keep));
+  const shrunk = await shrinkFaults((keep) => run(seed, { trace: false, keep }));
   const keep = shrunk.faults.map((fault) => fault.ordinal);
   console.log(
     `seed ${seed} shrunk from ${shrunk.from} faults to ${keep.length} in ${shrunk.runs} runs (${((performance.now() - started) / 1000).toFixed(1)} s): ${shrunk.faults.map((fault) => `#${fault.ordinal} ${fault.kind}`).join(', ') || 'no fault at all'}`,
@@ -96,8 +106,10 @@ async function runRange(from: number, count: number): Promise<Summary> {
     findings: {},
     coverage: {},
   };
+  // The trace is recorded only to compare two runs' hashes (--twice): nothing else reads it here.
+  const trace = values.twice;
   for (let seed = from; seed < from + count; seed++) {
-    const report = await run(seed, false);
+    const report = await run(seed, { trace });
     summary.steps += report.steps;
     add(summary.faults, report.faults);
     add(summary.coverage, report.coverage ?? {});
@@ -107,7 +119,7 @@ async function runRange(from: number, count: number): Promise<Summary> {
         console.log(`seed ${seed} (finding, not a violation): ${finding}`);
       summary.findings[kind] = (summary.findings[kind] ?? 0) + 1;
     }
-    if (values.twice && (await run(seed, false)).traceHash !== report.traceHash) {
+    if (values.twice && (await run(seed, { trace })).traceHash !== report.traceHash) {
       summary.nondeterministic++;
       console.log(`seed ${seed}: a second run gave another trace; replay: ${replay(seed)} --twice`);
     }
@@ -178,7 +190,7 @@ async function runJobs(from: number, count: number, jobs: number): Promise<Summa
 if (values.seed !== undefined) {
   const seed = Number(values.seed);
   const keep = keepList === undefined ? undefined : new Set(keepList);
-  const report = await run(seed, true, keep);
+  const report = await run(seed, { keepTrace: true, keep });
   for (const line of report.trace) console.log(line);
   console.log(
     `\nseed ${seed}: ${report.steps} steps, ${report.virtualMs} virtual ms, trace ${report.traceHash}`,
@@ -189,7 +201,7 @@ if (values.seed !== undefined) {
     `fault schedule (${report.injected.length}): ${report.injected.map((fault) => `#${fault.ordinal} ${fault.kind}`).join(', ')}`,
   );
   if (values.twice) {
-    const again = await run(seed, false, keep);
+    const again = await run(seed, { keep });
     console.log(
       again.traceHash === report.traceHash
         ? 'replayed: same trace'

@@ -23,8 +23,8 @@ if (!(profileName in faultProfiles))
 const profile = faultProfiles[profileName];
 const run = (seed: number): Promise<WorldReport> =>
   world === 'runtime'
-    ? runRuntimeWorld({ seed, ...profile.runtime })
-    : runInboxWorld({ seed, ...profile.inbox });
+    ? runRuntimeWorld({ seed, trace: false, ...profile.runtime })
+    : runInboxWorld({ seed, trace: false, ...profile.inbox });
 
 let first: { seed: number; violation: string } | undefined;
 let seedsRun = 0;
