@@ -208,7 +208,7 @@ export const mutations: readonly Mutation[] = [
       'A worker applies the next submission without extending its claim first: a worker whose claim was taken applies it too (fix 45996d7 reverted).',
     origin: 'reverted: 45996d7',
     file: threadWork,
-    search: `          await dispatcher.extend(claim, context.claimLockMs);
+    search: `          await extendClaim(this.thread);
           const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     replace: `          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     faults: 'stalls',
