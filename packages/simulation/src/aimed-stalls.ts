@@ -34,12 +34,13 @@ interface Zombie {
 
 /**
  * Stalls aimed at the moments a zombie can do harm (the `stalls` profile's `aimedStall`): as a worker issues an
- * operation in {@link aims} on a thread, with the chance given, it stalls either at once — the operation applies
- * only when it resumes: a write held back — or once the operation applied — its answer waits: the process acts
- * on it only when it resumes. The process resumes when another process took the thread's lease (a later token)
- * or the thread was deleted, after a delay drawn log-uniformly between 1 ms and about a minute (so the held write
- * races every stage of the successor's recovery), or after two minutes at most. One aimed stall at a time; every
- * draw from the stream `aimed-stalls`, every stall through the fault schedule (`worker.aimed-stall`).
+ * operation in {@link aims} on a thread, with the chance given times the operation's weight, it stalls either at
+ * once — the operation applies only when it resumes: a write held back — or once the operation applied — its
+ * answer waits, and reaches the process before or after the timers that fell due meanwhile (both drawn). The
+ * process resumes when another process took the thread's lease (a later token) or the thread was deleted, after a
+ * delay drawn up to 2^k ms, k from 0 to 16 (so the held write races every stage of the successor's recovery, from
+ * its first read to the user's delete), or after two minutes at most. One aimed stall at a time; every draw from
+ * the stream `aimed-stalls`, every stall through the fault schedule (`worker.aimed-stall`).
  */
 export class AimedStalls {
   private readonly random: SeededRandom;
