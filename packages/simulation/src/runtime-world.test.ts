@@ -168,6 +168,19 @@ describe('replicas sharing an owner name (profile `replicas`): open', () => {
   }, 120_000);
 });
 
+describe('an at-most-once effect in flight through a stall: open', () => {
+  // Seed 2286 of `stalls` (1 of 10,000): a worker checked its lease, started `notify` (interrupt policy `fail`) and
+  // sent its effect, then stalled 54 s (a random stall); the next holder found the call in flight and recorded it
+  // failed (interrupted) without calling the target; the effect landed then, and the target, which had never seen
+  // the later token, let it through: the call ran after its result was recorded. The fenced target closes this
+  // window only for a call the successor runs again. Known and not fixed (docs/simulation.md): this test fails
+  // once it is.
+  it.fails('seed 2286 (stalls): no effect lands after its call was recorded failed', async () => {
+    const report = await runRuntimeWorld({ seed: 2286, ...faultProfiles.stalls.runtime });
+    expect(report.violations).toEqual([]);
+  }, 120_000);
+});
+
 describe('the runtime on virtual time: stalls, skew, model and tool faults', () => {
   it('gives the same trace for the same seed with stalled workers, skewed clocks and faulty models and tools', async () => {
     let stalls = 0;
