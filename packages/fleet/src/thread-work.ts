@@ -50,7 +50,7 @@ export class ThreadWork {
         if (entries.length === 0) break;
         for (const entry of entries) {
           // A worker that stalled past its claim applies nothing more (`claim-lost`): the thread is another's now.
-          await dispatcher.extend(claim, context.claimLockMs);
+          await extendClaim(this.thread);
           const held = await busyFrom(() => applySubmission(this.thread, entry));
           if (held) return held;
           await dispatcher.acknowledge(threadId, [entry.id]);
@@ -62,6 +62,25 @@ export class ThreadWork {
       watch.close();
     }
   }
+}
+
+/**
+ * Extends the claim, then checks it is still provably held: the answer may reach a process that stalled after
+ * sending it, once the lock ran out and another worker took the thread (`claim-lost`, as when the extension is
+ * refused). Held means confirmed less than three quarters of the lock ago on this process's monotonic clock, as
+ * for a thread's lease.
+ */
+async function extendClaim({ context, claim }: ClaimedThread): Promise<void> {
+  const { clock, claimLockMs } = context;
+  const sentAt = clock.monotonic();
+  await context.dispatcher.extend(claim, claimLockMs);
+  const tookMs = clock.monotonic() - sentAt;
+  if (tookMs < claimLockMs * 0.75) return;
+  throw new LunationError(
+    'claim-lost',
+    `The claim of thread "${claim.threadId}" was extended, but the answer came ${tookMs} ms later (lock ${claimLockMs} ms): another worker may hold the thread now; this one applies nothing more`,
+    { details: { threadId: claim.threadId, tookMs, claimLockMs } },
+  );
 }
 
 /** Runs `work`; a `thread-busy` from another process's lease (or a lease lost to it) becomes a hand-back. */

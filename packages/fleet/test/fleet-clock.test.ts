@@ -126,6 +126,38 @@ describe('AgentWorker on an injected clock', () => {
   });
 });
 
+describe('a claim extended before a submission, its answer late', () => {
+  // Seeds 88 and 103 of the simulator's `stalls` profile: a worker paused as its extension's answer came, resumed
+  // after its claim ran out and another worker had run the thread and the user deleted it, and applied the stale
+  // submission again (the thread came back).
+  it('applies nothing when the answer came after the lock ran out on its clock', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const dispatcher = localDispatcher(clock);
+    const extend = dispatcher.extend.bind(dispatcher);
+    let extensions = 0;
+    dispatcher.extend = async (claim, lockMs) => {
+      await extend(claim, lockMs);
+      // The process stood still as the first answer came: its clock moved on by the whole lock.
+      if (extensions++ === 0) clock.advance(lockMs ?? 0);
+    };
+    const worker = new AgentWorker({
+      runtime: runtimeOn(store),
+      dispatcher,
+      concurrency: 1,
+      claimLockMs: 1_000,
+      idleWaitMs: 25,
+      clock,
+    }).start();
+    const client = new FleetClient({ dispatcher, store });
+    const { runId } = await client.send({ threadId: 't1', input: 'hello' });
+    await realPause(150);
+    expect(extensions).toBeGreaterThan(0);
+    expect(await store.getRun(runId)).toBeUndefined();
+    await worker.stop({ deadlineMs: 1_000 });
+  });
+});
+
 describe('FleetClient on an injected id source', () => {
   it('names the run and the submission of a send from its ids', async () => {
     const store = new MemoryStore();

@@ -48,6 +48,12 @@ export class PriorityQueue<T> {
     return first;
   }
 
+  /** Restores the order after items' keys changed in place. */
+  reorder(): void {
+    const items = this.items.splice(0);
+    for (const item of items) this.push(item);
+  }
+
   /** Removes every item. */
   clear(): void {
     this.items.length = 0;

@@ -1,11 +1,12 @@
 import type { AgentWorker } from '@lunation/fleet';
+import { AimedStalls } from './aimed-stalls.js';
 import { type FaultCounts, FaultSchedule } from './faults.js';
 import type { WorldReport } from './inbox-world.js';
 import { Scheduler, type SimulatedProcess } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';
 import type { WorldContext } from './world-context.js';
-import { WorkerFaultDraws, type WorkerFaults } from './world-faults.js';
+import { stallWindowMs, WorkerFaultDraws, type WorkerFaults } from './world-faults.js';
 import { WorldInvariants } from './world-invariants.js';
 import { UserJournal } from './world-journal.js';
 import { WorldLedger } from './world-ledger.js';
@@ -35,6 +36,11 @@ export interface RuntimeWorldOptions {
   toolDelayMs?: number;
   /** Stalls and clock skew of the workers, and faults of their models and tools. @default none */
   workerFaults?: WorkerFaults;
+  /**
+   * Every worker holds its leases under one owner name, as replicas started from one configuration do (each
+   * incarnation still its own). @default false: each worker slot its own owner
+   */
+  sharedOwner?: boolean;
   /** Keep the whole trace (to print it). @default false */
   keepTrace?: boolean;
   /** Record the trace (its hash and lines); off, the report has neither (for runs that read neither). @default true */
@@ -96,13 +102,25 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
   let crashes = 0;
   let generation = 0;
 
+  const ownerOf = (slot: number) => (options.sharedOwner ? 'w' : `w${slot}`);
   const startWorker = (slot: number): void => {
     const process = scheduler.process(`w${slot}.${++generation}`, { skewMs: world.workerFaults.skew() });
-    live.set(slot, { process, worker: startWorldWorker(world, process, slot) });
+    live.set(slot, { process, worker: startWorldWorker(world, process, ownerOf(slot)) });
   };
+  const aimed = new AimedStalls(
+    scheduler,
+    store,
+    schedule,
+    options.workerFaults?.aimedStall ?? 0,
+    (process) => [...live.values()].some((worker) => worker.process === process),
+    stallWindowMs,
+  );
   const crashSomeone = (): void => {
     if (live.size === 0 || !chaos.chance(options.crashRate ?? 0)) return;
-    const slot = chaos.pick([...live.keys()].sort());
+    // A zombie is not crashed: it is to come back.
+    const slots = [...live.keys()].filter((slot) => !aimed.holds(live.get(slot)!.process));
+    if (slots.length === 0) return;
+    const slot = chaos.pick(slots.sort());
     const victim = live.get(slot);
     if (victim === undefined || !schedule.allows('crash')) return;
     crashes++;
@@ -114,7 +132,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
   const stallSomeone = (): void => {
     const now = scheduler.now();
     const holders = [...live.keys()]
-      .filter((slot) => !live.get(slot)?.process.stalled && holdsLease(store, `w${slot}`, now))
+      .filter((slot) => !live.get(slot)?.process.stalled && holdsLease(store, ownerOf(slot), now))
       .sort();
     if (holders.length === 0) return;
     const ms = world.workerFaults.stall(scheduler.elapsed());
@@ -144,6 +162,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
         invariants.check();
         crashSomeone();
         stallSomeone();
+        aimed.afterStep();
       },
     });
     if (outcome.reason !== 'quiet' || performance.now() > realDeadline) break;

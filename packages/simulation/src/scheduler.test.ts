@@ -52,6 +52,45 @@ describe('Scheduler', () => {
     expect(zombie.stalled).toBe(false);
   });
 
+  it('holds the answer of an operation whose process stalled as it applied: the write is done, the process hears later', async () => {
+    const scheduler = new Scheduler({ seed: 3, startTime: 0, maxLatencyMs: 0 });
+    const zombie = scheduler.process('zombie');
+    let stored = 0;
+    let heardAt: number | undefined;
+    scheduler.watchOperations((owner, label) =>
+      label === 'write'
+        ? () => {
+            owner.stall(5_000);
+            return true;
+          }
+        : undefined,
+    );
+    void scheduler
+      .operation(zombie, 'write', () => ++stored)
+      .then(() => {
+        heardAt = scheduler.now();
+      });
+    await scheduler.run({ until: () => stored > 0 });
+    expect(stored).toBe(1);
+    expect(heardAt).toBeUndefined();
+    await scheduler.run();
+    expect(heardAt).toBe(5_000);
+  });
+
+  it('resumes a stalled process early: what it deferred runs then, its later timers when due', async () => {
+    const scheduler = new Scheduler({ seed: 3, startTime: 0, maxLatencyMs: 0 });
+    const zombie = scheduler.process('zombie');
+    const other = scheduler.process('other');
+    const seen: string[] = [];
+    zombie.clock.setTimeout(() => seen.push(`zombie timer at ${scheduler.now()}`), 1_000);
+    zombie.clock.setTimeout(() => seen.push(`zombie late timer at ${scheduler.now()}`), 9_000);
+    other.clock.setTimeout(() => zombie.resumeAt(3_000), 2_000);
+    zombie.stall(60_000);
+    await scheduler.run();
+    expect(seen).toEqual(['zombie timer at 3000', 'zombie late timer at 9000']);
+    expect(scheduler.trace.lines().some((line) => line.includes('zombie resumes in 1000'))).toBe(true);
+  });
+
   it('jumps virtual time to the next timer when nothing is ready; intervals repeat until cleared', async () => {
     const scheduler = new Scheduler({ seed: 1, startTime: 1_000 });
     const clock = scheduler.world.clock;

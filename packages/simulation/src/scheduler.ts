@@ -33,6 +33,14 @@ export interface SchedulerOptions {
   trace?: TraceOptions;
 }
 
+/**
+ * Told of each operation as it is issued (see {@link Scheduler.watchOperations}); may stall its process at once (the
+ * operation then applies only once the process resumes) or return a callback run once the operation applied,
+ * before its answer reaches the process (a stall then holds the answer). The callback answers whether a held
+ * answer reaches the process before the timers that fell due during the stall (else after them).
+ */
+export type OperationWatcher = (owner: SimulatedProcess, label: string) => (() => boolean) | undefined;
+
 /** Options of one {@link Scheduler.operation}. */
 export interface OperationOptions {
   /** Extra virtual latency on top of the drawn one (a late answer). @default 0 */
@@ -69,6 +77,8 @@ interface Task {
   label: string;
   run: () => void;
   cancelled: boolean;
+  /** Pushed back to its process's end of a stall (see `next`). */
+  deferred: boolean;
 }
 
 const compareTasks = (a: Task, b: Task): number =>
@@ -107,6 +117,7 @@ export class Scheduler {
   private time: number;
   private seq = 0;
   private draining = false;
+  private watcher: OperationWatcher | undefined;
   /** Steps taken so far. */
   steps = 0;
 
@@ -119,6 +130,11 @@ export class Scheduler {
     this.maxLatencyMs = options.maxLatencyMs ?? 5;
     this.trace = new Trace(options.trace);
     this.world = this.process('world');
+  }
+
+  /** Tells `watcher` of every operation issued from now on (one watcher: a later call replaces it). */
+  watchOperations(watcher: OperationWatcher): void {
+    this.watcher = watcher;
   }
 
   /** A seeded id source of its own stream (`ids:<name>`): the same seed gives the same ids. */
@@ -177,9 +193,16 @@ export class Scheduler {
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (!owner.alive) return;
+      const applied = this.watcher?.(owner, label);
       const latency =
         this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
       const { trace } = this;
+      // The answer reaches the process, unless it stalled meanwhile: then once it resumes.
+      const answer = (deliver: () => void) => {
+        const beforeTimers = applied?.() ?? false;
+        if (owner.stalled) this.enqueue(owner, `${label} (answer)`, 0, beforeTimers ? -1 : 0, deliver);
+        else deliver();
+      };
       this.enqueue(owner, label, latency, this.random.uint32(), () => {
         let result: T | Promise<T>;
         try {
@@ -187,19 +210,19 @@ export class Scheduler {
         } catch (error) {
           if (trace.recording)
             trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
-          reject(error);
+          answer(() => reject(error));
           return;
         }
         Promise.resolve(result).then(
           (value) => {
             if (trace.recording)
               trace.record(`${this.elapsed()} ${owner.name} ${label} = ${describeValue(value)}`);
-            resolve(value);
+            answer(() => resolve(value));
           },
           (error: unknown) => {
             if (trace.recording)
               trace.record(`${this.elapsed()} ${owner.name} ${label} ! ${describeError(error)}`);
-            reject(error);
+            answer(() => reject(error));
           },
         );
       });
@@ -251,6 +274,16 @@ export class Scheduler {
     return this.queue.size;
   }
 
+  /** Brings the tasks `owner` deferred to the end of its stall forward to `at` (it resumes early). @internal */
+  resumeEarly(owner: SimulatedProcess, at: number): void {
+    for (const task of owner.tasks) {
+      if (!task.deferred) continue;
+      task.deferred = false;
+      task.dueAt = at;
+    }
+    this.queue.reorder();
+  }
+
   /** Drops every task of `owner` (its process crashed). @internal */
   dropTasksOf(owner: SimulatedProcess): void {
     for (const task of owner.tasks) task.cancelled = true;
@@ -272,6 +305,7 @@ export class Scheduler {
       label,
       run,
       cancelled: false,
+      deferred: false,
     };
     owner.tasks.add(task);
     this.queue.push(task);
@@ -292,6 +326,7 @@ export class Scheduler {
       if (this.mode === 'virtual' && resumesAt > task.dueAt) {
         // A stalled process does nothing: its due operations and timers wait until it resumes.
         task.dueAt = resumesAt;
+        task.deferred = true;
         this.queue.push(task);
         continue;
       }
@@ -360,10 +395,25 @@ export class SimulatedProcess {
    * Stalls the process for `ms` virtual ms (a GC pause, a starved CPU, SIGSTOP): its pending operations and timers
    * wait, nothing of it runs, virtual time goes on; then it continues where it was, its clock `ms` later.
    */
-  stall(ms: number): void {
+  stall(ms: number, at?: string): void {
     if (!this.alive) return;
     this.stalledUntil = Math.max(this.stalledUntil, this.scheduler.now() + ms);
-    this.scheduler.trace.record(`${this.scheduler.elapsed()} ${this.name} stall ${ms}`);
+    this.scheduler.trace.record(
+      `${this.scheduler.elapsed()} ${this.name} stall ${ms}${at === undefined ? '' : ` at ${at}`}`,
+    );
+  }
+
+  /**
+   * Ends the stall at `at` (virtual epoch ms) when it would end later: what the process deferred to the end of the
+   * stall runs then.
+   */
+  resumeAt(at: number): void {
+    if (!this.alive || at >= this.stalledUntil) return;
+    this.stalledUntil = at;
+    this.scheduler.trace.record(
+      `${this.scheduler.elapsed()} ${this.name} resumes in ${at - this.scheduler.now()}`,
+    );
+    this.scheduler.resumeEarly(this, at);
   }
 
   /** True while the process is stalled. */

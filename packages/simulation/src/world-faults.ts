@@ -14,6 +14,12 @@ export interface WorkerFaults {
    * zombie): its pending calls and timers wait; its lease and claim lapse meanwhile.
    */
   stall?: number;
+  /**
+   * Chance, as a worker issues a commit, a ledger begin or completion, a claim extension or an inbox read or
+   * acknowledgement, that it stalls right there — the write held back, or its answer — until another process took
+   * the thread over (see `AimedStalls`).
+   */
+  aimedStall?: number;
   /** The largest skew of a worker's clock, drawn per incarnation between `-skewMs` and `skewMs`. @default 0 */
   skewMs?: number;
   /** Per model attempt: a retryable `provider-error`. */

@@ -118,7 +118,7 @@ function checkRunner(
 ): void {
   const { threadId } = context.identity;
   const lease = world.store.backend.leases.get(threadId)?.lease;
-  if (lease?.owner !== owner) {
+  if (lease?.owner !== owner || lease.token !== context.fencingToken) {
     world.violations.push(
       `${process.name}: ${context.toolName} ${context.idempotencyKey} started on thread ${threadId} while ${lease === undefined ? 'no one' : lease.owner} held its lease`,
     );

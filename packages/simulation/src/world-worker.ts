@@ -12,10 +12,10 @@ export const claimLockMs = 30_000;
 /**
  * One worker process of the runtime world: an `AgentWorker` (`concurrency: 1`) whose runtime runs on the process's
  * virtual clock (lease renewals and freshness, tool timeouts, retry waits) with seeded ids, and has the world's
- * tools and model (`WorldModel`: each answer an operation of the process). The owner name is the slot's, so a new
- * incarnation of a crashed worker takes its leases over early.
+ * tools and model (`WorldModel`: each answer an operation of the process). Its leases are held under `owner` (the
+ * slot's, so a new incarnation of a crashed worker takes its leases over early; or one all workers share).
  */
-export function startWorldWorker(world: WorldContext, process: SimulatedProcess, slot: number): AgentWorker {
+export function startWorldWorker(world: WorldContext, process: SimulatedProcess, owner: string): AgentWorker {
   const { store, dispatcher, scheduler } = world;
   const ids = scheduler.ids(process.name);
   const runtime = createRuntime()
@@ -23,11 +23,11 @@ export function startWorldWorker(world: WorldContext, process: SimulatedProcess,
     .agent({
       id: 'a',
       model: 'm',
-      tools: worldTools(world, process, `w${slot}`),
+      tools: worldTools(world, process, owner),
       plugins: [{ plugin: permissionPlugin, config: { rules: worldPermissionRules } }],
     })
     .store(store.forProcess(process))
-    .options({ leaseTtlMs, owner: `w${slot}`, clock: process.clock, ids })
+    .options({ leaseTtlMs, owner, clock: process.clock, ids })
     .build();
   const worker = new AgentWorker({
     runtime,

@@ -27,7 +27,8 @@ export const mutations: readonly Mutation[] = [
     const latest = leases?.highestToken ?? 0;`,
     replace: `    const latest = leases?.highestToken ?? 0;`,
     faults: 'stalls',
-    needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
+    needs:
+      "a held commit: the holder stalls with its commit sent and not applied, its lease expires, another worker takes the thread, and the commit lands before the successor's first commit changes the message count (the `stalls` profile's aimed stalls)",
   },
   {
     name: 'ledger-begin-fence-skipped',
@@ -39,7 +40,8 @@ export const mutations: readonly Mutation[] = [
     const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
     replace: `    const existing = this.backend.ledger.get(input.runId)?.get(input.toolCallId);`,
     faults: 'stalls',
-    needs: 'a live holder whose lease is taken over (a stalled process: the zombie)',
+    masked:
+      "a stale begin the store admits is followed by the runtime's last look at the lease (held only while confirmed less than three quarters of its time to live ago on the process's own clock), which a holder whose lease another process took always fails: that process got the lease only once it expired in the store, a whole time to live after the last renewal; the tool never starts and nothing more is written. The stray begin leaves an in-flight entry or one more attempt, which the successor reads as an interrupted call (a re-run flagged, a fail call failed, an ask call asked): outcomes no invariant forbids",
   },
   {
     name: 'takeover-without-expiry',
@@ -60,7 +62,8 @@ export const mutations: readonly Mutation[] = [
       'held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt',
     replace: 'true',
     faults: 'stalls',
-    needs: 'a live holder whose owner starts a new incarnation (a stalled process resumed)',
+    needs:
+      "a live process whose lease another incarnation of the same owner takes over: replicas sharing an owner name (profile `replicas`, which today's code fails already: docs/simulation.md, 'Replicas sharing an owner'), or a worker restarted while only stalled. In `stalls` each worker has its own owner and a new incarnation follows only a crash, so an early same-owner takeover only ever takes a dead process's lease",
   },
   {
     name: 'commit-count-unchecked',
@@ -78,7 +81,8 @@ export const mutations: readonly Mutation[] = [
     search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
     replace: `      // (mutated: a completed entry is overwritten)`,
     faults: 'stalls',
-    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+    masked:
+      "only a commit's ledger entries can replace an existing entry (a begin writes one only where there is none), and a commit carries an in-flight entry only to claim a call that never started: a fresh step's call, or a gated call as its approval is applied (once: the decision closes its ticket). A completed entry under such a claim needs a writer that missed the call's completion, which only a writer fenced out since can be: the lease fence and the message count refuse its commit",
   },
   {
     name: 'begin-reopens-completed-entry',
@@ -91,7 +95,8 @@ export const mutations: readonly Mutation[] = [
     replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
     existing.entry.attempts += 1;`,
     faults: 'stalls',
-    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+    needs:
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it. Stale begins on completed entries (aimed stalls) are refused by the fence first',
   },
   // ——— The runtime: the ledger, re-runs, endings ———
   {
@@ -113,7 +118,8 @@ export const mutations: readonly Mutation[] = [
     replace: `      if (false) {
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     faults: 'stalls',
-    needs: 'a zombie: a stalled holder whose call completes after its successor looked the call up (stalls)',
+    needs:
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it',
   },
   {
     name: 'rerun-flag-dropped',
@@ -135,7 +141,8 @@ export const mutations: readonly Mutation[] = [
     if (!scope.holdsLease()) return notStarted(this.stage, plan);`,
     replace: `    // (mutated: no last look at the lease)`,
     faults: 'stalls',
-    needs: 'a stalled process whose lease lapses in virtual time (the runtime clock seam)',
+    needs:
+      'a stalled holder whose ledger begin applied and whose answer came after another worker took the lease (aimed stalls)',
   },
   {
     name: 'run-end-announced-though-commit-failed',
@@ -208,11 +215,12 @@ export const mutations: readonly Mutation[] = [
       'A worker applies the next submission without extending its claim first: a worker whose claim was taken applies it too (fix 45996d7 reverted).',
     origin: 'reverted: 45996d7',
     file: threadWork,
-    search: `          await dispatcher.extend(claim, context.claimLockMs);
+    search: `          await extendClaim(this.thread);
           const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     replace: `          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     faults: 'stalls',
-    needs: 'a stalled worker whose claim lapsed and whose lease expired (stalls)',
+    needs:
+      'a worker stalled between reading the inbox and applying an entry, resumed after its claim lapsed and another worker ran the thread (aimed stalls)',
   },
   {
     name: 'unstored-run-acknowledged',
