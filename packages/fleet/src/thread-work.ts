@@ -67,8 +67,8 @@ export class ThreadWork {
 /**
  * Extends the claim, then checks it is still provably held: the answer may reach a process that stalled after
  * sending it, once the lock ran out and another worker took the thread (`claim-lost`, as when the extension is
- * refused). Held means confirmed less than three quarters of the lock ago on this process's monotonic clock, as
- * for a thread's lease.
+ * refused). Held means confirmed less than three quarters of the lock ago on this process's monotonic clock (no
+ * worker can claim the thread before the lock runs out).
  */
 async function extendClaim({ context, claim }: ClaimedThread): Promise<void> {
   const { clock, claimLockMs } = context;

@@ -123,12 +123,13 @@ describe('defects the simulator found in the runtime and the fleet', () => {
 });
 
 describe('effects a stalled process sends late, fenced at their target', () => {
-  // Seeds 149 and 1754 of `stalls`: a worker stalled with its tool's effect in flight (it had checked its lease,
-  // started the tool and sent the effect) resumed after a successor had re-run the call and recorded its result,
-  // and its effect landed then. No check in the process can close that window; the target can: the world's tools
-  // pass `context.fencingToken` and the world, like a fenced API, refuses a token lower than one it has seen.
-  it.each([149, 1754])(
-    'seed %i (stalls, as found: no aimed stalls): the late effect is refused by its target',
+  // Seeds 1754 and 8993 of `stalls` (149 and 1754 when found, before leases were fresh for 0.45 of their time to
+  // live): a worker stalled with its tool's effect in flight (it had checked its lease, started the tool and sent
+  // the effect) resumed after a successor had re-run the call and recorded its result, and its effect landed then.
+  // No check in the process can close that window; the target can: the world's tools pass
+  // `context.fencingToken` and the world, like a fenced API, refuses a token lower than one it has seen.
+  it.each([1754, 8993])(
+    'seed %i (stalls, no aimed stalls): the late effect is refused by its target',
     async (seed) => {
       const { runtime } = faultProfiles.stalls;
       const workerFaults = { ...runtime.workerFaults, aimedStall: 0 };
@@ -156,27 +157,39 @@ describe('a claim extended, its answer late', () => {
   );
 });
 
-describe('replicas sharing an owner name (profile `replicas`): open', () => {
+describe('replicas sharing an owner name (profile `replicas`)', () => {
   // Seed 103 of `replicas`: a worker stalled ~20 s with its ledger begin answered; another incarnation of the same
   // owner took the lease over after half its time to live unrenewed (the store's same-owner rule), ran the call and
-  // released the thread; the stalled one resumed, still "fresh" on its own clock (three quarters of the time to
-  // live) and started the tool: two processes ran one thread. Its effect was refused by the fenced target only.
-  // Known and not fixed (docs/simulation.md, "Replicas sharing an owner"): this test fails once it is.
-  it.fails('seed 103 (replicas): no tool starts while another incarnation of its owner holds the lease', async () => {
+  // released the thread; the stalled one resumed, still "fresh" on its own clock (then three quarters of the time
+  // to live) and started the tool: two processes ran one thread. A lease is now fresh for 0.45 of it.
+  it('seed 103 (replicas): no tool starts while another incarnation of its owner holds the lease', async () => {
     const report = await runRuntimeWorld({ seed: 103, ...faultProfiles.replicas.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
 });
 
-describe('an at-most-once effect in flight through a stall: open', () => {
+describe('an at-most-once effect in flight through a stall', () => {
   // Seed 2286 of `stalls` (1 of 10,000): a worker checked its lease, started `notify` (interrupt policy `fail`) and
-  // sent its effect, then stalled 54 s (a random stall); the next holder found the call in flight and recorded it
-  // failed (interrupted) without calling the target; the effect landed then, and the target, which had never seen
-  // the later token, let it through: the call ran after its result was recorded. The fenced target closes this
-  // window only for a call the successor runs again. Known and not fixed (docs/simulation.md): this test fails
-  // once it is.
-  it.fails('seed 2286 (stalls): no effect lands after its call was recorded failed', async () => {
+  // sent its effect, then stalled 54 s; the next holder found the call in flight and recorded it interrupted ("may
+  // or may not have taken effect … will not run again") without calling the target; the effect landed then. That
+  // is the outcome the record left open, once: not a second execution (`lateInterruptedEffect`).
+  it('seed 2286 (stalls): the interrupted execution landing late is no violation; nothing runs it again', async () => {
     const report = await runRuntimeWorld({ seed: 2286, ...faultProfiles.stalls.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.faults['worker.stall']).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('a stale submission applied after its thread was deleted: open', () => {
+  // Seed 7226 of `stalls` with aimed stalls off (1 in about 8,000): worker w1 read thread-2's submission and
+  // stalled; the user deleted the thread; w1 resumed and applied the submission (the run-2 record gone, it started
+  // it again) and booked: an effect after the delete, and the first holder's transactional row left without its
+  // ledger entry. The claim check before applying (seeds 88, 479) does not cover a stall later inside the apply:
+  // closing it needs the delete to fence the store write that starts the run. Fails until it is.
+  it.fails('seed 7226 (stalls, no aimed stalls): nothing of a deleted thread runs after the delete', async () => {
+    const { runtime } = faultProfiles.stalls;
+    const workerFaults = { ...runtime.workerFaults, aimedStall: 0 };
+    const report = await runRuntimeWorld({ seed: 7226, ...runtime, workerFaults });
     expect(report.violations).toEqual([]);
   }, 120_000);
 });

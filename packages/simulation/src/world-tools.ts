@@ -1,4 +1,4 @@
-import { type InterruptPolicy, LunationError } from '@lunation/contract';
+import { type InterruptPolicy, LunationError, type ToolExecution } from '@lunation/contract';
 import { type AnyTool, defineTool, type Tool, type ToolContext } from '@lunation/runtime';
 import { z } from 'zod';
 import type { SimulatedProcess } from './scheduler.js';
@@ -171,8 +171,12 @@ function checkEffect(
   const recorded = [...(store.backend.ledger.get(runId)?.values() ?? [])].find(
     (slot) => slot.entry.idempotencyKey === key,
   );
-  if (recorded?.entry.status === 'completed') violations.push(`${who} ran after its result was recorded`);
   const before = ledger.count(key);
+  if (
+    recorded?.entry.status === 'completed' &&
+    !lateInterruptedEffect(world, context, recorded.entry, before)
+  )
+    violations.push(`${who} ran after its result was recorded`);
   if (before > 0 && !context.rerun) violations.push(`${who} ran again without rerun`);
   if (name === 'notify' && before > 0) violations.push(`${who} (interrupt policy fail) ran twice`);
   if (name === 'invoice' && before > 0) {
@@ -195,6 +199,24 @@ function checkEffect(
   }
   if (journal.deleted(runId, world.scheduler.elapsed()))
     violations.push(`${who} ran after its thread was deleted`);
+}
+
+/**
+ * The late effect of the execution a successor recorded as interrupted: its record says the call "may or may not
+ * have taken effect" and that it will not run again, so this one landing (from an earlier lease holder, the first
+ * for its key) is the outcome the record left open, not a second execution. Seed 2286 of `stalls`: a `notify`
+ * (policy `fail`) whose worker stalled after sending it. A re-execution still counts: it carries the current
+ * token, or it is the key's second effect.
+ */
+function lateInterruptedEffect(
+  world: WorldContext,
+  context: ToolContext,
+  entry: ToolExecution,
+  before: number,
+): boolean {
+  if (before > 0 || context.rerun || entry.result?.metadata?.interrupted !== true) return false;
+  const lease = world.store.backend.leases.get(context.identity.threadId)?.lease;
+  return context.fencingToken !== undefined && lease !== undefined && context.fencingToken < lease.token;
 }
 
 /** The model's plan for a run: the tools named in its input (`<run id>: charge refund …`). */
