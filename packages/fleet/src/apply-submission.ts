@@ -59,6 +59,8 @@ async function startRun(thread: ClaimedThread, entry: InboxEntry, request: Input
   await thread.cancel.read();
   const handle = await thread.context.executor.run({
     threadId: entry.threadId,
+    // The front created the thread before it submitted: a thread not in the store was deleted since.
+    existingThread: true,
     input: request.input,
     ...(request.agentId === undefined ? {} : { agentId: request.agentId }),
     ...(request.runId === undefined ? {} : { runId: request.runId }),

@@ -127,6 +127,7 @@ export class FleetClient {
         });
       }
     }
+    await this.createThread(options.threadId, options.resourceId);
     const submissionId = this.ids.id();
     const submitted = await this.dispatcher.submit({
       id: submissionId,
@@ -260,6 +261,20 @@ export class FleetClient {
       );
     }
     return store.deleteThread(threadId);
+  }
+
+  /**
+   * Creates the thread unless it is in the store: a worker never creates one, so a submission delivered late,
+   * after its thread was deleted, starts nothing (it is dropped as `not-found`) instead of bringing it back.
+   */
+  private async createThread(threadId: string, resourceId: string | undefined): Promise<void> {
+    try {
+      await this.store.createThread(
+        resourceId === undefined ? { id: threadId } : { id: threadId, resourceId },
+      );
+    } catch (error) {
+      if (!LunationError.hasCode(error, 'store-conflict')) throw error;
+    }
   }
 
   /** The run a cancel of the thread means: its latest run unless that ended, else the newest one submitted. */

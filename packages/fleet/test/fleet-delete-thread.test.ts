@@ -62,6 +62,43 @@ describe('FleetClient.deleteThread', () => {
     expect(charged).toEqual(['r1']);
   });
 
+  // Found by the 1,000,000-seed simulator run (runtime world, every fault: seeds 211089, 214740; and 7226 of
+  // `stalls`): a worker holding a duplicate delivery of a thread's first submission applied it after the user had
+  // deleted the thread; it found no thread and created it again, running the deleted run from its input.
+  it('drops a submission delivered after its thread was deleted: a worker never creates a thread', async () => {
+    const store = new MemoryStore();
+    const dispatcher = new LocalDispatcher();
+    const runtime = createRuntime()
+      .model('m', new ScriptedModel([reply('Hello.')]))
+      .agent({ id: 'a', model: 'm' })
+      .store(store)
+      .build();
+    const client = new FleetClient({ dispatcher, store });
+    const { runId } = await client.send({ threadId: 't', input: 'hi', resourceId: 'alice' });
+    // The front created the thread as it submitted.
+    expect((await store.getThread('t'))?.resourceId).toBe('alice');
+    // What a late delivery meets: the submission still to apply, the thread deleted meanwhile.
+    await store.deleteThread('t');
+    const rejected: string[] = [];
+    const worker = new AgentWorker({
+      runtime,
+      dispatcher,
+      workerId: 'w',
+      idleWaitMs: 20,
+      onRejected: (entry, error) => rejected.push(`${entry.id}: ${error.code}`),
+    }).start();
+    for (let attempt = 0; (await dispatcher.pending('t')).length > 0 && attempt < 200; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await worker.stop();
+    expect(await dispatcher.pending('t')).toEqual([]);
+    await dispatcher.close();
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatch(/: not-found$/);
+    expect(await store.getThread('t')).toBeUndefined();
+    expect(await store.getRun(runId)).toBeUndefined();
+  });
+
   it('refuses while a worker holds the thread, and deletes another owner’s thread for nobody', async () => {
     const store = new MemoryStore();
     const dispatcher = new LocalDispatcher();

@@ -205,8 +205,10 @@ function checkEffect(
  * The late effect of the execution a successor recorded as interrupted: its record says the call "may or may not
  * have taken effect" and that it will not run again, so this one landing (from an earlier lease holder, the first
  * for its key) is the outcome the record left open, not a second execution. Seed 2286 of `stalls`: a `notify`
- * (policy `fail`) whose worker stalled after sending it. A re-execution still counts: it carries the current
- * token, or it is the key's second effect.
+ * (policy `fail`) whose worker stalled after sending it; seeds 8751 and 9816 (aimed stalls off): one that stalled
+ * between its lease check and the tool's start (the window only a fenced target closes, and a `fail` call's
+ * successor never calls the target). A re-execution still counts: it carries the latest token, or it is the key's
+ * second effect.
  */
 function lateInterruptedEffect(
   world: WorldContext,
@@ -215,8 +217,9 @@ function lateInterruptedEffect(
   before: number,
 ): boolean {
   if (before > 0 || context.rerun || entry.result?.metadata?.interrupted !== true) return false;
-  const lease = world.store.backend.leases.get(context.identity.threadId)?.lease;
-  return context.fencingToken !== undefined && lease !== undefined && context.fencingToken < lease.token;
+  // The highest token the store issued for the thread (kept after a release): a later holder's.
+  const highest = world.store.backend.leases.get(context.identity.threadId)?.highestToken ?? 0;
+  return context.fencingToken !== undefined && context.fencingToken < highest;
 }
 
 /** The model's plan for a run: the tools named in its input (`<run id>: charge refund …`). */

@@ -54,6 +54,10 @@ export function reserveRun(
     request.onEvent,
   );
   core.runs.byThread.set(threadId, run);
-  const owner = decided?.owner ?? { resourceId: request.resourceId, ownedOnly: false, create: true };
+  const owner = decided?.owner ?? {
+    resourceId: request.resourceId,
+    ownedOnly: false,
+    create: request.existingThread !== true,
+  };
   return { run, request, input, decisions, snapshot, owner };
 }

@@ -47,6 +47,11 @@ export interface RunOptions {
   keepAlive?: boolean;
   /** The run must end with a JSON value matching this schema (overrides the agent's `output`). */
   output?: z.ZodType;
+  /**
+   * @internal The thread must be in the store already (`not-found` otherwise), never created here: a fleet
+   * worker's, whose fronts create threads, so a missing one was deleted and a late submission brings it back.
+   */
+  existingThread?: boolean;
   /** @internal child runs */
   parent?: { runId: string; toolCallId: string; origin: RunOrigin };
   /** @internal background task results to deliver */

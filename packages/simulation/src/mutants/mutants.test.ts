@@ -16,7 +16,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..')
  */
 const ciMutants: ReadonlyArray<{ name: string; budget: number }> = [
   { name: 'acknowledge-before-commit', budget: 4 }, // found at seed 2
-  { name: 'run-end-announced-though-commit-failed', budget: 18 }, // found at seed 9
+  { name: 'run-end-announced-though-commit-failed', budget: 70 }, // found at seed 35 (9 before fronts created threads)
   { name: 'ledger-lookup-skipped', budget: 20 }, // found at seed 10
 ];
 
