@@ -106,13 +106,8 @@ describe('the run journal', () => {
       expect.objectContaining({ step: 1, inferredAt: expect.any(Number), modelMs: expect.any(Number) }),
       expect.objectContaining({ step: 2, inferredAt: expect.any(Number), modelMs: expect.any(Number) }),
     ]);
-    expect(answers[0]?.message.metadata?.usage).toEqual({
-      inputTokens: 10,
-      outputTokens: 5,
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-      reasoningTokens: 0,
-    });
+    // Usage without its zero counts (runJournalOf restores them).
+    expect(answers[0]?.message.metadata?.usage).toEqual({ inputTokens: 10, outputTokens: 5 });
     const written = JSON.stringify(messages.map((stored) => stored.message));
     for (const runner of stored.slice(0, 3).filter((item) => item.owner !== undefined)) {
       expect(written).not.toContain(String(runner.owner));

@@ -25,11 +25,11 @@ export function withoutJournal(state: JsonObject): JsonObject {
 
 /**
  * A run's journal as one process continues it. A step's facts (when its model call started, how long it took,
- * its usage) go into the step's assistant message metadata (`inferredAt`, `modelMs`, `usage`), written once
- * with the message. The run record keeps the rest, written with each record the checkpointer builds: this
- * process's runner (owner, incarnation, lease token) once, from the thread position it took the run over at,
- * and the run's resume, recovery, suspension and end, each at its thread position. So a record stays small
- * whatever the number of steps ({@link runJournalOf} puts the two together).
+ * its usage without zero counts) go into the step's assistant message metadata (`inferredAt`, `modelMs`,
+ * `usage`), written once with the message. The run record keeps the rest, written with each record the
+ * checkpointer builds: this process's runner (owner, incarnation, lease token) once, from the thread position it
+ * took the run over at, and the run's resume, recovery, suspension and end, each at its thread position. So a
+ * record stays small whatever the number of steps ({@link runJournalOf} puts the two together).
  */
 export class RunJournal {
   private readonly items: JournalItem[];
@@ -68,7 +68,7 @@ export class RunJournal {
     const metadata = message.metadata ?? {};
     metadata.inferredAt = this.clock.now() - ms;
     metadata.modelMs = ms;
-    metadata.usage = usage;
+    metadata.usage = countsOf(usage);
     message.metadata = metadata;
   }
 
@@ -144,4 +144,14 @@ export class RunJournal {
     }
     this.items[0] = whole;
   }
+}
+
+/** The counts of a usage that are not zero (what a message keeps: {@link runJournalOf} restores the rest). */
+function countsOf(usage: Usage): JsonObject {
+  const counts: JsonObject = {};
+  for (const key in usage) {
+    const count = usage[key as keyof Usage];
+    if (count !== 0) counts[key] = count;
+  }
+  return counts;
 }
