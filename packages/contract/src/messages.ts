@@ -106,7 +106,9 @@ export type ContentPart = z.infer<typeof contentPartSchema>;
 
 /**
  * Free-form message metadata. Known keys: `runId`, `agentId`, `step`, `visibility` (`'all' | 'internal'`),
- * `compaction` (`{ fromSeq, toSeq }` on summary messages), `supersededTickets`, `createdAt`.
+ * `compaction` (`{ fromSeq, toSeq }` on summary messages), `supersededTickets`, `createdAt`; on a durable run's
+ * assistant messages, its model call's `inferredAt` (when it started, epoch ms), `modelMs` (how long it took)
+ * and `usage` (its `Usage` counts that are not zero).
  */
 export const messageMetadataSchema = jsonObjectSchema;
 /** Free-form message metadata; see {@link messageMetadataSchema} for the known keys. */

@@ -106,7 +106,7 @@ describe('AgentWorker log', () => {
       'run-ended done',
       'claim-completed',
     ]);
-    const journal = runJournalOf((await store.getRun(runId))!);
+    const journal = runJournalOf((await store.getRun(runId))!, await store.listMessages('t1'));
     const runner = journal.at(-1)!;
     for (const entry of entries) {
       expect(entry).toMatchObject({

@@ -71,9 +71,9 @@ export interface RunTimeline {
 }
 
 /**
- * Builds a run's timeline from the store alone (so it survives crashes and restarts): the run record and its
- * journal (steps, model latency and usage, lease tokens and runners, suspensions, resumes, recoveries), the run's
- * messages (checkpoints) and the execution ledger (tool attempts, re-runs, results taken from the ledger).
+ * Builds a run's timeline from the store alone (so it survives crashes and restarts): the run's journal (from its
+ * record and its messages: steps, model latency and usage, lease tokens and runners, suspensions, resumes,
+ * recoveries), the run's messages (checkpoints) and the execution ledger (tool attempts, re-runs, results taken from the ledger).
  */
 export async function buildTimeline(store: LunationStore, run: RunRecord): Promise<RunTimeline> {
   const { runId, threadId } = run.identity;
@@ -82,7 +82,7 @@ export async function buildTimeline(store: LunationStore, run: RunRecord): Promi
     store.listToolExecutions(runId),
   ]);
   const own = messages.filter((record) => record.runId === runId);
-  const journal = runJournalOf(run);
+  const journal = runJournalOf(run, own);
   const entries: TimelineEntry[] = [{ kind: 'run-created', at: run.createdAt }];
   entries.push(...journalEntries(journal));
   entries.push(...checkpoints(own));

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { RUN_JOURNAL_KEY } from '@lunation/runtime/internal';
 import { callTool, reply, ScriptedModel } from '@lunation/runtime/testing';
 import type { UIMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -301,5 +302,50 @@ describe('POST /chat/:id/stop: what a Stop button calls beside chat.stop()', () 
       cancelled: false,
     });
     expect((await api.call(`/chat/${threadId}/stop`, { method: 'POST', token: BOB })).status).toBe(404);
+  });
+});
+
+describe('what reaches a browser of a run', () => {
+  it('neither the chat stream nor the stored messages carry a lease token or the runner (they stay in the run record)', async () => {
+    api = await startApi(new ScriptedModel([callTool('calculator', { a: 1, b: 2 }), reply('3')]));
+    const threadId = randomUUID();
+    const stream = await api.call('/chat', {
+      json: {
+        id: threadId,
+        messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'add' }] }],
+        trigger: 'submit-message',
+      },
+    });
+    const streamed = await stream.text();
+    expect(streamed).toContain('"finish"');
+    const run = (await api.store.listRuns(threadId)).items[0]!;
+    const [runner] = run.state[RUN_JOURNAL_KEY] as Array<{
+      owner: string;
+      incarnation: string;
+      token: number;
+    }>;
+    expect(runner).toMatchObject({
+      owner: 'test-process',
+      incarnation: expect.any(String),
+      token: expect.any(Number),
+    });
+    const stored = await api.store.listMessages(threadId);
+    // The steps' own facts ride in their messages: the model call's timing and usage only.
+    expect(stored.filter((record) => record.message.role === 'assistant')[0]?.message.metadata).toMatchObject(
+      {
+        modelMs: expect.any(Number),
+        usage: expect.any(Object),
+      },
+    );
+    const answers = [
+      streamed,
+      JSON.stringify(await history(threadId)),
+      await (await api.call(`/threads/${threadId}/messages`)).text(),
+    ];
+    for (const answer of answers) {
+      expect(answer).not.toContain(runner!.owner);
+      expect(answer).not.toContain(runner!.incarnation);
+      expect(answer).not.toMatch(/"(token|leaseToken|owner|incarnation)"/);
+    }
   });
 });

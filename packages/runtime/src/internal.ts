@@ -4,12 +4,8 @@
 export { ownsThread } from './decision-admission.js';
 export type { AgentRuntimeOptions } from './executor/runtime-options.js';
 export { createId } from './id.js';
-export {
-  RUN_JOURNAL_KEY,
-  type RunJournalEntry,
-  type RunJournalRunner,
-  runJournalOf,
-} from './loop/run-journal.js';
+export type { RunJournalRunner } from './loop/run-journal.js';
+export { RUN_JOURNAL_KEY, type RunJournalEntry, runJournalOf } from './loop/run-journal-reader.js';
 export { PHASES } from './phase.js';
 export { PluginSet } from './plugin.js';
 export {

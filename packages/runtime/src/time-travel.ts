@@ -19,7 +19,8 @@ import {
 } from '@lunation/contract';
 import { tasksKey } from './background-tasks.js';
 import { toolCallsKey, unansweredCalls } from './loop/call-records.js';
-import { runJournalOf, withoutJournal } from './loop/run-journal.js';
+import { withoutJournal } from './loop/run-journal.js';
+import { runJournalOf } from './loop/run-journal-reader.js';
 import { appliedDecisionsKey } from './runtime-keys.js';
 
 /** A tool call of a checkpoint's step. */
@@ -147,8 +148,12 @@ export async function listCheckpoints(
   const checkpoints = checkpointsOf(records);
   const runIds = [...new Set(checkpoints.map((checkpoint) => checkpoint.runId))];
   const runs = await Promise.all(runIds.map((runId) => store.getRun(runId)));
+  // A run whose record is gone (a fork's copies of the original's): the steps its messages carry.
   const journals = new Map(
-    runIds.map((runId, index) => [runId, runs[index] ? runJournalOf(runs[index]) : []]),
+    runIds.map((runId, index) => [
+      runId,
+      runJournalOf(runs[index] ?? { identity: { runId }, state: {} }, records),
+    ]),
   );
   for (const checkpoint of checkpoints) {
     const entry = journals

@@ -248,6 +248,21 @@ describe('time travel: a thread checkpoint per step, and forks from any of them'
     expect(await snapshot(world.store, 't1')).toEqual(before);
   });
 
+  it("a fork's checkpoints keep the original's model timings and usage (its copies' metadata), even once the original is gone", async () => {
+    const world = setup();
+    await world.store.createThread({ id: 't1' });
+    await runApproving(world, 't1', 'read a.txt');
+    await runApproving(world, 't1', 'hello again');
+    const original = await world.runtime.checkpoints('t1');
+    const timings = (checkpoints: ThreadStepCheckpoint[]) =>
+      checkpoints.map(({ modelMs, usage }) => ({ modelMs, usage }));
+    expect(timings(original).every(({ modelMs }) => typeof modelMs === 'number')).toBe(true);
+    const { thread } = await world.runtime.fork('t1', { checkpoint: 3 });
+    expect(timings(await world.runtime.checkpoints(thread.id))).toEqual(timings(original).slice(0, 3));
+    await world.store.deleteThread('t1');
+    expect(timings(await world.runtime.checkpoints(thread.id))).toEqual(timings(original).slice(0, 3));
+  });
+
   it('forks with edited input: from the checkpoint before a run, the fork runs the new input instead', async () => {
     const world = setup();
     await world.store.createThread({ id: 't1' });

@@ -5,7 +5,6 @@ import {
   type ModelRequest,
   type TerminationReason,
   toErrorInfo,
-  toolCallIdentity,
 } from '@lunation/contract';
 import type { TaskRecord } from '../background-tasks.js';
 import type { ModelResponse } from '../plugin.js';
@@ -204,15 +203,9 @@ export class AgentLoop {
     this.inferring = false;
     const { response } = inference;
     const { journal } = this.scope;
-    // Its arguments are not even built without a journal (no durable store).
     if (journal) {
-      const callIds = response.toolCalls.map(toolCallIdentity);
-      journal.inferred(
-        this.scope.progress.step,
-        this.scope.clock.now() - inferredAt,
-        response.usage,
-        callIds,
-      );
+      const ms = this.scope.clock.now() - inferredAt;
+      journal.inferred(this.scope.progress.step, ms, response.usage, response.message);
     }
     if (observed) {
       const usage = response.usageUnknown ? undefined : response.usage; // unknown: no counts to report

@@ -29,7 +29,11 @@ export function idempotencyKey(runId: string, callId: string): string {
 export class Checkpointer {
   private committedCount: number;
   private lastThreadRevision: number;
-  private runWritten: boolean;
+  /**
+   * Whether this process wrote the run record: even a continued run's is written with its first commit, whose
+   * journal names the runner of the messages this process commits.
+   */
+  private runWritten = false;
   /** Ticket ids of the open tickets the stored run record lists. */
   private writtenTickets: string;
   /** The status the stored run record has. */
@@ -44,7 +48,6 @@ export class Checkpointer {
     const { previous, history } = scope.options;
     this.committedCount = history.length;
     this.lastThreadRevision = scope.state.threadRevision;
-    this.runWritten = previous !== undefined;
     this.writtenTickets = previous ? ticketSignature(previous.openTickets) : '';
     this.writtenStatus = previous?.status;
     // A new run is created after the thread's latest run even when this process's clock is behind the one that
@@ -156,7 +159,7 @@ export class Checkpointer {
     if (termination !== undefined) record.termination = termination;
     if (scope.output !== undefined) record.output = scope.output;
     if (options.registryVersion !== undefined) record.registryVersion = options.registryVersion;
-    scope.journal?.stamp(record);
+    scope.journal?.stamp(record, scope.messages);
     return record;
   }
 

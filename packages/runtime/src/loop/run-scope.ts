@@ -184,7 +184,7 @@ export class RunScope {
   /** The run's observer, when the runtime has instrumentation. */
   readonly instrumentation: RunInstrumentation | undefined;
   /**
-   * The run's per-step journal, stamped into each run record the checkpointer writes; none without a durable
+   * The run's journal, in its step messages and each run record the checkpointer writes; none without a durable
    * store, where no run record can be read back (it would only cost the run time and memory).
    */
   readonly journal: RunJournal | undefined;
@@ -199,9 +199,7 @@ export class RunScope {
     this.instrumentation = options.instrumentation;
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? systemIds;
-    this.journal = options.persistence.durable
-      ? new RunJournal(this.clock, options.previous, options.runner, options.leaseToken)
-      : undefined;
+    this.journal = options.persistence.durable ? new RunJournal(this.clock, options) : undefined;
     this.agent = options.agent;
     this.state = new StateStore(this.agent.plugins.keys);
     this.state.restore(options.threadState);
