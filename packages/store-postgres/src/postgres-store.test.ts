@@ -332,16 +332,21 @@ describe('PostgresStore', () => {
                 toolExecutions: [makeToolExecution({ threadId, runId, toolCallId })],
               });
             }
+            // Half the begins and completions name the latest token too: with only tokens 1–6, once the
+            // acquisitions pass 6 every one would be stale, and a completion would never land on a slow machine.
             case 2:
               return store.beginToolExecution(
-                makeBeginToolExecutionInput({ threadId, runId, toolCallId }, { leaseToken: token }),
+                makeBeginToolExecutionInput(
+                  { threadId, runId, toolCallId },
+                  { leaseToken: index % 2 === 0 ? (latestToken.get(threadId) ?? token) : token },
+                ),
               );
             case 3:
               return store.completeToolExecution({
                 runId,
                 toolCallId,
                 result: makeToolResult(index),
-                leaseToken: token,
+                leaseToken: index % 2 === 0 ? (latestToken.get(threadId) ?? token) : token,
               });
             case 4: {
               const lease = await store.acquireLease({ threadId, owner: `o${index}`, runId, ttlMs: 20 });
