@@ -20,6 +20,7 @@ export {
   describeError,
   describeValue,
   type OperationOptions,
+  type OperationWatcher,
   type RunOptions,
   type RunOutcome,
   Scheduler,

@@ -56,7 +56,7 @@ export type JournalItem = Partial<Omit<RunJournalEntry, 'usage'>> & {
 };
 
 /**
- * A run's journal entries, oldest first, each whole (the last {@link RUN_JOURNAL_LIMIT}): the run record's
+ * A run's journal entries, oldest first, each whole (the last 200): the run record's
  * (runners, resumes, recoveries, suspensions, the end) with the steps its assistant messages carry, from
  * `messages` (the thread's, as `listMessages` returns them; messages of other runs are passed over). Reads
  * records written before the steps moved into the messages as they were.
