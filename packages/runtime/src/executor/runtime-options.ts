@@ -6,7 +6,7 @@ export interface AgentRuntimeOptions extends RegistrySet {
   /** Durable store; without one, threads live in this process's memory only. */
   store?: LunationStore;
   sinks?: EventSink[];
-  /** Thread lease time-to-live; renewed every fifth of it while the run lives. @default 30000 */
+  /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
   leaseTtlMs?: number;
   /**
    * Names this runtime in leases (and in `thread-busy` messages, for logs). Several live runtimes may share one
