@@ -9,9 +9,10 @@ export interface AgentRuntimeOptions extends RegistrySet {
   /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
   leaseTtlMs?: number;
   /**
-   * Names this runtime in leases (and in `thread-busy` messages, for logs). Several live runtimes may share one
-   * (replicas started from one configuration): each instance also holds its leases under an incarnation id of
-   * its own, so two live processes never run one thread at once. A runtime started again with the same owner
+   * Names this runtime in leases (and in `thread-busy` messages, for logs). Give each live runtime its own: a
+   * replica sharing an owner with a twin that stalls for between a half and three quarters of `leaseTtlMs` can run
+   * a thread beside it (each instance holds its leases under an incarnation id of its own, but the store lets a
+   * same-owner lease go after half the time to live). A runtime started again with the same owner
    * (a restarted server with a stable name) takes its previous life's leases over once they have gone unrenewed
    * for half `leaseTtlMs`, instead of waiting for them to expire. @default `${hostname}:${pid}:<random>`
    */
