@@ -14,20 +14,20 @@ export interface AssistantRuntimeOptions {
   slowTask?: SlowTaskToolOptions;
   /**
    * The runtime's lease owner. Stable across restarts (one per data folder and command), so a restarted server
-   * takes over the threads whose runs died with it once their leases go half `leaseTtlMs` unrenewed, instead of
+   * takes over the threads whose runs died with it once their leases go three quarters of `leaseTtlMs` unrenewed, instead of
    * waiting for them to expire. Each live process still holds leases under an incarnation of its own, so two
    * servers started with one owner never run one thread at once.
    */
   owner?: string;
   /** Tools of MCP servers (`McpToolset.tools()`); one that is not read-only needs the user's approval. */
   mcpTools?: readonly AnyTool[];
-  /** Thread lease time-to-live: a restart with the same owner continues a thread at most half of it after a crash. @default 6000 */
+  /** Thread lease time-to-live: a restart with the same owner continues a thread at most three quarters of it after a crash. @default 6000 */
   leaseTtlMs?: number;
   /** Tracing (`--trace`): see `openTracing`. */
   instrumentation?: Instrumentation;
 }
 
-/** The sample app's lease time-to-live: a restarted process or another worker continues a thread within 3 s of a crash. */
+/** The sample app's lease time-to-live: a restarted process or another worker continues a thread within 4.5 s of a crash. */
 export const ASSISTANT_LEASE_TTL_MS = 6_000;
 
 const SYSTEM_PROMPT = `You are the Lunation sample assistant, a helpful and concise assistant.

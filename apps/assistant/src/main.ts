@@ -71,7 +71,7 @@ async function main(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
       metrics?.metrics,
       workerLogger?.instrumentation,
     ].filter((each) => each !== undefined);
-    // One owner per data folder and command: a restart takes its threads over within 3 s of a crash, while two
+    // One owner per data folder and command: a restart takes its threads over within 4.5 s of a crash, while two
     // live servers on one data folder still never run one thread at once (see README).
     const owner = `assistant-${command.type}@${hostname()}:${settings.dataDir}`;
     mcp = settings.mcpConfig ? await openMcp(settings.mcpConfig) : undefined;

@@ -216,7 +216,7 @@ const TAKE_OVER_WAIT_MS = 15_000;
 
 /**
  * Starts a run once the thread's lease can be had: a process that died mid-run holds it until this app (same
- * data folder, same lease owner) may take it over, at most 3 s later. `thread-busy` after that is a live twin.
+ * data folder, same lease owner) may take it over, at most 4.5 s later. `thread-busy` after that is a live twin.
  */
 async function whenThreadFree(start: () => Promise<RunHandle>, printer: EventPrinter): Promise<RunHandle> {
   const until = Date.now() + TAKE_OVER_WAIT_MS;

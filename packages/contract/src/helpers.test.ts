@@ -103,9 +103,9 @@ describe('store input checks', () => {
   });
 
   it("accepts an adapter declaring its kind's specification version and names both versions otherwise", () => {
-    expect(specificationVersions).toEqual({ model: 'v1', store: 'v1', dispatcher: 'v3' });
+    expect(specificationVersions).toEqual({ model: 'v1', store: 'v2', dispatcher: 'v3' });
     expect(() =>
-      assertSpecificationVersion('store', { specificationVersion: 'v1' }, 'store "s"'),
+      assertSpecificationVersion('store', { specificationVersion: 'v2' }, 'store "s"'),
     ).not.toThrow();
     let error: unknown;
     try {

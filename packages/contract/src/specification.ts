@@ -13,7 +13,7 @@ import type { LunationStore } from './store.js';
  */
 export const specificationVersions = {
   model: 'v1',
-  store: 'v1',
+  store: 'v2',
   dispatcher: 'v3',
 } as const satisfies {
   model: ModelProvider['specificationVersion'];

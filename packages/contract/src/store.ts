@@ -306,9 +306,11 @@ export interface LeaseManager {
    * `renewedAt`, `expiresAt` of the held lease) unless one of the takeovers below applies, decided atomically
    * on the store's clock:
    * - the held lease has the caller's `owner` and `incarnation` (a lease this very instance left behind);
-   * - the held lease has the caller's `owner`, another `incarnation`, and went unrenewed for half its time to
-   *   live (`now - renewedAt >= (expiresAt - renewedAt) / 2`): its holder, which renews every third of it,
-   *   stopped, so it is gone (a restart with a stable owner name).
+   * - the held lease has the caller's `owner`, another `incarnation`, and went unrenewed for three quarters of
+   *   its time to live (`4 * (now - renewedAt) >= 3 * (expiresAt - renewedAt)`): its holder, which renews every
+   *   third of it and counts its lease held only while confirmed less than three quarters of it ago (on its own
+   *   clock, from when it sent the renewal), stopped, so it is gone (a restart with a stable owner name) or no
+   *   longer acts on the lease (a replica stalled past it). Since specification v2; v1 took over after half.
    * A takeover issues a new token, so the previous holder's renewals fail (`lease-lost`) and its writes are
    * fenced (`stale-lease`).
    */
@@ -357,7 +359,7 @@ export interface LunationStore
    * The version of this interface the store implements; the runtime refuses a store declaring another one
    * (`specification-mismatch`). See `specificationVersions`.
    */
-  readonly specificationVersion: 'v1';
+  readonly specificationVersion: 'v2';
   /** A short name for diagnostics, e.g. `sqlite`. */
   readonly kind: string;
   /** Releases connections the store opened itself (injected clients are left open). */

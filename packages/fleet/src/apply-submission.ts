@@ -32,6 +32,9 @@ async function applyRequest(thread: ClaimedThread, entry: InboxEntry): Promise<v
     const signal = await thread.cancel.waitingRunSignal();
     const outcome = await executor.decide({ threadId: entry.threadId }, request.decisions, signal);
     if (outcome.run) await followRun(thread, outcome.run, { how: 'resumed' });
+    // Nothing left to decide: a holder applied these decisions after the claim's recovery looked, and may have
+    // lost the thread (or died) with the resumed run still `running`; continued here, or it would stay stranded.
+    else if (outcome.applied.length === 0) await recoverLatestRun(thread);
     return;
   }
   if (await appliedBefore(thread, request.runId)) return;

@@ -189,3 +189,22 @@ function retryable(error: unknown): boolean {
   if (LunationError.isInstance(error)) return error.isRetryable;
   return true; // a driver's own error (a reset connection): the log is unreachable for now
 }
+
+/**
+ * Marks a finished run's log ended under `fence`. `refused` when a newer lease holder claimed the log meanwhile
+ * (it repairs the log and ends it): that is not this worker's failure, nor the submission's.
+ */
+export async function endLog(
+  log: RunEventLog,
+  runId: string,
+  options: { ttlMs: number; fence: number | undefined },
+): Promise<PipeOutcome> {
+  const { ttlMs, fence } = options;
+  try {
+    await log.endEvents(runId, fence === undefined ? { ttlMs } : { ttlMs, fence });
+    return 'appended';
+  } catch (error) {
+    if (LunationError.hasCode(error, 'stale-lease')) return 'refused';
+    throw error;
+  }
+}

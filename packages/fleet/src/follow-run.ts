@@ -6,7 +6,7 @@ import {
 } from '@lunation/contract';
 import type { RunHandle, RunResult } from '@lunation/runtime';
 import { type ClaimedThread, reportAppendFailed } from './claimed-thread.js';
-import { claimLog, type PipedRun, type PipeOutcome, pipeEvents } from './event-pipe.js';
+import { claimLog, endLog, type PipedRun, type PipeOutcome, pipeEvents } from './event-pipe.js';
 import type { UnnumberedEvent } from './missing-events.js';
 
 /** How a followed run came to run here, and what its log lacked before it. */
@@ -130,8 +130,7 @@ async function logEnding(
   if (end !== undefined) piped.pipe.push(end);
   const outcome: PipeOutcome = await piped.pipe.flush();
   if (result.status === 'done' && outcome === 'appended') {
-    const fence = ids.leaseToken;
-    await dispatcher.endEvents(ids.runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
+    await endLog(dispatcher, ids.runId, { ttlMs: eventTtlMs, fence: ids.leaseToken });
   }
 }
 

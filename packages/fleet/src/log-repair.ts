@@ -1,7 +1,7 @@
 import type { RunRecord } from '@lunation/contract';
 import { type ToolCallRecord, toolCallsKey } from '@lunation/runtime';
 import { type ClaimedThread, reportAppendFailed } from './claimed-thread.js';
-import { claimLog, EventPipe } from './event-pipe.js';
+import { claimLog, EventPipe, endLog } from './event-pipe.js';
 import { missingEvents, missingRunEnd, readLoggedRun } from './missing-events.js';
 
 /**
@@ -56,5 +56,5 @@ async function repairUnderLease(
   const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed, clock });
   for (const event of events) pipe.push(event);
   if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
-  await dispatcher.endEvents(runId, { ttlMs: eventTtlMs, ...(fence === undefined ? {} : { fence }) });
+  await endLog(dispatcher, runId, { ttlMs: eventTtlMs, fence });
 }

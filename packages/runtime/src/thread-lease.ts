@@ -46,8 +46,9 @@ export interface LeaseCheck {
  *
  * Every lease carries this runtime instance's `incarnation`, a random id no other live process has, beside its
  * `owner` name (which replicas may share, and a restart keeps). The store lets a lease of the same owner and
- * another incarnation be taken over only once it went unrenewed for half its time to live, so its holder is
- * gone (a restart): never while a live process with the same owner renews it every third of that time.
+ * another incarnation be taken over only once it went unrenewed for three quarters of its time to live (store
+ * specification v2): never while a live process with the same owner renews it every third of that time, and
+ * only once its holder no longer counts it fresh (below), so a replica stalled past it starts nothing more.
  *
  * One ticker renews every held lease each third of the time to live (rather than a timer per run), so no lease
  * goes longer than that without a renewal; a failed renewal aborts its run with `lease-lost`. The ticker stops
@@ -272,7 +273,7 @@ function busyElsewhere(threadId: string, held: LeaseHolder, now: number): Lunati
  */
 function busyWithOwnOwner(threadId: string, held: LeaseHolder, now: number): LunationError {
   const { runId, owner, renewedAt, expiresAt } = held;
-  const takeOverAfterMs = Math.ceil((expiresAt - renewedAt) / 2);
+  const takeOverAfterMs = Math.ceil(((expiresAt - renewedAt) * 3) / 4);
   const retryAfterMs = Math.max(0, renewedAt + takeOverAfterMs - now);
   return new LunationError(
     'thread-busy',

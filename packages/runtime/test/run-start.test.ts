@@ -158,8 +158,9 @@ describe('thread leases (with a store)', () => {
     await expect(build('server-2').generate({ threadId: 't', input: 'x' })).rejects.toMatchObject({
       code: 'thread-busy',
     });
-    // 29 s without a renewal: the holder may still be alive (it renews every 20 s), so no takeover.
-    clock.now += 29_000;
+    // 44 s without a renewal: the holder may still be alive and count its lease fresh (for 45 s after a renewal
+    // it confirmed), so no takeover; half the ttl (the store specification v1's rule) is long past.
+    clock.now += 44_000;
     const busy = await build('server-1')
       .generate({ threadId: 't', input: 'x' })
       .catch((error: unknown) => error);

@@ -30,8 +30,7 @@ export const faultProfiles: Record<
   // Each from a stream of its own, like `redelivery`'s.
   stalls: stallsFaults(),
   // `stalls`, with every worker under one owner name (replicas of one configuration, each incarnation its own):
-  // the lease's same-owner takeover (after half its time to live unrenewed) between live processes.
-  // Not clean yet: see docs/simulation.md, "Replicas sharing an owner".
+  // the lease's same-owner takeover (after three quarters of its time to live unrenewed) between live processes.
   replicas: (() => {
     const stalls = stallsFaults();
     return { ...stalls, runtime: { ...stalls.runtime, sharedOwner: true } };

@@ -71,7 +71,7 @@ export interface StoreActivity {
  * faults it passes the store kit, transactional effects included.
  */
 export class SimulatedStore implements LunationStore, TransactionalToolEffects {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'simulated';
   /** The data; pass it to another SimulatedStore to share it. */
   readonly backend: MemoryBackend;

@@ -577,7 +577,8 @@ function mayTakeOver(held: Lease, input: AcquireLeaseInput, now: number): boolea
     return false;
   }
   return (
-    held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt
+    held.incarnation === input.incarnation ||
+    4 * (now - held.renewedAt) >= 3 * (held.expiresAt - held.renewedAt)
   );
 }
 

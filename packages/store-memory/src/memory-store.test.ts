@@ -81,24 +81,26 @@ describe('MemoryStore', () => {
     });
   });
 
-  it('takes a lease of the same owner over by the injected clock once it went half its ttl unrenewed', async () => {
+  it('takes a lease of the same owner over by the injected clock once it went three quarters of its ttl unrenewed', async () => {
     const { clock, store } = clockedStore();
     const held = { threadId: 't1', owner: 'a', incarnation: 'old', runId: 'r1', ttlMs: 1_000 };
     const lease = await store.acquireLease(held);
     const takeOver = { ...held, incarnation: 'new', runId: 'r2' };
     clock.now = 1_400;
     await store.renewLease({ threadId: 't1', token: lease.token, ttlMs: 1_000 });
-    clock.now = 1_899;
+    clock.now = 1_900; // half its ttl: store specification v1 took it over here
     await expectLunationError(store.acquireLease(takeOver), 'thread-busy');
-    clock.now = 1_900;
+    clock.now = 2_149;
+    await expectLunationError(store.acquireLease(takeOver), 'thread-busy');
+    clock.now = 2_150;
     expect(await store.acquireLease(takeOver)).toEqual({
       threadId: 't1',
       owner: 'a',
       incarnation: 'new',
       runId: 'r2',
       token: lease.token + 1,
-      renewedAt: 1_900,
-      expiresAt: 2_900,
+      renewedAt: 2_150,
+      expiresAt: 3_150,
     });
   });
 

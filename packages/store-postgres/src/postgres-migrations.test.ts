@@ -58,8 +58,9 @@ describe('PostgreSQL migrations', () => {
       '003_lease_incarnation',
       '004_batched_calls',
       '005_commit_fences',
+      '006_same_owner_takeover',
     ]);
-    expect(latestSchemaVersion).toBe('005_commit_fences');
+    expect(latestSchemaVersion).toBe('006_same_owner_takeover');
   });
 
   it('creates the schema, its tables, indexes and functions, and records the version', async () => {

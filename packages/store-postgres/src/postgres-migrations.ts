@@ -280,7 +280,30 @@ ALTER TABLE ${s}.leases ADD COLUMN incarnation text, ADD COLUMN renewed_at bigin
 UPDATE ${s}.leases SET renewed_at = coalesce(expires_at, 0);
 DROP FUNCTION ${s}.acquire_lease(text, text, text, bigint);
 
-CREATE FUNCTION ${s}.acquire_lease(
+${acquireLease(s, 'CREATE', '2 * (v_now - l.renewed_at) >= l.expires_at - l.renewed_at')}`;
+}
+
+/**
+ * 006 (store specification v2): a lease of the same owner and another incarnation is taken over only once it went
+ * unrenewed for three quarters of its time to live, when its holder no longer counts it held (replicas sharing
+ * an owner name: a replica stalled past half its lease no longer loses the thread to its twin while it may still
+ * start a tool). Same signature, so processes of the previous version keep calling it.
+ */
+function sameOwnerTakeover(s: string): string {
+  return acquireLease(
+    s,
+    'CREATE OR REPLACE',
+    '4 * (v_now - l.renewed_at) >= 3 * (l.expires_at - l.renewed_at)',
+  );
+}
+
+/** `acquire_lease` with the contract's takeovers, a same-owner one once `unrenewedLongEnough` holds. */
+function acquireLease(
+  s: string,
+  create: 'CREATE' | 'CREATE OR REPLACE',
+  unrenewedLongEnough: string,
+): string {
+  return `${create} FUNCTION ${s}.acquire_lease(
   p_thread_id text, p_owner text, p_incarnation text, p_run_id text, p_ttl_ms bigint
 ) RETURNS json LANGUAGE plpgsql AS $lunation$
 DECLARE
@@ -295,7 +318,7 @@ BEGIN
     expires_at = excluded.expires_at
   WHERE l.expires_at IS NULL OR l.expires_at <= v_now
     OR (l.owner = p_owner AND l.incarnation IS NOT NULL AND p_incarnation IS NOT NULL
-      AND (l.incarnation = p_incarnation OR 2 * (v_now - l.renewed_at) >= l.expires_at - l.renewed_at))
+      AND (l.incarnation = p_incarnation OR ${unrenewedLongEnough}))
   RETURNING * INTO v_lease;
   IF NOT FOUND THEN
     SELECT * INTO v_lease FROM ${s}.leases WHERE thread_id = p_thread_id;
@@ -496,6 +519,7 @@ export function postgresMigrations(schema: string): Record<string, string> {
     '003_lease_incarnation': leaseIncarnation(s),
     '004_batched_calls': batchedCalls(s),
     '005_commit_fences': commitFences(s),
+    '006_same_owner_takeover': sameOwnerTakeover(s),
   };
 }
 

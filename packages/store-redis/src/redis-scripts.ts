@@ -297,10 +297,10 @@ local key = threadKey(ARGV[2])
 local now = nowMs()
 local held = redis.call('HMGET', key .. ':lease', 'owner', 'runId', 'incarnation', 'renewedAt', 'expiresAt')
 if held[1] then
-  -- The contract's takeovers: a lease this instance left behind, or one of its owner unrenewed for half its ttl.
+  -- The contract's takeovers: a lease this instance left behind, or one of its owner unrenewed for 3/4 of its ttl.
   local sameOwner = held[1] == ARGV[3] and held[3] and held[3] ~= '' and ARGV[6] ~= ''
   local renewedAt = tonumber(held[4] or held[5])
-  local takeOver = sameOwner and (held[3] == ARGV[6] or 2 * (now - renewedAt) >= tonumber(held[5]) - renewedAt)
+  local takeOver = sameOwner and (held[3] == ARGV[6] or 4 * (now - renewedAt) >= 3 * (tonumber(held[5]) - renewedAt))
   if not takeOver then return {'thread-busy', held[1], held[2], held[3] or '', held[4] or '0', held[5] or '0'} end
 end
 local token = redis.call('HINCRBY', key .. ':lease-token', 'token', 1)

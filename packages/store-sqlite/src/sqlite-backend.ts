@@ -919,7 +919,8 @@ function mayTakeOver(held: LeaseRow, input: AcquireLeaseInput, now: number): boo
   if (held.owner !== input.owner || held.incarnation === null || input.incarnation === undefined)
     return false;
   return (
-    held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt! - held.renewedAt
+    held.incarnation === input.incarnation ||
+    4 * (now - held.renewedAt) >= 3 * (held.expiresAt! - held.renewedAt)
   );
 }
 

@@ -1,6 +1,6 @@
 /**
  * Measures how long a thread whose process was SIGKILLed mid-tool waits before another process continues it:
- * a restart with the same owner (taken over once the lease went half its ttl unrenewed) against another owner
+ * a restart with the same owner (taken over once the lease went three quarters of its ttl unrenewed) against another owner
  * (waits for the lease to expire). Usage, from tests/integration:
  *
  *   node --conditions=@lunation/source --import tsx scripts/restart-recovery.ts [trials=10] [ttlMs=10000] [stores=sqlite,redis,postgres]

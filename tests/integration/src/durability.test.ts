@@ -293,8 +293,9 @@ describe.each(backends)('two live processes with one owner ($name)', (backend) =
       threadId: 'thread-twins',
       sideEffectLog: join(directory, `log-${++counter}`),
       // Long enough that a child process started on a loaded machine (several seconds of start-up) still takes
-      // the lease over before it expires; the restart must win on the half-TTL rule, not on luck.
-      leaseTtlMs: 6_000,
+      // the lease over before it expires; the restart must win on the same-owner rule (three quarters of the
+      // time to live unrenewed), not on luck.
+      leaseTtlMs: 8_000,
       owner: 'replica',
     };
     const holder = startAgentProcess({ ...base, mode: 'crash' });
@@ -322,16 +323,17 @@ describe.each(backends)('two live processes with one owner ($name)', (backend) =
 
     const store = await backend.open(base);
     try {
-      const lease = await store.getLease('thread-twins');
       holder.child.kill('SIGKILL');
       await holder.exited;
       const killedAt = Date.now();
+      // Read once the holder is dead: its last renewal is the one the takeover counts from.
+      const lease = await store.getLease('thread-twins');
       expect(lease).toMatchObject({ owner: 'replica', runId: running.runId });
       const restarted = startAgentProcess({ ...base, mode: 'recover' });
       const done = await restarted.waitFor('ended');
       expect(await restarted.exited).toBe(0);
       expect(done).toMatchObject({ status: 'done', finalText: 'All done.', runId: running.runId });
-      // Taken over once the dead life's lease went half its time to live unrenewed: before it expired.
+      // Taken over once the dead life's lease went three quarters of its time to live unrenewed: before it expired.
       expect(Number(done.startedAt)).toBeLessThan(Number(lease?.expiresAt));
       expect(Number(done.startedAt) - killedAt).toBeLessThan(base.leaseTtlMs);
       expect(readLog(base.sideEffectLog)).toEqual([

@@ -126,7 +126,7 @@ function fromSentError(error: SentError): Error {
 
 /** The kit's store as a worker process sees it: every call goes to the test process over the IPC channel. */
 export class RemoteStore implements LunationStore {
-  readonly specificationVersion = 'v1' as const;
+  readonly specificationVersion = 'v2' as const;
   readonly kind = 'kit-remote';
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();

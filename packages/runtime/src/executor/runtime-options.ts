@@ -9,12 +9,11 @@ export interface AgentRuntimeOptions extends RegistrySet {
   /** Thread lease time-to-live; renewed every third of it while the run lives. @default 30000 */
   leaseTtlMs?: number;
   /**
-   * Names this runtime in leases (and in `thread-busy` messages, for logs). Give each live runtime its own: a
-   * replica sharing an owner with a twin that stalls for between a half and three quarters of `leaseTtlMs` can run
-   * a thread beside it (each instance holds its leases under an incarnation id of its own, but the store lets a
-   * same-owner lease go after half the time to live). A runtime started again with the same owner
-   * (a restarted server with a stable name) takes its previous life's leases over once they have gone unrenewed
-   * for half `leaseTtlMs`, instead of waiting for them to expire. @default `${hostname}:${pid}:<random>`
+   * Names this runtime in leases (and in `thread-busy` messages, for logs). Replicas may share one: each instance
+   * holds its leases under an incarnation id of its own, and the store lets a same-owner lease go only once it
+   * went unrenewed for three quarters of `leaseTtlMs`, when its holder no longer counts it held. A runtime started
+   * again with the same owner (a restarted server with a stable name) takes its previous life's leases over then,
+   * instead of waiting for them to expire. @default `${hostname}:${pid}:<random>`
    */
   owner?: string;
   /** Emit a `state-snapshot` event before every `step-end`. @default false */

@@ -55,15 +55,24 @@ export const mutations: readonly Mutation[] = [
   {
     name: 'same-owner-takeover-at-once',
     description:
-      "A new incarnation of the lease's owner takes it over at once, not after half its time to live without renewal.",
+      "A new incarnation of the lease's owner takes it over at once, not after three quarters of its time to live without renewal.",
     origin: 'mutation',
     file: memoryOperations,
-    search:
-      'held.incarnation === input.incarnation || 2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt',
+    search: '4 * (now - held.renewedAt) >= 3 * (held.expiresAt - held.renewedAt)',
     replace: 'true',
-    faults: 'stalls',
-    needs:
-      "a live process whose lease another incarnation of the same owner takes over: replicas sharing an owner name (profile `replicas`, which today's code fails already: docs/simulation.md, 'Replicas sharing an owner'), or a worker restarted while only stalled. In `stalls` each worker has its own owner and a new incarnation follows only a crash, so an early same-owner takeover only ever takes a dead process's lease",
+    // Replicas sharing an owner: in `stalls` each worker has its own owner and a new incarnation follows only a
+    // crash, so an early same-owner takeover only ever takes a dead process's lease.
+    faults: 'replicas',
+  },
+  {
+    name: 'same-owner-takeover-at-half',
+    description:
+      "A new incarnation of the lease's owner takes it over after half its time to live without renewal (store specification v1), while its holder still counts the lease fresh.",
+    origin: 'reverted: store specification v2 (replicas sharing an owner)',
+    file: memoryOperations,
+    search: '4 * (now - held.renewedAt) >= 3 * (held.expiresAt - held.renewedAt)',
+    replace: '2 * (now - held.renewedAt) >= held.expiresAt - held.renewedAt',
+    faults: 'replicas',
   },
   {
     name: 'commit-count-unchecked',

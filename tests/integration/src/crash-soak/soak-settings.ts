@@ -21,7 +21,7 @@ export interface SoakSettings {
    * with `twinLeaseTtlMs` leases.
    */
   twinEvery: number;
-  /** `LUNATION_SOAK_TWIN_LEASE_TTL_MS`: the lease ttl of twin batches (a takeover needs half of it unrenewed). */
+  /** `LUNATION_SOAK_TWIN_LEASE_TTL_MS`: the lease ttl of twin batches (a takeover needs three quarters of it unrenewed). */
   twinLeaseTtlMs: number;
   /** `LUNATION_SOAK_MIN_KILLS`: every run is killed at least this often (at its next model call first). */
   minKillsPerRun: number;
