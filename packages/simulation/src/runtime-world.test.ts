@@ -193,7 +193,6 @@ describe("a run's log taken by a newer lease holder before its end mark", () => 
   it('seed 1801 (stalls): no thread is dead-lettered', async () => {
     const report = await runRuntimeWorld({ seed: 1801, ...faultProfiles.stalls.runtime });
     expect(report.violations).toEqual([]);
-    expect(report.findings).toEqual([]);
   }, 120_000);
 });
 

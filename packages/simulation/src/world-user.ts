@@ -61,19 +61,20 @@ export class SimulatedUser {
   }
 
   /**
-   * The operator: every few seconds, resubmits the threads the dispatcher dead-lettered (their failures ran out,
-   * e.g. under a run of store faults), as the fleet's runbook says.
+   * The operator: every few seconds, resubmits the threads the dispatcher dead-lettered, as the fleet's runbook
+   * says. A dead letter is a violation here: only a submission that itself fails repeatedly may be dead-lettered
+   * (fleet.md, "Slow is not dead"), and none of the world's does — a lost claim, a lost lease or a store outage is
+   * not the submission's failure.
    */
   private async operate(): Promise<void> {
     while (!this.finished) {
       await this.sleep(5_000);
       const dead = await this.dispatcher.deadLetters().catch(() => []);
       for (const letter of dead) {
-        if (await this.dispatcher.resubmit(letter.threadId).catch(() => false)) {
-          this.world.findings.add(
-            `thread ${letter.threadId} was dead-lettered (${letter.attempts} failed attempts: ${letter.error.code ?? letter.error.message}); the operator resubmitted it`,
-          );
-        }
+        this.world.violations.push(
+          `thread ${letter.threadId} was dead-lettered (${letter.attempts} failed attempts: ${letter.error.code ?? letter.error.message}), a healthy thread`,
+        );
+        await this.dispatcher.resubmit(letter.threadId).catch(() => false);
       }
     }
   }

@@ -268,6 +268,28 @@ export const mutations: readonly Mutation[] = [
     replace: `  if (applied.status !== 'running') await repairLog(thread, applied);`,
     faults: 'redelivery',
   },
+  {
+    name: 'refused-end-mark-fails-claim',
+    description:
+      "A run's end mark refused because a newer lease holder claimed the log fails the claim: a healthy thread is dead-lettered (the fix of seed 1801 reverted).",
+    origin: 'reverted: endLog (seed 1801 of stalls)',
+    file: eventPipe,
+    search: `    if (LunationError.hasCode(error, 'stale-lease')) return 'refused';
+    throw error;`,
+    replace: '    throw error;',
+    faults: 'stalls',
+  },
+  {
+    name: 'applied-decisions-leave-run-stranded',
+    description:
+      'A decisions submission that finds nothing left to decide is acknowledged though the run its first holder resumed is left running (the fix of seed 732856 reverted).',
+    origin: 'reverted: applyRequest (seed 732856 of the million)',
+    file: applySubmission,
+    search: '    else if (outcome.applied.length === 0) await recoverLatestRun(thread);',
+    replace: '',
+    needs:
+      'a slow holder applying the decisions between another claim\'s recovery and its own decide, then losing the thread with the resumed run running: 1 seed of 1,000,000 in `all` (732856, a regression case in runtime-world.test.ts)',
+  },
   // ——— Cancels and decisions (they need a world that cancels and decides) ———
   {
     name: 'cancel-without-run-id',
