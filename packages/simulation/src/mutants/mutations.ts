@@ -288,7 +288,7 @@ export const mutations: readonly Mutation[] = [
     search: '    else if (outcome.applied.length === 0) await recoverLatestRun(thread);',
     replace: '',
     needs:
-      'a slow holder applying the decisions between another claim\'s recovery and its own decide, then losing the thread with the resumed run running: 1 seed of 1,000,000 in `all` (732856, a regression case in runtime-world.test.ts)',
+      "a slow holder applying the decisions between another claim's recovery and its own decide, then losing the thread with the resumed run running: 1 seed of 1,000,000 in `all` (732856, a regression case in runtime-world.test.ts)",
   },
   // ——— Cancels and decisions (they need a world that cancels and decides) ———
   {
