@@ -3,7 +3,15 @@ import type { RuntimeWorldOptions } from './runtime-world.js';
 import type { DispatchFaults } from './simulated-dispatcher.js';
 
 /** The fault profiles `pnpm simulate --faults` knows. */
-export type FaultProfile = 'none' | 'crash' | 'all' | 'redelivery' | 'appends' | 'stalls' | 'replicas';
+export type FaultProfile =
+  | 'none'
+  | 'crash'
+  | 'all'
+  | 'redelivery'
+  | 'appends'
+  | 'stalls'
+  | 'resumes'
+  | 'replicas';
 
 /** For each profile, the options of each world. */
 export const faultProfiles: Record<
@@ -29,6 +37,13 @@ export const faultProfiles: Record<
   // clock skew between workers, model errors, slow answers and hangs, tools that throw, hang or ignore their signal.
   // Each from a stream of its own, like `redelivery`'s.
   stalls: stallsFaults(),
+  // `stalls`, with steps of several gated or interrupt-kind calls (the model calls `refund`, `notify` or `invoice`
+  // two or three times in a step, half the time): a resume continues several calls in one step, each completion
+  // written as it finishes, and a crash or a stall falls between them. Drawn from a stream of its own.
+  resumes: (() => {
+    const stalls = stallsFaults();
+    return { ...stalls, runtime: { ...stalls.runtime, repeatedCalls: 0.5 } };
+  })(),
   // `stalls`, with every worker under one owner name (replicas of one configuration, each incarnation its own):
   // the lease's same-owner takeover (after three quarters of its time to live unrenewed) between live processes.
   replicas: (() => {

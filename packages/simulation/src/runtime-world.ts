@@ -34,6 +34,12 @@ export interface RuntimeWorldOptions {
    * running when another worker is given its thread. @default 0
    */
   toolDelayMs?: number;
+  /**
+   * Chance, per gated or interrupt-kind call (`refund`, `notify`, `invoice`) of a step the model answers, that it
+   * calls that tool two or three times in the step (drawn from a stream of its own): steps that suspend, or are
+   * cut off, with several such calls, so a resume continues several calls in one step. @default 0
+   */
+  repeatedCalls?: number;
   /** Stalls and clock skew of the workers, and faults of their models and tools. @default none */
   workerFaults?: WorkerFaults;
   /**
@@ -94,6 +100,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     violations: [],
     findings: new Set(),
     ...(options.toolDelayMs === undefined ? {} : { toolDelayMs: options.toolDelayMs }),
+    ...(options.repeatedCalls === undefined ? {} : { repeatedCalls: options.repeatedCalls }),
     workerFaults: new WorkerFaultDraws(scheduler, options.workerFaults ?? {}, schedule),
   };
   const invariants = new WorldInvariants(world);

@@ -103,7 +103,7 @@ export const mutations: readonly Mutation[] = [
     existing.entry.attempts += 1;`,
     replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
     existing.entry.attempts += 1;`,
-    faults: 'stalls',
+    faults: 'resumes',
     needs:
       'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it. Stale begins on completed entries (aimed stalls) are refused by the fence first',
   },
@@ -126,7 +126,7 @@ export const mutations: readonly Mutation[] = [
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     replace: `      if (false) {
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
-    faults: 'stalls',
+    faults: 'resumes',
     needs:
       'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it',
   },
