@@ -46,6 +46,8 @@ export class WorldInvariants {
   private readonly logsSeen = new Map<string, LogSeen>();
   /** The completed ledger entries seen, by run and tool call id: each as the store had it then, and its result. */
   private readonly completions = new Map<string, { entry: ToolExecution; result: string }>();
+  /** The dead letters seen: thread and when. */
+  private readonly deadLettersSeen = new Set<string>();
 
   constructor(private readonly world: WorldContext) {
     this.logs = new RunLogChecks(world.dispatcher.backend);
@@ -59,6 +61,7 @@ export class WorldInvariants {
       this.history();
       this.completedEntries();
     }
+    this.deadLetters();
     for (const runId of this.world.journal.runs.keys()) {
       this.run(runId);
       this.log(runId);
@@ -104,6 +107,24 @@ export class WorldInvariants {
         cursor.last = record;
       }
       cursor.read = messages.length;
+    }
+  }
+
+  /**
+   * No thread is dead-lettered: every submission of the world is valid (a decision the runtime refuses is dropped,
+   * not failed) and its faults are transient, which the workers hand back uncounted; the fleet dead-letters a
+   * thread only when a submission fails again and again. (Issue 33 item 4: a redelivered claim whose run its
+   * previous holder finished meanwhile failed as not retryable and dead-lettered the thread.) The operator's
+   * resubmission is the runbook, not the answer.
+   */
+  private deadLetters(): void {
+    for (const letter of this.world.dispatcher.backend.work.deadLetters(Number.MAX_SAFE_INTEGER)) {
+      const key = `${letter.threadId}@${letter.deadLetteredAt}`;
+      if (this.deadLettersSeen.has(key)) continue;
+      this.deadLettersSeen.add(key);
+      this.world.violations.push(
+        `thread ${letter.threadId} was dead-lettered after ${letter.attempts} failed attempts: ${letter.error.code ?? letter.error.message}`,
+      );
     }
   }
 

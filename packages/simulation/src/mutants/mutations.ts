@@ -217,6 +217,7 @@ export const mutations: readonly Mutation[] = [
     search:
       "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
     replace: 'const now = undefined as { status: string } | undefined;',
+    faults: 'redelivery',
   },
   {
     name: 'claim-not-extended-before-apply',
@@ -266,7 +267,7 @@ export const mutations: readonly Mutation[] = [
     search: `  if (applied.status === 'running') await recoverLatestRun(thread);
   else await repairLog(thread, applied);`,
     replace: `  if (applied.status !== 'running') await repairLog(thread, applied);`,
-    faults: 'redelivery',
+    faults: 'handover',
   },
   {
     name: 'refused-end-mark-fails-claim',
