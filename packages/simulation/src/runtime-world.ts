@@ -1,8 +1,8 @@
 import type { AgentWorker } from '@lunation/fleet';
 import { AimedStalls } from './aimed-stalls.js';
 import { type FaultCounts, FaultSchedule } from './faults.js';
-import { RevokedHolderCrashes } from './revoked-holder-crashes.js';
 import type { WorldReport } from './inbox-world.js';
+import { RevokedHolderCrashes } from './revoked-holder-crashes.js';
 import { Scheduler, type SimulatedProcess } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';

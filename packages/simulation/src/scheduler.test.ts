@@ -84,7 +84,11 @@ describe('Scheduler', () => {
     let held = 0;
     scheduler.watchOperations((_, label) => {
       told.push(`first ${label}`);
-      return label === 'write' ? () => (held++, false) : undefined;
+      if (label !== 'write') return undefined;
+      return () => {
+        held++;
+        return false;
+      };
     });
     scheduler.watchOperations((_, label) => {
       told.push(`second ${label}`);

@@ -105,7 +105,7 @@ export const mutations: readonly Mutation[] = [
     existing.entry.attempts += 1;`,
     faults: 'resumes',
     needs:
-      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it. Stale begins on completed entries (aimed stalls) are refused by the fence first',
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it (profile `resumes`: steps of several gated or interrupt-kind calls). Seen by the invariant that a completed ledger entry is final. Stale begins on completed entries (aimed stalls) are refused by the fence first',
   },
   // ——— The runtime: the ledger, re-runs, endings ———
   {
@@ -128,7 +128,7 @@ export const mutations: readonly Mutation[] = [
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     faults: 'resumes',
     needs:
-      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it',
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it (profile `resumes`: steps of several gated or interrupt-kind calls)',
   },
   {
     name: 'rerun-flag-dropped',
@@ -218,6 +218,8 @@ export const mutations: readonly Mutation[] = [
       "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
     replace: 'const now = undefined as { status: string } | undefined;',
     faults: 'redelivery',
+    needs:
+      'a claim delivered again while its holder finishes the run (prompt redelivery: profile `redelivery`), seen by the invariant that no thread is dead-lettered (the operator resubmitting dead letters hid it before)',
   },
   {
     name: 'claim-not-extended-before-apply',
@@ -268,6 +270,8 @@ export const mutations: readonly Mutation[] = [
   else await repairLog(thread, applied);`,
     replace: `  if (applied.status !== 'running') await repairLog(thread, applied);`,
     faults: 'handover',
+    needs:
+      "a claim delivered again while its holder starts the run (its first commit lands after the new holder's recovery looked), the holder then dying before the run ends, with nothing more submitted to the thread (profile `handover`: the holder whose claim was taken away crashes soon after)",
   },
   {
     name: 'refused-end-mark-fails-claim',
