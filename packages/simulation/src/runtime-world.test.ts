@@ -92,10 +92,11 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   // Issue 33 item 4: a claim delivered again found its thread's run running, the previous holder finished it
   // meanwhile, the executor refused to continue it (`invalid-argument`: nothing to continue) and the claim failed as
   // not retryable, dead-lettering the thread with its pending submissions. Fixed in `continueRun` (the run found
-  // finished meanwhile only gets its log repaired). Seed 205 of `redelivery` reaches it: the campaign's
-  // `redelivered-claim-dead-letters`, which reverts the fix, dead-letters thread-1 there.
-  it('seed 205 (redelivery): a redelivered claim whose run was finished meanwhile dead-letters nothing', async () => {
-    const report = await runRuntimeWorld({ seed: 205, ...faultProfiles.redelivery.runtime });
+  // finished meanwhile only gets its log repaired). Seed 131 of `redelivery` reaches it (205 before the store's
+  // same-owner takeover moved to three quarters of the ttl): the campaign's `redelivered-claim-dead-letters`, which
+  // reverts the fix, dead-letters thread-1 there.
+  it('seed 131 (redelivery): a redelivered claim whose run was finished meanwhile dead-letters nothing', async () => {
+    const report = await runRuntimeWorld({ seed: 131, ...faultProfiles.redelivery.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
 
@@ -259,15 +260,16 @@ describe('the runtime on virtual time: stalls, skew, model and tool faults', () 
 });
 
 describe('a step resumed with several calls, its holder gone between them', () => {
-  // Seed 82 of `resumes` (steps with several gated calls): two approved `refund`s resumed in one step; the first
-  // finished and its completion was written at once, then the holder lost the thread before the step's commit.
-  // The successor restored both calls from their records (`resuming`) and began them again: the first one's begin
-  // must answer its recorded result (the ledger's completed entry), not run it. The campaign's
-  // `begin-reopens-completed-entry` (the store reopens the entry) and `ledger-hit-ignored` (the runtime ignores the
-  // result) both fail here.
-  it('seed 82 (resumes): a call an earlier holder finished is taken from the ledger, not run again', async () => {
-    const report = await runRuntimeWorld({ seed: 82, ...faultProfiles.resumes.runtime });
+  // Seed 57 of `resumes` (steps with several gated or interrupt-kind calls; 82 before the store's same-owner takeover
+  // moved to three quarters of the ttl): two `invoice` calls (interrupt policy `ask`) of one step, both cut off and
+  // both chosen `rerun`, resumed in one step; the first finished and its completion was written at once, then the
+  // holder lost the thread before the step's commit. The successor restored both calls from their records
+  // (`resuming`) and began them again: the first one's begin must answer its recorded result (the ledger's
+  // completed entry), not run it. The campaign's `begin-reopens-completed-entry` (the store reopens the entry) and
+  // `ledger-hit-ignored` (the runtime ignores the result) both fail here.
+  it('seed 57 (resumes): a call an earlier holder finished is taken from the ledger, not run again', async () => {
+    const report = await runRuntimeWorld({ seed: 57, ...faultProfiles.resumes.runtime });
     expect(report.violations).toEqual([]);
-    expect(report.coverage?.['effect refund'] ?? 0).toBeGreaterThan(0);
+    expect(report.coverage?.['effect invoice rerun'] ?? 0).toBeGreaterThan(0);
   }, 120_000);
 });
