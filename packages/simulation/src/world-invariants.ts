@@ -114,8 +114,8 @@ export class WorldInvariants {
    * No thread is dead-lettered: every submission of the world is valid (a decision the runtime refuses is dropped,
    * not failed) and its faults are transient, which the workers hand back uncounted; the fleet dead-letters a
    * thread only when a submission fails again and again. (Issue 33 item 4: a redelivered claim whose run its
-   * previous holder finished meanwhile failed as not retryable and dead-lettered the thread.) The operator's
-   * resubmission is the runbook, not the answer.
+   * previous holder finished meanwhile failed as not retryable and dead-lettered the thread.) Read from the
+   * dispatcher after every step: the operator (`world-user.ts`) looks only every 5 s, and the world may end before.
    */
   private deadLetters(): void {
     for (const letter of this.world.dispatcher.backend.work.deadLetters(Number.MAX_SAFE_INTEGER)) {
