@@ -273,3 +273,15 @@ describe('a step resumed with several calls, its holder gone between them', () =
     expect(report.coverage?.['effect invoice rerun'] ?? 0).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe('a completion whose answer was lost, and the commit that followed', () => {
+  // Seed 70 of `stalls`: a transactional call's completion with its effect applied though its answer was lost (an
+  // unacknowledged write); the runtime took the call as failed and its error result rode in the step commit. The
+  // store keeps the first completion (a completed entry is final); the campaign's
+  // `completed-ledger-entry-overwritten` replaces it, and the world's check of completed entries fails here.
+  it('seed 70 (stalls): the recorded completion stays as it was', async () => {
+    const report = await runRuntimeWorld({ seed: 70, ...faultProfiles.stalls.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.faults['store.unacknowledged-write']).toBeGreaterThan(0);
+  }, 120_000);
+});

@@ -90,8 +90,8 @@ export const mutations: readonly Mutation[] = [
     search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
     replace: `      // (mutated: a completed entry is overwritten)`,
     faults: 'stalls',
-    masked:
-      "only a commit's ledger entries can replace an existing entry (a begin writes one only where there is none), and a commit carries an in-flight entry only to claim a call that never started: a fresh step's call, or a gated call as its approval is applied (once: the decision closes its ticket). A completed entry under such a claim needs a writer that missed the call's completion, which only a writer fenced out since can be: the lease fence and the message count refuse its commit",
+    needs:
+      "a commit carrying a completed entry for a call whose entry a completion already closed (seed 70 of `stalls`: a transactional call's completion with its effect applied though its answer was lost, an unacknowledged write; the runtime's error result for it then rode in the step commit), seen by the invariant that a completed ledger entry is final (masked before it: nothing read the entry again)",
   },
   {
     name: 'begin-reopens-completed-entry',
