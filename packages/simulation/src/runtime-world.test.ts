@@ -80,10 +80,23 @@ describe('defects the simulator found in the runtime and the fleet', () => {
   // commit had landed after the claim's recovery looked) and acknowledged its submission; the holder then crashed
   // and nothing ever continued the run. Fixed: a submission whose run is found running continues it under the
   // lease (the thread is handed back while its holder lives), as one found through a store-conflict does.
-  // (It failed at this seed without the fix before the world grew users, decisions and cancels; in the merged world
-  // the campaign's `running-run-acknowledged`, which reverts the fix, is not found within 1,000 seeds.)
-  it('seed 616 (redelivery): a submission whose run another worker is running is not acknowledged', async () => {
-    const report = await runRuntimeWorld({ seed: 616, ...faultProfiles.redelivery.runtime });
+  // In today's world seed 616 no longer fails without the fix; seed 321 of `handover` (the holder whose claim was
+  // taken away crashes soon after) does: the campaign's `running-run-acknowledged`, which reverts the fix, strands
+  // thread-1-run-2 there (liveness).
+  it('seed 321 (handover): a submission whose run another worker is running is not acknowledged', async () => {
+    const report = await runRuntimeWorld({ seed: 321, ...faultProfiles.handover.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.crashes).toBeGreaterThan(0);
+  }, 120_000);
+
+  // Issue 33 item 4: a claim delivered again found its thread's run running, the previous holder finished it
+  // meanwhile, the executor refused to continue it (`invalid-argument`: nothing to continue) and the claim failed as
+  // not retryable, dead-lettering the thread with its pending submissions. Fixed in `continueRun` (the run found
+  // finished meanwhile only gets its log repaired). Seed 131 of `redelivery` reaches it (205 before the store's
+  // same-owner takeover moved to three quarters of the ttl): the campaign's `redelivered-claim-dead-letters`, which
+  // reverts the fix, dead-letters thread-1 there.
+  it('seed 131 (redelivery): a redelivered claim whose run was finished meanwhile dead-letters nothing', async () => {
+    const report = await runRuntimeWorld({ seed: 131, ...faultProfiles.redelivery.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
 
@@ -244,4 +257,31 @@ describe('the runtime on virtual time: stalls, skew, model and tool faults', () 
     }
     expect(stalls).toBeGreaterThan(0);
   }, 180_000);
+});
+
+describe('a step resumed with several calls, its holder gone between them', () => {
+  // Seed 57 of `resumes` (steps with several gated or interrupt-kind calls; 82 before the store's same-owner takeover
+  // moved to three quarters of the ttl): two `invoice` calls (interrupt policy `ask`) of one step, both cut off and
+  // both chosen `rerun`, resumed in one step; the first finished and its completion was written at once, then the
+  // holder lost the thread before the step's commit. The successor restored both calls from their records
+  // (`resuming`) and began them again: the first one's begin must answer its recorded result (the ledger's
+  // completed entry), not run it. The campaign's `begin-reopens-completed-entry` (the store reopens the entry) and
+  // `ledger-hit-ignored` (the runtime ignores the result) both fail here.
+  it('seed 57 (resumes): a call an earlier holder finished is taken from the ledger, not run again', async () => {
+    const report = await runRuntimeWorld({ seed: 57, ...faultProfiles.resumes.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.coverage?.['effect invoice rerun'] ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('a completion whose answer was lost, and the commit that followed', () => {
+  // Seed 70 of `stalls`: a transactional call's completion with its effect applied though its answer was lost (an
+  // unacknowledged write); the runtime took the call as failed and its error result rode in the step commit. The
+  // store keeps the first completion (a completed entry is final); the campaign's
+  // `completed-ledger-entry-overwritten` replaces it, and the world's check of completed entries fails here.
+  it('seed 70 (stalls): the recorded completion stays as it was', async () => {
+    const report = await runRuntimeWorld({ seed: 70, ...faultProfiles.stalls.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.faults['store.unacknowledged-write']).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -2,6 +2,7 @@ import type { AgentWorker } from '@lunation/fleet';
 import { AimedStalls } from './aimed-stalls.js';
 import { type FaultCounts, FaultSchedule } from './faults.js';
 import type { WorldReport } from './inbox-world.js';
+import { RevokedHolderCrashes } from './revoked-holder-crashes.js';
 import { Scheduler, type SimulatedProcess } from './scheduler.js';
 import { type DispatchFaults, SimulatedDispatcher } from './simulated-dispatcher.js';
 import { SimulatedStore, type StoreFaults } from './simulated-store.js';
@@ -34,6 +35,18 @@ export interface RuntimeWorldOptions {
    * running when another worker is given its thread. @default 0
    */
   toolDelayMs?: number;
+  /**
+   * Chance, per gated or interrupt-kind call (`refund`, `notify`, `invoice`) of a step the model answers, that it
+   * calls that tool two or three times in the step (drawn from a stream of its own): steps that suspend, or are
+   * cut off, with several such calls, so a resume continues several calls in one step. @default 0
+   */
+  repeatedCalls?: number;
+  /**
+   * Chance, when a fault takes a worker's claim away (a duplicate or prompt redelivery: another worker gets the
+   * thread while this one may still run it), that this worker crashes soon after, as it issues one of its next few
+   * operations (`RevokedHolderCrashes`; drawn from a stream of its own). @default 0
+   */
+  revokedHolderCrash?: number;
   /** Stalls and clock skew of the workers, and faults of their models and tools. @default none */
   workerFaults?: WorkerFaults;
   /**
@@ -84,6 +97,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     scheduler,
     schedule,
     ...(options.dispatchFaults ? { faults: options.dispatchFaults } : {}),
+    onRevoked: (holder) => revokedHolders.revoked(holder),
   });
   const world: WorldContext = {
     scheduler,
@@ -94,6 +108,7 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     violations: [],
     findings: new Set(),
     ...(options.toolDelayMs === undefined ? {} : { toolDelayMs: options.toolDelayMs }),
+    ...(options.repeatedCalls === undefined ? {} : { repeatedCalls: options.repeatedCalls }),
     workerFaults: new WorkerFaultDraws(scheduler, options.workerFaults ?? {}, schedule),
   };
   const invariants = new WorldInvariants(world);
@@ -115,6 +130,15 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     (process) => [...live.values()].some((worker) => worker.process === process),
     stallWindowMs,
   );
+  /** The worker in `slot` crashes; a new incarnation replaces it. */
+  const crash = (slot: number): void => {
+    const victim = live.get(slot);
+    if (victim === undefined) return;
+    crashes++;
+    victim.process.crash();
+    live.delete(slot);
+    startWorker(slot);
+  };
   const crashSomeone = (): void => {
     if (live.size === 0 || !chaos.chance(options.crashRate ?? 0)) return;
     // A zombie is not crashed: it is to come back.
@@ -123,11 +147,13 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     const slot = chaos.pick(slots.sort());
     const victim = live.get(slot);
     if (victim === undefined || !schedule.allows('crash')) return;
-    crashes++;
-    victim.process.crash();
-    live.delete(slot);
-    startWorker(slot);
+    crash(slot);
   };
+  const revokedHolders = new RevokedHolderCrashes(scheduler, options.revokedHolderCrash ?? 0, (process) => {
+    const slot = [...live.keys()].find((candidate) => live.get(candidate)?.process === process);
+    // Not a zombie in an aimed stall: it is to come back.
+    if (slot !== undefined && !aimed.holds(process) && schedule.allows('crash')) crash(slot);
+  });
   // The zombie: a worker stalls while it holds a thread's lease (mid-run), so it outlives its lease and claim.
   const stallSomeone = (): void => {
     const now = scheduler.now();

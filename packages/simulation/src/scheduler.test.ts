@@ -77,6 +77,31 @@ describe('Scheduler', () => {
     expect(heardAt).toBe(5_000);
   });
 
+  it('tells every operation watcher of each operation; the first that answers with a callback holds the answer', async () => {
+    const scheduler = new Scheduler({ seed: 4, startTime: 0, maxLatencyMs: 0 });
+    const worker = scheduler.process('worker');
+    const told: string[] = [];
+    let held = 0;
+    scheduler.watchOperations((_, label) => {
+      told.push(`first ${label}`);
+      if (label !== 'write') return undefined;
+      return () => {
+        held++;
+        return false;
+      };
+    });
+    scheduler.watchOperations((_, label) => {
+      told.push(`second ${label}`);
+      return () => {
+        throw new Error('a later watcher does not hold an answer an earlier one holds');
+      };
+    });
+    void scheduler.operation(worker, 'write', () => 1);
+    await scheduler.run();
+    expect(told).toEqual(['first write', 'second write']);
+    expect(held).toBe(1);
+  });
+
   it('resumes a stalled process early: what it deferred runs then, its later timers when due', async () => {
     const scheduler = new Scheduler({ seed: 3, startTime: 0, maxLatencyMs: 0 });
     const zombie = scheduler.process('zombie');

@@ -117,7 +117,7 @@ export class Scheduler {
   private time: number;
   private seq = 0;
   private draining = false;
-  private watcher: OperationWatcher | undefined;
+  private readonly watchers: OperationWatcher[] = [];
   /** Steps taken so far. */
   steps = 0;
 
@@ -132,9 +132,22 @@ export class Scheduler {
     this.world = this.process('world');
   }
 
-  /** Tells `watcher` of every operation issued from now on (one watcher: a later call replaces it). */
+  /**
+   * Tells `watcher` of every operation issued from now on, after the watchers added before it; the first one that
+   * returns a callback holds the operation's answer.
+   */
   watchOperations(watcher: OperationWatcher): void {
-    this.watcher = watcher;
+    this.watchers.push(watcher);
+  }
+
+  /** What the watchers say of an operation as it is issued (see {@link OperationWatcher}). */
+  private watched(owner: SimulatedProcess, label: string): (() => boolean) | undefined {
+    let applied: (() => boolean) | undefined;
+    for (const watcher of this.watchers) {
+      const held = watcher(owner, label);
+      applied ??= held;
+    }
+    return applied;
   }
 
   /** A seeded id source of its own stream (`ids:<name>`): the same seed gives the same ids. */
@@ -193,7 +206,7 @@ export class Scheduler {
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (!owner.alive) return;
-      const applied = this.watcher?.(owner, label);
+      const applied = this.watchers.length === 0 ? undefined : this.watched(owner, label);
       const latency =
         this.mode === 'live' ? 0 : this.random.int(0, this.maxLatencyMs) + (options.delayMs ?? 0);
       const { trace } = this;

@@ -83,6 +83,8 @@ export interface SimulatedDispatcherOptions extends DispatchPolicy {
   faultCounts?: FaultCounts;
   /** The world's fault schedule: each fault drawn is injected only if it allows it. @default every fault */
   schedule?: FaultSchedule;
+  /** Told of each claim a fault took away from its holder, with the holder's process (shared by siblings). */
+  onRevoked?: (holder: SimulatedProcess, threadId: string) => void;
 }
 
 /**
@@ -105,14 +107,16 @@ export class SimulatedDispatcher implements Dispatcher {
   private readonly owner: SimulatedProcess;
   private readonly options: DispatchPolicy & { lockMs?: number };
   private readonly draws: DispatchFaultDraws;
+  private readonly onRevoked: ((holder: SimulatedProcess, threadId: string) => void) | undefined;
   /** The process's connection: aborted when it crashes or closes, which ends its waits and watches. */
   private readonly connection = new AbortController();
   private readonly watches = new Set<CancelWatch>();
   private closed = false;
 
   constructor(options: SimulatedDispatcherOptions) {
-    const { scheduler, process, backend, faults, faultCounts, schedule, ...policy } = options;
+    const { scheduler, process, backend, faults, faultCounts, schedule, onRevoked, ...policy } = options;
     this.options = policy;
+    this.onRevoked = onRevoked;
     this.scheduler = scheduler;
     this.owner = process ?? scheduler.world;
     this.backend =
@@ -134,6 +138,7 @@ export class SimulatedDispatcher implements Dispatcher {
       faults,
       faultCounts: this.faultCounts,
       schedule: this.draws.schedule,
+      ...(this.onRevoked === undefined ? {} : { onRevoked: this.onRevoked }),
     });
   }
 
@@ -158,7 +163,9 @@ export class SimulatedDispatcher implements Dispatcher {
       if (claim === undefined) return undefined;
       const revokeInMs = this.draws.revocation(options.lockMs ?? this.options.lockMs ?? 30_000);
       if (revokeInMs !== undefined) {
-        this.scheduler.world.clock.setTimeout(() => this.backend.revokeClaim(claim.token), revokeInMs);
+        this.scheduler.world.clock.setTimeout(() => {
+          if (this.backend.revokeClaim(claim.token)) this.onRevoked?.(this.owner, claim.threadId);
+        }, revokeInMs);
       }
       return lost && this.draws.inject('lost-claim') ? undefined : claim;
     });

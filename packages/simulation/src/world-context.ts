@@ -18,6 +18,11 @@ export interface WorldContext {
   findings: Set<string>;
   /** The longest extra time a tool's effect takes (drawn per attempt from the `tool-latency` stream). @default 0 */
   toolDelayMs?: number;
+  /**
+   * Chance that the model calls a gated or interrupt-kind tool two or three times in one step (drawn per call
+   * from the `model-calls` stream). @default 0
+   */
+  repeatedCalls?: number;
   /** The worker, model and tool faults of the world, drawn through its fault schedule. */
   workerFaults: WorkerFaultDraws;
 }

@@ -1,4 +1,4 @@
-import type { MessageRecord, RunRecord } from '@lunation/contract';
+import type { MessageRecord, RunRecord, ToolExecution } from '@lunation/contract';
 import { type EventLogView, logViolations, RunLogChecks } from './log-invariants.js';
 import type { WorldContext } from './world-context.js';
 
@@ -44,6 +44,10 @@ export class WorldInvariants {
   /** Runs whose records were checked: the record then, and whether the run counted as deleted. */
   private readonly runsSeen = new Map<string, { record: RunRecord | undefined; deleted: boolean }>();
   private readonly logsSeen = new Map<string, LogSeen>();
+  /** The completed ledger entries seen, by run and tool call id: each as the store had it then, and its result. */
+  private readonly completions = new Map<string, { entry: ToolExecution; result: string }>();
+  /** The dead letters seen: thread and when. */
+  private readonly deadLettersSeen = new Set<string>();
 
   constructor(private readonly world: WorldContext) {
     this.logs = new RunLogChecks(world.dispatcher.backend);
@@ -53,7 +57,11 @@ export class WorldInvariants {
   check(): void {
     const storeChanged = this.world.store.activity.applied !== this.storeApplied;
     this.storeApplied = this.world.store.activity.applied;
-    if (storeChanged) this.history();
+    if (storeChanged) {
+      this.history();
+      this.completedEntries();
+    }
+    this.deadLetters();
     for (const runId of this.world.journal.runs.keys()) {
       this.run(runId);
       this.log(runId);
@@ -99,6 +107,54 @@ export class WorldInvariants {
         cursor.last = record;
       }
       cursor.read = messages.length;
+    }
+  }
+
+  /**
+   * No thread is dead-lettered: every submission of the world is valid (a decision the runtime refuses is dropped,
+   * not failed) and its faults are transient, which the workers hand back uncounted; the fleet dead-letters a
+   * thread only when a submission fails again and again. (Issue 33 item 4: a redelivered claim whose run its
+   * previous holder finished meanwhile failed as not retryable and dead-lettered the thread.) Read from the
+   * dispatcher after every step: the operator (`world-user.ts`) looks only every 5 s, and the world may end before.
+   */
+  private deadLetters(): void {
+    for (const letter of this.world.dispatcher.backend.work.deadLetters(Number.MAX_SAFE_INTEGER)) {
+      const key = `${letter.threadId}@${letter.deadLetteredAt}`;
+      if (this.deadLettersSeen.has(key)) continue;
+      this.deadLettersSeen.add(key);
+      this.world.violations.push(
+        `thread ${letter.threadId} was dead-lettered after ${letter.attempts} failed attempts: ${letter.error.code ?? letter.error.message}`,
+      );
+    }
+  }
+
+  /**
+   * A completed ledger entry is final: once the store had it, it keeps its status and result (a later begin of the
+   * call answers the recorded result; nothing reopens or rewrites it) until its thread is deleted. The store
+   * replaces an entry's object on every change, so only an entry that is another object is compared.
+   */
+  private completedEntries(): void {
+    const { store, violations } = this.world;
+    for (const [key, seen] of this.completions) {
+      const [runId = '', toolCallId = ''] = key.split('\u0000');
+      const entry = store.backend.ledger.get(runId)?.get(toolCallId)?.entry;
+      if (entry === undefined) this.completions.delete(key);
+      else if (entry !== seen.entry) {
+        const result = JSON.stringify(entry.result);
+        if (entry.status !== 'completed' || result !== seen.result) {
+          violations.push(
+            `ledger entry ${seen.entry.idempotencyKey} of run ${runId} was completed, now ${entry.status}${entry.status === 'completed' ? ' with another result' : ''}`,
+          );
+        }
+        this.completions.set(key, { entry, result });
+      }
+    }
+    for (const [runId, entries] of store.backend.ledger) {
+      for (const [toolCallId, { entry }] of entries) {
+        const key = `${runId}\u0000${toolCallId}`;
+        if (entry.status === 'completed' && !this.completions.has(key))
+          this.completions.set(key, { entry, result: JSON.stringify(entry.result) });
+      }
     }
   }
 

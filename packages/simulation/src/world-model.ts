@@ -11,7 +11,10 @@ import { ScriptedModel, type ScriptedResponse } from '@lunation/runtime/testing'
 import type { SimulatedProcess } from './scheduler.js';
 import type { WorldContext } from './world-context.js';
 import { modelFailure, modelIdleTimeoutMs } from './world-faults.js';
-import { planOf } from './world-tools.js';
+import { planOf, type WorldToolName } from './world-tools.js';
+
+/** The tools a step may call more than once (`RuntimeWorldOptions.repeatedCalls`): gated, or not simply re-run. */
+const repeatable: ReadonlySet<WorldToolName> = new Set(['refund', 'notify', 'invoice']);
 
 /**
  * The model of one worker process: a scripted answer per call (a run's first step calls the tools its input names,
@@ -60,7 +63,10 @@ export class WorldModel implements ModelProvider {
         ? { text: `done: ${text}` }
         : {
             text: 'working',
-            toolCalls: plan.map((toolName, index) => ({ toolName, arguments: { amount: index + 1 } })),
+            toolCalls: this.repeated(plan).map((toolName, index) => ({
+              toolName,
+              arguments: { amount: index + 1 },
+            })),
           };
     return scheduler.operation(
       this.process,
@@ -70,6 +76,21 @@ export class WorldModel implements ModelProvider {
         return response;
       },
       { delayMs },
+    );
+  }
+
+  /**
+   * The step's calls: the plan's tools, each gated or interrupt-kind one called two or three times with the
+   * world's `repeatedCalls` chance (nothing drawn without it, so the other profiles keep their traces).
+   */
+  private repeated(plan: readonly WorldToolName[]): WorldToolName[] {
+    const chance = this.world.repeatedCalls ?? 0;
+    if (chance <= 0) return [...plan];
+    const random = this.world.scheduler.stream('model-calls');
+    return plan.flatMap((toolName) =>
+      repeatable.has(toolName) && random.chance(chance)
+        ? Array.from({ length: random.int(2, 3) }, () => toolName)
+        : [toolName],
     );
   }
 }

@@ -90,8 +90,8 @@ export const mutations: readonly Mutation[] = [
     search: `      if (existing.entry.status === 'completed') return; // a completed entry is final`,
     replace: `      // (mutated: a completed entry is overwritten)`,
     faults: 'stalls',
-    masked:
-      "only a commit's ledger entries can replace an existing entry (a begin writes one only where there is none), and a commit carries an in-flight entry only to claim a call that never started: a fresh step's call, or a gated call as its approval is applied (once: the decision closes its ticket). A completed entry under such a claim needs a writer that missed the call's completion, which only a writer fenced out since can be: the lease fence and the message count refuse its commit",
+    needs:
+      "a commit carrying a completed entry for a call whose entry a completion already closed (seed 70 of `stalls`: a transactional call's completion with its effect applied though its answer was lost, an unacknowledged write; the runtime's error result for it then rode in the step commit), seen by the invariant that a completed ledger entry is final (masked before it: nothing read the entry again)",
   },
   {
     name: 'begin-reopens-completed-entry',
@@ -103,9 +103,9 @@ export const mutations: readonly Mutation[] = [
     existing.entry.attempts += 1;`,
     replace: `    if (existing.entry.status === 'completed') existing.entry = { ...existing.entry, status: 'in-flight', result: undefined };
     existing.entry.attempts += 1;`,
-    faults: 'stalls',
+    faults: 'resumes',
     needs:
-      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it. Stale begins on completed entries (aimed stalls) are refused by the fence first',
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it (profile `resumes`: steps of several gated or interrupt-kind calls). Seen by the invariant that a completed ledger entry is final. Stale begins on completed entries (aimed stalls) are refused by the fence first',
   },
   // ——— The runtime: the ledger, re-runs, endings ———
   {
@@ -126,9 +126,9 @@ export const mutations: readonly Mutation[] = [
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
     replace: `      if (false) {
         moveTo(plan, entry.result.status === 'error' ? 'failed' : 'succeeded');`,
-    faults: 'stalls',
+    faults: 'resumes',
     needs:
-      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it',
+      'a current holder that begins a call an earlier holder completed under its lease: a decided or interrupted call resumed in a step of several calls, its completion written at once (not riding in the step commit), the holder then losing the thread before the step commit; the successor restores the call from its record and begins it (profile `resumes`: steps of several gated or interrupt-kind calls)',
   },
   {
     name: 'rerun-flag-dropped',
@@ -217,6 +217,9 @@ export const mutations: readonly Mutation[] = [
     search:
       "const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;",
     replace: 'const now = undefined as { status: string } | undefined;',
+    faults: 'redelivery',
+    needs:
+      'a claim delivered again while its holder finishes the run (prompt redelivery: profile `redelivery`), seen by the invariant that no thread is dead-lettered (the operator resubmitting dead letters hid it before)',
   },
   {
     name: 'claim-not-extended-before-apply',
@@ -266,7 +269,9 @@ export const mutations: readonly Mutation[] = [
     search: `  if (applied.status === 'running') await recoverLatestRun(thread);
   else await repairLog(thread, applied);`,
     replace: `  if (applied.status !== 'running') await repairLog(thread, applied);`,
-    faults: 'redelivery',
+    faults: 'handover',
+    needs:
+      "a claim delivered again while its holder starts the run (its first commit lands after the new holder's recovery looked), the holder then dying before the run ends, with nothing more submitted to the thread (profile `handover`: the holder whose claim was taken away crashes soon after)",
   },
   {
     name: 'refused-end-mark-fails-claim',
