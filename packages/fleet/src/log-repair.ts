@@ -14,9 +14,11 @@ export async function repairLog(thread: ClaimedThread, seen: RunRecord): Promise
   const { clock, dispatcher, executor } = thread.context;
   if (!seen.termination || expired(thread, seen)) return;
   const { runId, threadId } = seen.identity;
-  // The common case: the log ends as the store does. Its pipe appends in order, so nothing before is missing.
+  // The common case: the log ends as the store does (a finished run's with its end mark). Its pipe appends in order,
+  // so nothing before is missing.
   const logged = await readLoggedRun(dispatcher, runId);
-  if (missingRunEnd(seen, logged.last, clock.now()) === undefined) return;
+  const endMarked = logged.ended || seen.status !== 'done';
+  if (missingRunEnd(seen, logged.last, clock.now()) === undefined && endMarked) return;
   const fence = await executor.acquireLease(threadId, runId);
   try {
     await repairUnderLease(thread, runId, fence);
@@ -52,9 +54,13 @@ async function repairUnderLease(
   const events = missingEvents(run, await store.listMessages(threadId), logged, settled);
   const end = missingRunEnd(run, events.length > 0 ? undefined : logged.last, clock.now());
   if (end) events.push(end);
-  if (events.length === 0) return;
-  const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed, clock });
-  for (const event of events) pipe.push(event);
-  if ((await pipe.flush()) === 'refused' || run.status !== 'done') return;
-  await endLog(dispatcher, runId, { ttlMs: eventTtlMs, fence });
+  if (events.length > 0) {
+    const pipe = new EventPipe(dispatcher, runId, { fence, onAppendFailed, clock });
+    for (const event of events) pipe.push(event);
+    if ((await pipe.flush()) === 'refused') return;
+  } else if (logged.ended) {
+    return;
+  }
+  // A log with every event but no end mark: its holder's mark was refused once this lease claimed the log.
+  if (run.status === 'done') await endLog(dispatcher, runId, { ttlMs: eventTtlMs, fence });
 }

@@ -17,6 +17,8 @@ export interface LoggedRun {
   results: Set<string>;
   /** The log's last event. */
   last: AgentEvent | undefined;
+  /** Whether the log has its end mark. */
+  ended: boolean;
 }
 
 /** Events without the `seq` the pipe numbers them with. */
@@ -28,7 +30,7 @@ export type UnnumberedEvent = AgentEvent extends infer Event
 
 /** Reads what a run's log holds (every page: repairs are rare and logs bounded). */
 export async function readLoggedRun(log: RunEventLog, runId: string): Promise<LoggedRun> {
-  const logged: LoggedRun = { stepEnds: new Set(), results: new Set(), last: undefined };
+  const logged: LoggedRun = { stepEnds: new Set(), results: new Set(), last: undefined, ended: false };
   let after = '0';
   for (;;) {
     const page = await log.readEvents(runId, { after, limit: 1_000 });
@@ -38,6 +40,7 @@ export async function readLoggedRun(log: RunEventLog, runId: string): Promise<Lo
       logged.last = event;
     }
     const tail = page.events.at(-1);
+    logged.ended = page.ended;
     if (tail === undefined || page.events.length < 1_000) return logged;
     after = tail.id;
   }

@@ -86,9 +86,15 @@ describe("a run's log taken by a newer lease holder before the run's holder ends
     expect(await admin.deadLetters()).toEqual([]);
     expect(log.some((entry) => entry.event === 'claim-dead-lettered')).toBe(false);
 
+    // The log has every event of the run but no end mark: the holder that claimed it ends it when it repairs it,
+    // here the next claim of the thread (its recovery looks at the latest run first).
+    expect((await admin.readEvents(first.runId)).ended).toBe(false);
     const second = await client.send({ threadId: 'l1', input: 'again' });
     await until(() => log.filter((entry) => entry.event === 'claim-completed').length >= 2, 10_000);
     expect((await store.getRun(second.runId))?.status).toBe('done');
     expect(await admin.deadLetters()).toEqual([]);
+    const firstLog = await admin.readEvents(first.runId);
+    expect(firstLog.ended).toBe(true);
+    expect(firstLog.events.filter(({ event }) => event.type === 'run-end')).toHaveLength(1);
   }, 30_000);
 });
