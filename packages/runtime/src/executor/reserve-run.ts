@@ -10,6 +10,9 @@ import { normaliseInput, type RunOptions, validateDecisionShapes } from './run-o
 /** Shared empty list for the common run: nothing reads it to change it. */
 const NO_DECISIONS: ResumeDecision[] = [];
 
+/** The owner of the common run: no resource, its thread created when new (shared: nothing changes it). */
+const ANY_OWNER: Owner = Object.freeze({ resourceId: undefined, ownedOnly: false, create: true });
+
 /** Decisions sent to a thread: their shapes already checked, and who sends them. */
 export interface DecisionRequest {
   decisions: ResumeDecision[];
@@ -54,10 +57,10 @@ export function reserveRun(
     request.onEvent,
   );
   core.runs.byThread.set(threadId, run);
-  const owner = decided?.owner ?? {
-    resourceId: request.resourceId,
-    ownedOnly: false,
-    create: request.existingThread !== true,
-  };
+  const owner =
+    decided?.owner ??
+    (request.resourceId === undefined && request.existingThread !== true
+      ? ANY_OWNER
+      : { resourceId: request.resourceId, ownedOnly: false, create: request.existingThread !== true });
   return { run, request, input, decisions, snapshot, owner };
 }

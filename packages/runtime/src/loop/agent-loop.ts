@@ -28,17 +28,17 @@ import { ToolCalls, type ToolStepOutcome } from './tool-calls.js';
  * `run-end.ts`.
  */
 export class AgentLoop {
-  private readonly scope: RunScope;
-  private readonly inbox: Inbox;
-  private readonly checkpointer: Checkpointer;
-  private readonly toolCalls: ToolCalls;
+  declare private readonly scope: RunScope; // set by the constructor: `declare`d (see `RunScope`)
+  declare private readonly inbox: Inbox;
+  declare private readonly checkpointer: Checkpointer;
+  declare private readonly toolCalls: ToolCalls;
   /** Model calls get their own abort signal so that `interrupt` input can stop one without ending the run. */
   private inferenceAbort = new AbortController();
   private inferring = false;
   private interrupted = false;
   /** The agent's `timeout` stop condition, when it has one. */
-  private readonly deadline: RunDeadline | undefined;
-  private readonly output: OutputSpec | undefined;
+  declare private readonly deadline: RunDeadline | undefined;
+  declare private readonly output: OutputSpec | undefined;
 
   constructor(options: RunLoopOptions) {
     this.deadline = RunDeadline.arm(options);
@@ -145,7 +145,7 @@ export class AgentLoop {
     this.inferring = true;
     const request = buildRequest(scope);
     const observed = scope.instrumentation ? this.observeModelCall(request) : undefined;
-    const inferredAt = scope.clock.now();
+    const inferredAt = scope.journal ? scope.clock.now() : 0; // timed for the journal (a durable store) only
     let inference: Inference;
     try {
       inference = await infer(scope, request, this.inferenceAbort.signal);
@@ -191,6 +191,7 @@ export class AgentLoop {
     this.inbox.drain();
     scope.progress.step++;
     scope.stepUsage = NO_USAGE;
+    scope.stepUsageUnknown = false;
     if (scope.listening) scope.emit({ type: 'step-start', step: scope.progress.step });
   }
 

@@ -27,24 +27,27 @@ export function idempotencyKey(runId: string, callId: string): string {
  * record, ledger entries riding along) and single ledger writes. Knows what the store already has.
  */
 export class Checkpointer {
-  private committedCount: number;
-  private lastThreadRevision: number;
+  // Set by the constructor, so not defined before it (see `RunScope`).
+  declare private readonly scope: RunScope;
+  declare private committedCount: number;
+  declare private lastThreadRevision: number;
   /**
    * Whether this process wrote the run record: even a continued run's is written with its first commit, whose
    * journal names the runner of the messages this process commits.
    */
   private runWritten = false;
   /** Ticket ids of the open tickets the stored run record lists. */
-  private writtenTickets: string;
+  declare private writtenTickets: string;
   /** The status the stored run record has. */
-  private writtenStatus: RunStatus | undefined;
-  private readonly createdAt: number;
+  declare private writtenStatus: RunStatus | undefined;
+  declare private readonly createdAt: number;
   /** Ledger entries to write with the next commit (undefined: none). */
   private riding: ToolExecution[] | undefined;
   /** The ending of a superseded run whose C0 has not reached the store yet (it failed). */
   private superseding: RunRecord | undefined;
 
-  constructor(private readonly scope: RunScope) {
+  constructor(scope: RunScope) {
+    this.scope = scope;
     const { previous, history } = scope.options;
     this.committedCount = history.length;
     this.lastThreadRevision = scope.state.threadRevision;
@@ -69,12 +72,13 @@ export class Checkpointer {
 
   /** The ledger entry of a call about to start, written with the commit before any tool starts (C1 or C0). */
   private claim(runId: string, call: ToolCall): ToolExecution {
+    const callId = toolCallIdentity(call);
     const entry: ToolExecution = {
       runId,
-      toolCallId: toolCallIdentity(call),
+      toolCallId: callId,
       threadId: this.scope.identity.threadId,
       toolName: call.toolName,
-      idempotencyKey: idempotencyKey(runId, toolCallIdentity(call)),
+      idempotencyKey: idempotencyKey(runId, callId),
       status: 'in-flight',
       attempts: 1,
       startedAt: this.scope.clock.now(),
@@ -217,13 +221,14 @@ export class Checkpointer {
    * superseding C0 failed, it is committed first: its answers never reach the store without the superseded run's
    * ending (that run would stay `waiting` behind this one, where no decision can reach it).
    */
-  async commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
+  commitRunEnd(status: RunStatus, termination: TerminationReason): Promise<void> {
     const superseding = this.superseding;
-    if (superseding !== undefined) {
-      await this.write('C0', { record: superseding, own: false });
+    // The common end is one write: no async frame of its own around it.
+    if (superseding === undefined) return this.write('run-end', this.ownRun(status, termination, 'always'));
+    return this.write('C0', { record: superseding, own: false }).then(() => {
       this.superseding = undefined;
-    }
-    await this.write('run-end', this.ownRun(status, termination, 'always'));
+      return this.write('run-end', this.ownRun(status, termination, 'always'));
+    });
   }
 
   /**

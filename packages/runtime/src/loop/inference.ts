@@ -38,8 +38,10 @@ export async function infer(scope: RunScope, request: ModelRequest, signal: Abor
 
 /** The answer being streamed: its parts and text so far, the calls started and ended, usage and stop reason. */
 class Answer {
-  private readonly step: number;
-  private readonly listening: boolean;
+  // Set by the constructor, so not defined before it (see `RunScope`).
+  declare private readonly scope: RunScope;
+  declare private readonly step: number;
+  declare private readonly listening: boolean;
   /** The message's parts (made with its first part: an empty array grows by sixteen slots on its first push). */
   private content: AssistantMessage['content'] | undefined;
   private openText: TextPart | undefined;
@@ -58,7 +60,8 @@ class Answer {
   private usageUnknown = false;
   private stopReason: StopReason | undefined;
 
-  constructor(private readonly scope: RunScope) {
+  constructor(scope: RunScope) {
+    this.scope = scope;
     this.step = scope.progress.step;
     this.listening = scope.listening;
   }
@@ -223,8 +226,8 @@ class Answer {
       toolCalls,
       stopReason: this.stopReason,
       usage,
-      ...(this.usageUnknown ? { usageUnknown: true } : {}),
     };
+    if (this.usageUnknown) (response as { usageUnknown?: boolean }).usageUnknown = true;
     return { response, rejectedCalls };
   }
 

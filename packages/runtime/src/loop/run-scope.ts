@@ -152,29 +152,26 @@ type EventInput = Record<string, unknown> & { type: AgentEvent['type'] };
  * the typed state, the conversation, progress counters and the event stream.
  */
 export class RunScope {
-  agent: ResolvedAgent;
-  engine: PhaseEngine;
-  agentView: AgentView;
-  readonly state: StateStore;
+  // Fields the constructor sets are `declare`d: a class field is defined (as undefined) before the constructor
+  // runs, which costs one more property store per field and run while the run's code is not optimized yet.
+  declare agent: ResolvedAgent;
+  declare engine: PhaseEngine;
+  declare agentView: AgentView;
+  declare readonly state: StateStore;
   /** The thread's history plus this run's messages so far. */
-  readonly messages: Message[];
+  declare readonly messages: Message[];
   /** Messages this run added. */
   readonly runMessages: Message[] = [];
-  readonly progress: RunProgress;
-  /** The current step's own usage (its model calls, a compaction's included); `progress.usage` is the run's. */
-  get stepUsage(): Usage {
-    return this.ownStepUsage;
-  }
-  /** A new step's usage (its own, from zero): known until a model call of it reports usage as unknown. */
-  set stepUsage(usage: Usage) {
-    this.ownStepUsage = usage;
-    this.stepUsageUnknown = false;
-  }
-  private ownStepUsage: Usage = NO_USAGE;
+  declare readonly progress: RunProgress;
+  /**
+   * The current step's own usage (its model calls, a compaction's included); `progress.usage` is the run's. A new
+   * step starts from `NO_USAGE` with `stepUsageUnknown` false (`AgentLoop.startStep`).
+   */
+  stepUsage: Usage = NO_USAGE;
   /** A model call of the current step reported no usage (its provider could not tell): `stepUsage` lacks it. */
   stepUsageUnknown = false;
   /** Whether anyone receives events (a buffered stream, a sink or a callback); if not, none are built. */
-  readonly listening: boolean;
+  declare readonly listening: boolean;
   finalText = '';
   lastStopReason: StopReason | undefined;
   /** Set when a tool failed under the `stop` error policy. */
@@ -182,19 +179,29 @@ export class RunScope {
   /** The validated structured output, once the run has it. */
   output: JsonValue | undefined;
   /** The run's observer, when the runtime has instrumentation. */
-  readonly instrumentation: RunInstrumentation | undefined;
+  declare readonly instrumentation: RunInstrumentation | undefined;
   /**
    * The run's journal, in its step messages and each run record the checkpointer writes; none without a durable
    * store, where no run record can be read back (it would only cost the run time and memory).
    */
-  readonly journal: RunJournal | undefined;
-  readonly clock: Clock;
-  readonly ids: IdSource;
+  declare readonly journal: RunJournal | undefined;
+  declare readonly clock: Clock;
+  declare readonly ids: IdSource;
+  /** The run's identity, its abort signal and whether its store is durable: read on every step, kept as fields. */
+  declare readonly identity: RunIdentity;
+  declare readonly signal: AbortSignal;
+  declare readonly durable: boolean;
+  /** Whether the run holds a lease it must keep checking (a store and a token): false keeps `holdsLease` cheap. */
+  declare private readonly leased: boolean;
   private seq = 0;
   /** The step whose `step-end` was emitted last (-1: none yet). */
   private stepEnded = -1;
 
   constructor(readonly options: RunLoopOptions) {
+    this.identity = options.identity;
+    this.signal = options.signal;
+    this.durable = options.persistence.durable;
+    this.leased = options.leases !== undefined && options.leaseToken !== undefined;
     this.listening = options.listening ?? true;
     this.instrumentation = options.instrumentation;
     this.clock = options.clock ?? systemClock;
@@ -217,7 +224,8 @@ export class RunScope {
 
   /** Counts a model call's usage toward the current step and the run. */
   addUsage(usage: Usage): void {
-    this.ownStepUsage = addUsage(this.ownStepUsage, usage);
+    // A step's first usage is kept as it is: usage values are never changed, only summed anew.
+    this.stepUsage = this.stepUsage === NO_USAGE ? usage : addUsage(this.stepUsage, usage);
     this.progress.usage = addUsage(this.progress.usage, usage);
   }
 
@@ -236,27 +244,15 @@ export class RunScope {
     this.state.write([{ key: runProgressKey, update: { ...this.progress } }]);
   };
 
-  get identity(): RunIdentity {
-    return this.options.identity;
-  }
-
-  get signal(): AbortSignal {
-    return this.options.signal;
-  }
-
-  get durable(): boolean {
-    return this.options.persistence.durable;
-  }
-
   /**
    * Whether this process may start a side effect (a tool, a model call) for the run: its thread's lease is still
    * provably held here. A lease gone stale (the process stalled past it) stops the run with `lease-lost` and
    * answers false; the loop then writes nothing more (see {@link leaseLost}).
    */
   holdsLease(): boolean {
+    if (!this.leased || this.leaseLost) return !this.leaseLost;
     const { leases, leaseToken, identity } = this.options;
-    if (leases === undefined || leaseToken === undefined || this.leaseLost) return !this.leaseLost;
-    if (leases.fresh(identity.threadId, leaseToken)) return true;
+    if ((leases as LeaseCheck).fresh(identity.threadId, leaseToken as number)) return true;
     const error = new LunationError(
       'lease-lost',
       `The lease of thread "${identity.threadId}" is no longer provably held here (this process was too slow to renew it); the run stops before its next side effect and the process holding the thread continues it from the store.`,
@@ -272,13 +268,13 @@ export class RunScope {
    * this one writes nothing more for it and leaves the store as it is, as a crash would.
    */
   get leaseLost(): boolean {
-    const { signal } = this.options;
+    const { signal } = this;
     return signal.aborted && isLunationError(signal.reason) && signal.reason.code === 'lease-lost';
   }
 
   emit(event: EventInput): void {
     const target = event as unknown as { identity: RunIdentity; seq: number };
-    target.identity = this.options.identity;
+    target.identity = this.identity;
     target.seq = this.seq++;
     this.options.emit(event as unknown as AgentEvent);
   }
@@ -298,13 +294,14 @@ export class RunScope {
         state: { ...snapshot.export('thread'), ...snapshot.export('run') },
       });
     }
-    this.emit({
+    const event: EventInput = {
       type: 'step-end',
       step,
       stopReason: this.lastStopReason,
-      usage: this.ownStepUsage,
-      ...(this.stepUsageUnknown ? { usageUnknown: true } : {}),
-    });
+      usage: this.stepUsage,
+    };
+    if (this.stepUsageUnknown) event.usageUnknown = true;
+    this.emit(event);
   }
 
   /** Reports a non-fatal problem on the event stream. */
@@ -326,11 +323,11 @@ export class RunScope {
   ): PhaseContextBase {
     return {
       decision,
-      identity: this.options.identity,
+      identity: this.identity,
       messages: this.messages,
       agent: this.agentView,
       step: this.progress.step,
-      signal: this.options.signal,
+      signal: this.signal,
       response,
       toolCall,
       toolResult,

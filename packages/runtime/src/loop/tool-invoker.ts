@@ -263,26 +263,27 @@ export class ToolCallContext implements ToolContext, Watch {
   /** Why the runtime gave up on the call (no transaction may start or commit after it). */
   private givenUp: GiveUp | undefined = undefined;
 
+  // Set by the constructor, so not defined before it (see `RunScope`).
   /** @internal */
-  readonly scope: RunScope;
+  declare readonly scope: RunScope;
   /** @internal */
-  readonly clock: ToolClock;
+  declare readonly clock: ToolClock;
   /** @internal */
-  readonly tool: AnyTool;
+  declare readonly tool: AnyTool;
   /** @internal the parsed and validated arguments */
-  readonly input: unknown;
-  readonly toolCallId: string;
-  readonly callId: string;
+  declare readonly input: unknown;
+  declare readonly toolCallId: string;
+  declare readonly callId: string;
   /** @internal the run whose ledger holds the call */
-  readonly ledgerRunId: string;
-  readonly toolName: string;
-  readonly idempotencyKey: string;
-  readonly rerun: boolean;
-  readonly decision: ResumeDecision | undefined;
+  declare readonly ledgerRunId: string;
+  declare readonly toolName: string;
+  declare readonly idempotencyKey: string;
+  declare readonly rerun: boolean;
+  declare readonly decision: ResumeDecision | undefined;
   /** @internal */
-  readonly timeoutMs: number;
+  declare readonly timeoutMs: number;
   /** @internal */
-  readonly policy: ToolErrorPolicy;
+  declare readonly policy: ToolErrorPolicy;
 
   constructor(options: ToolCallOptions) {
     this.scope = options.scope;

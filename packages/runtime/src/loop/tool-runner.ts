@@ -14,9 +14,10 @@ import { ToolClock } from './tool-clock.js';
 import { type Invocation, invokeTool, ToolCallContext } from './tool-invoker.js';
 import { announceTickets, reportLedgerHit, reportResult, type ToolStage } from './tool-stage.js';
 
-/** A call that may start: its tool, idempotency key and whether it runs again after an earlier attempt. */
+/** A call that may start: its tool, identity, idempotency key and whether it runs again after an earlier attempt. */
 interface Start {
   tool: AnyTool;
+  callId: string;
   key: string;
   rerun: boolean;
 }
@@ -155,9 +156,10 @@ export class ToolRunner {
     const begins = scope.durable && plan.ledger === 'begin';
     if (begins || scope.engine.isActive('BeforeToolExecute')) return this.beginAwaiting(plan, tool, response);
     if (scope.signal.aborted || !scope.holdsLease()) return notStarted(this.stage, plan);
-    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
+    const callId = toolCallIdentity(call);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, callId);
     moveTo(plan, 'running');
-    return { tool, key, rerun: false };
+    return { tool, callId, key, rerun: false };
   }
 
   /** `begin` for a call that awaits something first: BeforeToolExecute hooks, or its start in the ledger. */
@@ -175,7 +177,8 @@ export class ToolRunner {
       await scope.engine.run('BeforeToolExecute', scope.base(response, toolCall, undefined, plan.decision));
     }
     if (scope.signal.aborted || !scope.holdsLease()) return notStarted(this.stage, plan);
-    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, toolCallIdentity(call));
+    const callId = toolCallIdentity(call);
+    const key = plan.execution?.idempotencyKey ?? idempotencyKey(plan.runId, callId);
     let rerun = false;
     if (begins) {
       const entry = await this.stage.checkpointer.begin(plan.runId, call);
@@ -195,14 +198,14 @@ export class ToolRunner {
     // Last look before the side effect: another process may hold the thread now if this one stalled.
     if (!scope.holdsLease()) return notStarted(this.stage, plan);
     moveTo(plan, 'running');
-    return { tool, key, rerun };
+    return { tool, callId, key, rerun };
   }
 
   /** The side effect: the tool runs under its timeout, the run's cancellation and its error policy. */
   private invoke(plan: CallPlan, start: Start): Ran {
     const { scope } = this.stage;
     const { call } = plan;
-    const { tool, key, rerun } = start;
+    const { tool, callId, key, rerun } = start;
     const step = scope.progress.step;
     const { toolCallId, toolName } = call;
     if (scope.listening) {
@@ -223,7 +226,7 @@ export class ToolRunner {
       tool,
       input: plan.input,
       toolCallId,
-      callId: toolCallIdentity(call),
+      callId,
       ledgerRunId: plan.runId,
       toolName,
       idempotencyKey: key,
