@@ -50,7 +50,9 @@ export const mutations: readonly Mutation[] = [
     file: memoryOperations,
     search: 'if (active !== undefined && active.expiresAt > now && !mayTakeOver(active, input, now)) {',
     replace: 'if (active !== undefined && active.expiresAt > now && false) {',
-    faults: 'redelivery',
+    // Under `redelivery` found at 22, then 702, then not in 2,000 as the runtime's lease checks grew: a live holder's
+    // lease taken at once shows when that holder is slow (a stall) and goes on.
+    faults: 'stalls',
   },
   {
     name: 'same-owner-takeover-at-once',
@@ -195,6 +197,8 @@ export const mutations: readonly Mutation[] = [
     file: threadWork,
     search: 'const busy = await busyFrom(() => recoverLatestRun(this.thread));',
     replace: 'const busy = undefined as ThreadWorkOutcome | undefined;',
+    needs:
+      "a `continue` submission (the stranded-run scan's, off in the world): every submission the world sends recovers a run left running itself — an input whose run is in the store, a new input (the executor continues the latest running run first) and, since the fix of seed 732856, decisions that find nothing left to decide — so only a `continue` relies on the claim's recovery. Found at seed 1 before that fix",
   },
   {
     name: 'failed-append-dropped',
