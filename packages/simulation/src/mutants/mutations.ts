@@ -197,8 +197,8 @@ export const mutations: readonly Mutation[] = [
     file: threadWork,
     search: 'const busy = await busyFrom(() => recoverLatestRun(this.thread));',
     replace: 'const busy = undefined as ThreadWorkOutcome | undefined;',
-    needs:
-      "a `continue` submission (the stranded-run scan's, off in the world): every submission the world sends recovers a run left running itself — an input whose run is in the store, a new input (the executor continues the latest running run first) and, since the fix of seed 732856, decisions that find nothing left to decide — so only a `continue` relies on the claim's recovery. Found at seed 1 before that fix",
+    masked:
+      "every run of the world starts from a submission that stays unacknowledged until the run ends, and applying it again continues a run left running: an input whose run is in the store (the applied check), a new input (the executor continues the latest running run first), and since the fix of seed 732856 decisions that find nothing left to decide. Only a `continue` (the stranded-run scan's, for a run with no submission pending) relies on the claim's recovery. Found at seed 1 before that fix; not in 6,000 seeds after it",
   },
   {
     name: 'failed-append-dropped',
@@ -235,8 +235,8 @@ export const mutations: readonly Mutation[] = [
           const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     replace: `          const held = await busyFrom(() => applySubmission(this.thread, entry));`,
     faults: 'stalls',
-    needs:
-      'a worker stalled between reading the inbox and applying an entry, resumed after its claim lapsed and another worker ran the thread (aimed stalls)',
+    masked:
+      'a worker whose claim lapsed applies an entry another worker may have applied: an input whose run is in the store meets the applied check (the run is continued under the lease or its log repaired), decisions meet closed tickets, and an input for a thread deleted since is dropped (not-found) because fronts create threads (bf3ef2f). The harm it was found by (seed 234: a deleted thread brought back) is the last; not found in 6,000 seeds of `stalls` since',
   },
   {
     name: 'unstored-run-acknowledged',
