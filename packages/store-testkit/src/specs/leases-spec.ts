@@ -239,9 +239,11 @@ export function leasesSpec(context: StoreSpecContext): void {
         runId: 'r1',
         ttlMs: 400,
       });
-      for (let attempt = 0; attempt < 6; attempt += 1) {
+      // 1.5 s: long enough that a store that extends `expiresAt` but does not move `renewedAt` lets the twin in
+      // (three quarters of a time to live that grows with each renewal: after 1.2 s here).
+      for (let attempt = 0; attempt < 15; attempt += 1) {
         await sleep(100);
-        // The holder renews every 100 ms; its replica would take over only after 200 ms without a renewal.
+        // The holder renews every 100 ms; its replica would take over only after 300 ms without a renewal.
         await context.store.renewLease({ threadId, token: held.token, ttlMs: 400 });
         const error = await expectLunationError(
           context.store.acquireLease({
