@@ -10,6 +10,7 @@ import {
   LocalDispatcher,
   type WorkerLogEntry,
 } from '../src/index.js';
+import { until } from './__fixtures__/until.js';
 
 // The simulator's seed 1801 (`stalls`): a worker ran a thread's run to its end, released the lease and appended the
 // run's events; before it marked the log ended, a stalled worker that had taken the thread's lease next claimed the
@@ -24,11 +25,6 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop({ deadlineMs: 2_000 })));
   await Promise.all(dispatchers.splice(0).map((dispatcher) => dispatcher.close()));
 });
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-}
 
 describe("a run's log taken by a newer lease holder before the run's holder ends it", () => {
   it('does not fail the claim: the thread is not dead-lettered and its next message runs', async () => {

@@ -10,6 +10,7 @@ import {
   LocalDispatcher,
   type WorkerLogEntry,
 } from '../src/index.js';
+import { until } from './__fixtures__/until.js';
 
 // A store outage is the infrastructure's failure, not the submission's: a claim that fails with a retryable error
 // is handed back without counting toward `maxAttempts`, so an outage longer than the attempts allow does not
@@ -40,11 +41,6 @@ function outage(store: MemoryStore) {
     },
   });
   return { state, store: seen as LunationStore };
-}
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 describe('a store unavailable for longer than the attempts allow', () => {
