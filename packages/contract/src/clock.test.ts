@@ -18,8 +18,21 @@ describe('systemClock', () => {
     const cleared = systemClock.setTimeout(() => calls.push('cleared'), 5);
     systemClock.clearTimeout(cleared);
     systemClock.clearTimeout(undefined);
+    // A timer of another clock is not this one's: clearing it changes nothing here.
+    const foreign: ClockTimer = { unref: () => foreign, ref: () => foreign };
+    systemClock.clearTimeout(foreign);
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(calls).toEqual(['kept']);
+  });
+
+  it('gives Node timers that unref and ref themselves, and clears them when unref-ed', async () => {
+    const calls: string[] = [];
+    const timer = systemClock.setTimeout(() => calls.push('ran'), 5);
+    expect(timer.unref()).toBe(timer);
+    expect(timer.ref()).toBe(timer);
+    systemClock.clearTimeout(timer.unref());
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(calls).toEqual([]);
   });
 
   it('repeats an interval until cleared', async () => {
@@ -61,8 +74,8 @@ describe('systemIds', () => {
   it('makes distinct ids sharing one per-process prefix, and numbers in [0, 1)', () => {
     const ids = Array.from({ length: 100 }, () => systemIds.id());
     expect(new Set(ids).size).toBe(100);
-    const prefix = ids[0]?.slice(0, 37);
-    expect(prefix).toMatch(/^[0-9a-f-]{36}-$/);
+    const prefix = ids[0]?.slice(0, 22);
+    expect(prefix).toMatch(/^[0-9a-z]{21}-$/);
     expect(ids.every((id) => id.startsWith(prefix as string))).toBe(true);
     for (let index = 0; index < 100; index++) {
       const value = systemIds.random();

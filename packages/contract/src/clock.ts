@@ -54,8 +54,21 @@ class SystemTimer implements ClockTimer {
   }
 }
 
-function hostHandle(timer: ClockTimer | undefined): HostTimer | undefined {
-  return timer instanceof SystemTimer ? timer.handle : undefined;
+/**
+ * A host timer as a {@link ClockTimer}: Node's `Timeout` is one already (its `unref` and `ref` return it), so it
+ * goes as it is, with no wrapper allocated per timer; a browser's numeric handle gets a {@link SystemTimer}.
+ */
+function clockTimer(handle: unknown): ClockTimer {
+  if (typeof handle === 'object' && handle !== null) {
+    const host = handle as HostTimer;
+    if (typeof host.unref === 'function' && typeof host.ref === 'function') return handle as ClockTimer;
+  }
+  return new SystemTimer(handle as HostTimer);
+}
+
+/** What the host's `clearTimeout` takes for a timer: a wrapped handle, or Node's own `Timeout`. */
+function hostHandle(timer: ClockTimer | undefined): unknown {
+  return timer instanceof SystemTimer ? timer.handle : timer;
 }
 
 /**
@@ -65,10 +78,8 @@ function hostHandle(timer: ClockTimer | undefined): HostTimer | undefined {
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  setTimeout: (callback: () => void, ms: number): ClockTimer =>
-    new SystemTimer(setTimeout(callback, ms) as HostTimer),
-  setInterval: (callback: () => void, ms: number): ClockTimer =>
-    new SystemTimer(setInterval(callback, ms) as HostTimer),
+  setTimeout: (callback: () => void, ms: number): ClockTimer => clockTimer(setTimeout(callback, ms)),
+  setInterval: (callback: () => void, ms: number): ClockTimer => clockTimer(setInterval(callback, ms)),
   clearTimeout(timer: ClockTimer | undefined): void {
     const handle = hostHandle(timer);
     if (handle !== undefined) clearTimeout(handle as Parameters<typeof clearTimeout>[0]);

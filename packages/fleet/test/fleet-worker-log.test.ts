@@ -116,8 +116,8 @@ describe('AgentWorker log', () => {
         owner: 'worker-owner',
       });
       expect(entry.incarnation).toBe(runner.incarnation);
-      // An id of the runtime's IdSource (systemIds: the process's random UUID and a counter).
-      expect(entry.incarnation).toMatch(/^[0-9a-f-]{36}-[0-9a-z]+$/);
+      // An id of the runtime's IdSource (systemIds: the process's random prefix and a counter).
+      expect(entry.incarnation).toMatch(/^[0-9a-z]{21}-[0-9a-z]+$/);
     }
     const runEntries = entries.filter((entry) => entry.event.startsWith('run-'));
     expect(runEntries.map((entry) => entry.runId)).toEqual([runId, runId, runId, runId]);

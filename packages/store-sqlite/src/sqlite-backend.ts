@@ -148,7 +148,12 @@ const statements = {
   deleteThread: runStatement('DELETE FROM lunation_threads WHERE id = ?'),
 
   // What a commit checks (the thread exists, its lease token, its message count), read without writing a page.
-  commitHead: getStatement<CommitHead>(`SELECT ${commitHeadColumns} FROM lunation_threads WHERE id = ?`),
+  // The lease row joined once (the RETURNING form below must use a subquery per column).
+  commitHead: getStatement<CommitHead>(
+    `SELECT coalesce((SELECT max(seq) FROM lunation_messages WHERE thread_id = t.id), 0) AS messageCount,
+       l.token AS leaseToken, l.expires_at AS leaseExpiresAt
+     FROM lunation_threads t LEFT JOIN lunation_leases l ON l.thread_id = t.id WHERE t.id = ?`,
+  ),
   // The same, for a commit that changes what its messages do not record (the state, or no messages at all).
   touchThread: getStatement<CommitHead>(
     `UPDATE lunation_threads SET updated_at = max(updated_at, ?), state = coalesce(?, state) WHERE id = ?

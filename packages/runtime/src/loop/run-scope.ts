@@ -250,7 +250,8 @@ export class RunScope {
    * answers false; the loop then writes nothing more (see {@link leaseLost}).
    */
   holdsLease(): boolean {
-    if (!this.leased || this.leaseLost) return !this.leaseLost;
+    const lost = this.leaseLost;
+    if (!this.leased || lost) return !lost;
     const { leases, leaseToken, identity } = this.options;
     if ((leases as LeaseCheck).fresh(identity.threadId, leaseToken as number)) return true;
     const error = new LunationError(
