@@ -263,7 +263,7 @@ export class AgentLoop {
     const { scope, inbox } = this;
     if (inbox.size > 0) return undefined;
     if (scope.options.keepAlive && !inbox.closed) return this.awaitInput();
-    if (inbox.pendingTasks().length > 0) return { type: 'awaiting-tasks' };
+    if (inbox.hasPendingTasks()) return { type: 'awaiting-tasks' };
     return { type: 'natural-end' };
   }
 

@@ -107,6 +107,18 @@ export function upgradeThreadState(threadState: Record<string, unknown>): Record
   return Object.keys(records).length > 0 ? { ...rest, [toolCallsKey.name]: records } : rest;
 }
 
+/** Whether the thread has an open step ({@link unansweredCalls}), building no list when its last step has no call. */
+export function hasUnansweredCall(messages: readonly Message[]): boolean {
+  let index = messages.length - 1;
+  while (index >= 0 && messages[index]?.role === 'tool') index--;
+  const last = messages[index];
+  if (last?.role !== 'assistant') return false;
+  for (const part of last.content as ContentPart[]) {
+    if (part.type === 'tool-call') return unansweredCalls(messages).length > 0;
+  }
+  return false;
+}
+
 /** Tool calls of the last assistant message that no later tool message answers: the thread's open step. */
 export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
   let index = messages.length - 1;

@@ -20,7 +20,8 @@ export class Inbox {
   closed = false;
 
   constructor(private readonly scope: RunScope) {
-    for (const task of scope.options.taskResults ?? []) this.items.push({ kind: 'task', task });
+    const { taskResults } = scope.options;
+    if (taskResults) for (const task of taskResults) this.items.push({ kind: 'task', task });
     this.reconcileTasks();
   }
 
@@ -83,11 +84,12 @@ export class Inbox {
     return true;
   }
 
-  /** Background tasks of this thread still running. */
-  pendingTasks(): TaskRecord[] {
+  /** Whether a background task of this thread is still running. */
+  hasPendingTasks(): boolean {
     const { state } = this.scope;
-    if (!state.isRegistered(tasksKey)) return [];
-    return Object.values(state.peek(tasksKey)).filter((task) => task.status === 'running');
+    if (!state.isRegistered(tasksKey)) return false;
+    for (const task of Object.values(state.peek(tasksKey))) if (task.status === 'running') return true;
+    return false;
   }
 
   /** Resolves when input arrives, or the run is closed or cancelled. */

@@ -12,7 +12,7 @@ import {
   settle,
   toRecord,
 } from './call-plan.js';
-import { answerOpenStep, toolCallsKey, unansweredCalls } from './call-records.js';
+import { answerOpenStep, hasUnansweredCall, toolCallsKey, unansweredCalls } from './call-records.js';
 import type { Checkpointer } from './checkpointer.js';
 import { isAwaitingDecision, restoreStep, supersede } from './resume.js';
 import type { RunScope } from './run-scope.js';
@@ -118,7 +118,7 @@ export class ToolCalls implements ToolStage {
 
   /** Whether the thread has an open step: calls of its last assistant message that no tool message answers. */
   hasOpenStep(): boolean {
-    return unansweredCalls(this.scope.messages).length > 0;
+    return hasUnansweredCall(this.scope.messages);
   }
 
   /**
