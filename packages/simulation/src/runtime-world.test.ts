@@ -189,7 +189,7 @@ describe('found beyond the CI seeds of `handover` (2026-11-29), not fixed yet', 
   // Seeds 1,001-10,000 of `handover` (CI runs 1-1,000) on main 194a7ab, the same on 8f53ae2: seed 5283 commits a
   // transactional effect whose ledger entry is missing (thread-2-run-1's third call), the "tools run once"
   // invariant's own check. Known failing until fixed (it.fails: it passes while the defect is there; when the fix
-  // lands this fails, and becomes a plain regression case). Seeds 3248 and one in 4,001-5,000 never end at all
+  // lands this fails, and becomes a plain regression case). Seeds 3248 and 4056 never end at all
   // (runRuntimeWorld does not resolve): no test here, it would hang; the simulator needs a step bound first.
   it.fails('seed 5283 (handover): a committed transactional effect has its ledger entry', async () => {
     const report = await runRuntimeWorld({ seed: 5283, ...faultProfiles.handover.runtime });
