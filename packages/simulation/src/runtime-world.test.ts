@@ -191,6 +191,8 @@ describe('found beyond the CI seeds of `handover` (2026-11-29), not fixed yet', 
   // invariant's own check. Known failing until fixed (it.fails: it passes while the defect is there; when the fix
   // lands this fails, and becomes a plain regression case). Seeds 3248 and 4056 never end at all
   // (runRuntimeWorld does not resolve): no test here, it would hang; the simulator needs a step bound first.
+  // First look at 5283: the user deleted thread-2 (ledger gone with it), then a worker's late store calls opened
+  // thread-2 with `create` and re-created it, so the check sees the old run's effect without its ledger entry.
   it.fails('seed 5283 (handover): a committed transactional effect has its ledger entry', async () => {
     const report = await runRuntimeWorld({ seed: 5283, ...faultProfiles.handover.runtime });
     expect(report.violations).toEqual([]);
