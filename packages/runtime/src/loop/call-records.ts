@@ -107,11 +107,16 @@ export function upgradeThreadState(threadState: Record<string, unknown>): Record
   return Object.keys(records).length > 0 ? { ...rest, [toolCallsKey.name]: records } : rest;
 }
 
-/** Whether the thread has an open step ({@link unansweredCalls}), building no list when its last step has no call. */
-export function hasUnansweredCall(messages: readonly Message[]): boolean {
+/** The index of the last message before the trailing tool messages: the thread's last step's answer. */
+function lastAnswerIndex(messages: readonly Message[]): number {
   let index = messages.length - 1;
   while (index >= 0 && messages[index]?.role === 'tool') index--;
-  const last = messages[index];
+  return index;
+}
+
+/** Whether the thread has an open step ({@link unansweredCalls}), building no list when its last step has no call. */
+export function hasUnansweredCall(messages: readonly Message[]): boolean {
+  const last = messages[lastAnswerIndex(messages)];
   if (last?.role !== 'assistant') return false;
   for (const part of last.content as ContentPart[]) {
     if (part.type === 'tool-call') return unansweredCalls(messages).length > 0;
@@ -121,8 +126,7 @@ export function hasUnansweredCall(messages: readonly Message[]): boolean {
 
 /** Tool calls of the last assistant message that no later tool message answers: the thread's open step. */
 export function unansweredCalls(messages: readonly Message[]): ToolCall[] {
-  let index = messages.length - 1;
-  while (index >= 0 && messages[index]?.role === 'tool') index--;
+  const index = lastAnswerIndex(messages);
   const last = messages[index];
   if (last?.role !== 'assistant') return [];
   const calls: ToolCall[] = [];

@@ -32,7 +32,7 @@ export async function finishRun(parts: RunEndParts, reason: TerminationReason): 
   let termination = reason;
   const status = statusForTermination(termination);
   // A finished run leaves no call unanswered: nothing runs later behind the user's back.
-  if (status === 'done' && toolCalls.hasOpenStep()) toolCalls.answerOpenCalls(openCallsAnswer(termination));
+  if (status === 'done') toolCalls.answerOpenCalls(openCallsAnswer(termination));
   if (scope.engine.isActive('RunEnd')) await runEndHooks(scope, termination);
   scope.progressChanged();
   if (status === 'waiting') keepTraceContext(scope);
