@@ -83,11 +83,10 @@ export async function buildTimeline(store: LunationStore, run: RunRecord): Promi
   ]);
   const own = messages.filter((record) => record.runId === runId);
   const journal = runJournalOf(run, own);
-  const entries: TimelineEntry[] = [{ kind: 'run-created', at: run.createdAt }];
-  entries.push(...journalEntries(journal));
-  entries.push(...checkpoints(own));
-  entries.push(...tools(executions, own, journal));
-  entries.sort((a, b) => a.at - b.at || stepOrder(a) - stepOrder(b));
+  const entries: TimelineEntry[] = [
+    { kind: 'run-created', at: run.createdAt },
+    ...interleave(journalEntries(journal), [...checkpoints(own), ...tools(executions, own, journal)]),
+  ];
   if (run.status === 'done') {
     // The end is the run's last commit: after every entry of it (clocks of the runtime and the store may differ).
     const at = Math.max(run.updatedAt, entries.at(-1)?.at ?? 0);
@@ -98,11 +97,42 @@ export async function buildTimeline(store: LunationStore, run: RunRecord): Promi
   return { run: runSummary(run), entries, workers: [...workers.values()] };
 }
 
-/** Within one millisecond: a step, then the tool calls it made, then the next step. */
-function stepOrder(entry: TimelineEntry): number {
-  if (entry.kind === 'step') return entry.step * 2;
-  if (entry.kind === 'tool' && entry.step !== null) return entry.step * 2 + 1;
-  return 0;
+/**
+ * The journal's entries keep their order: it is the order they happened in, whatever the clocks of the
+ * processes that wrote them. Each checkpoint and tool execution goes before the first journal entry it precedes.
+ */
+function interleave(journal: TimelineEntry[], others: TimelineEntry[]): TimelineEntry[] {
+  const before: TimelineEntry[][] = journal.map(() => []);
+  const after: TimelineEntry[] = [];
+  for (const other of others) {
+    const index = journal.findIndex((entry) => precedes(other, entry));
+    (index === -1 ? after : before[index]!).push(other);
+  }
+  const entries: TimelineEntry[] = [];
+  journal.forEach((entry, index) => entries.push(...byTime(before[index]!), entry));
+  return entries.concat(byTime(after));
+}
+
+/**
+ * Whether `other` (a checkpoint or a tool execution) goes before the journal entry. A tool call of a known step
+ * comes after that step and before every later one (clocks may differ between processes); within its step, and
+ * for the rest, time decides. Within one millisecond a checkpoint (the messages of one commit) comes before the
+ * suspension that commit wrote.
+ */
+function precedes(other: TimelineEntry, entry: TimelineEntry): boolean {
+  const step = 'step' in entry ? entry.step : 0;
+  if (other.kind === 'tool' && other.step !== null && other.step !== step) return other.step < step;
+  if (other.kind === 'tool' && entry.kind === 'step') return false;
+  return (
+    other.at < entry.at ||
+    (other.at === entry.at && other.kind === 'checkpoint' && entry.kind === 'suspended')
+  );
+}
+
+/** Checkpoints and tool executions by time; within one millisecond a step's tool calls before the next step's. */
+function byTime(entries: TimelineEntry[]): TimelineEntry[] {
+  const stepOf = (entry: TimelineEntry) => (entry.kind === 'tool' && entry.step !== null ? entry.step : 0);
+  return entries.sort((a, b) => a.at - b.at || stepOf(a) - stepOf(b));
 }
 
 function workerOf(entry: RunJournalEntry): TimelineWorker {

@@ -146,4 +146,60 @@ describe('buildTimeline (from what a crash left in the store)', () => {
       { owner: 'host-a', incarnation: 'b-2' },
     ]);
   });
+  it('keeps the journal in its order when entries share a millisecond or a later process has an earlier clock', async () => {
+    const store = await sqliteStore();
+    await store.createThread({ id: 't' });
+    const identity = { threadId: 't', runId: 'r', agentId: 'a', origin: 'user' as const };
+    // A fast model and an instant decision: step 1, its suspension, the resume and the gated call all at 1_000.
+    // Process B, whose clock runs 300 ms behind A's, took the run over and made step 2.
+    const journal: RunJournalEntry[] = [
+      { event: 'step', at: 1_000, step: 1, token: 1, ...A, modelMs: 0, usage: emptyUsage(), calls: ['c1'] },
+      { event: 'suspended', at: 1_000, step: 1, token: 1, ...A, tickets: ['k1'] },
+      { event: 'resumed', at: 1_000, step: 1, token: 2, ...A },
+      { event: 'recovered', at: 700, step: 1, token: 3, ...B },
+      { event: 'step', at: 700, step: 2, token: 3, ...B, modelMs: 0, usage: emptyUsage() },
+      { event: 'ended', at: 700, step: 2, token: 3, ...B, termination: 'natural-end' },
+    ];
+    const ledger: ToolExecution[] = [
+      {
+        runId: 'r',
+        toolCallId: 'c1',
+        threadId: 't',
+        toolName: 'send',
+        idempotencyKey: 'r:c1',
+        status: 'completed',
+        result: { status: 'success', data: 1 },
+        attempts: 1,
+        startedAt: 1_000,
+        completedAt: 1_000,
+      },
+    ];
+    const run: RunRecord = {
+      identity,
+      status: 'done',
+      termination: { type: 'natural-end' },
+      steps: 2,
+      usage: emptyUsage(),
+      openTickets: [],
+      state: { [RUN_JOURNAL_KEY]: journal as never },
+      finalText: 'done',
+      createdAt: 1_000,
+      updatedAt: 1_000,
+    };
+    await store.commit({ threadId: 't', expectedMessageCount: 0, messages: [], run, toolExecutions: ledger });
+
+    const timeline = await buildTimeline(store, (await store.getRun('r'))!);
+    expect(timeline.entries.map((entry) => [entry.kind, entry.at])).toEqual([
+      ['run-created', 1_000],
+      ['step', 1_000],
+      ['suspended', 1_000],
+      ['resumed', 1_000],
+      ['lease-takeover', 700],
+      ['recovered', 700],
+      // Step 1's call, before step 2 whatever the clocks say (which process ran it, the ledger does not tell).
+      ['tool', 1_000],
+      ['step', 700],
+      ['run-ended', 1_000],
+    ]);
+  });
 });
