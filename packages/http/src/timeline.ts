@@ -108,9 +108,7 @@ function interleave(journal: TimelineEntry[], others: TimelineEntry[]): Timeline
     const index = journal.findIndex((entry) => precedes(other, entry));
     (index === -1 ? after : before[index]!).push(other);
   }
-  const entries: TimelineEntry[] = [];
-  journal.forEach((entry, index) => entries.push(...byTime(before[index]!), entry));
-  return entries.concat(byTime(after));
+  return journal.flatMap((entry, index) => [...byTime(before[index]!), entry]).concat(byTime(after));
 }
 
 /**
