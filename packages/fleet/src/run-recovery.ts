@@ -36,13 +36,19 @@ export async function recoverLatestRun(thread: ClaimedThread): Promise<void> {
   await followRun(thread, handle, { how: 'recovered', prefix });
 }
 
-/** Continues the stranded run from the store; undefined when the previous holder finished it meanwhile. */
+/**
+ * Continues the stranded run from the store; undefined when the previous holder finished it meanwhile, or the
+ * thread was deleted since it was read (a missing thread is never created here: that would bring back a thread
+ * the user deleted, without the ledger that went with it).
+ */
 async function continueRun(thread: ClaimedThread, runId: string): Promise<RunHandle | undefined> {
   const { store, executor } = thread.context;
   try {
     await thread.cancel.read();
-    return await executor.run({ threadId: thread.claim.threadId, ...thread.cancel.signalFor(runId) });
+    const { threadId } = thread.claim;
+    return await executor.run({ threadId, existingThread: true, ...thread.cancel.signalFor(runId) });
   } catch (error) {
+    if (LunationError.hasCode(error, 'not-found')) return undefined;
     // The previous holder finished it meanwhile (a redelivered claim): nothing to continue, only its log.
     const now = LunationError.hasCode(error, 'invalid-argument') ? await store.getRun(runId) : undefined;
     if (now === undefined || now.status === 'running') throw error;

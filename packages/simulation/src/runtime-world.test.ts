@@ -185,18 +185,31 @@ describe('replicas sharing an owner name (profile `replicas`)', () => {
   }, 120_000);
 });
 
-describe('found beyond the CI seeds of `handover` (2026-11-29), not fixed yet', () => {
-  // Seeds 1,001-10,000 of `handover` (CI runs 1-1,000) on main 194a7ab, the same on 8f53ae2: seed 5283 commits a
-  // transactional effect whose ledger entry is missing (thread-2-run-1's third call), the "tools run once"
-  // invariant's own check. Known failing until fixed (it.fails: it passes while the defect is there; when the fix
-  // lands this fails, and becomes a plain regression case). Seeds 3248 and 4056 never end at all
-  // (runRuntimeWorld does not resolve): no test here, it would hang; the simulator needs a step bound first.
-  // First look at 5283: the user deleted thread-2 (ledger gone with it), then a worker's late store calls opened
-  // thread-2 with `create` and re-created it, so the check sees the old run's effect without its ledger entry.
-  it.fails('seed 5283 (handover): a committed transactional effect has its ledger entry', async () => {
+describe('a stranded run recovered after its thread was deleted', () => {
+  // Seed 5283 of `handover` (found beyond CI's seeds, 2026-11-29): a worker's claim recovery read thread-2's
+  // running run, then stalled; the user deleted the thread (its ledger went with it); the worker's late store
+  // calls opened thread-2 again with `create` and re-created it, so the "tools run once" check found the old
+  // run's transactional effect without its ledger entry. The recovery now opens only a thread that exists, and a
+  // deleted one leaves nothing to continue.
+  it('seed 5283 (handover): a committed transactional effect has its ledger entry', async () => {
     const report = await runRuntimeWorld({ seed: 5283, ...faultProfiles.handover.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);
+});
+
+describe('a worker that crashes while the world stops it', () => {
+  // Seeds 3248 and 4056 of `handover` never ended (found beyond CI's seeds, 2026-11-29): at the world's end a
+  // revoked holder's crash took a worker being stopped; a crashed process's timers are gone, so its `stop` never
+  // settled and the world waited for it forever. A crashed worker is stopped for good now, and one that is alive
+  // and does not stop within a minute of virtual time is a liveness violation, not a hang.
+  it.each([3248, 4056])(
+    'seed %i (handover) ends, without violations',
+    async (seed) => {
+      const report = await runRuntimeWorld({ seed, ...faultProfiles.handover.runtime });
+      expect(report.violations).toEqual([]);
+    },
+    120_000,
+  );
 });
 
 describe('decisions applied by a holder that then lost the thread', () => {

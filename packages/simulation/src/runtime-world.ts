@@ -202,7 +202,14 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
       `liveness: after ${scheduler.elapsed()} virtual ms, ${userDone ? '' : 'the user still waiting; '}runs not done: ${open.map((runId) => `${runId} (${status(runId)})`).join(', ')}`,
     );
   }
-  await Promise.all([...live.values()].map(({ worker }) => stopWorker(scheduler, worker)));
+  // A worker crashed meanwhile (a revoked holder's crash can come now) is stopped; its successor is not asked.
+  const stopping = [...live.values()];
+  const stopped = await Promise.all(stopping.map((worker) => stopWorker(scheduler, worker)));
+  for (const { process } of stopping.filter((_, index) => !stopped[index])) {
+    world.violations.push(
+      `liveness: worker ${process.name} did not stop within ${stopBoundMs} virtual ms of being asked to (its deadline: ${stopDeadlineMs} ms)`,
+    );
+  }
   for (const { process } of live.values()) process.crash();
   scheduler.process('user').crash();
   return {
@@ -226,17 +233,43 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
   };
 }
 
-/** Stops a worker, running the scheduler meanwhile (its claim loop ends on a scheduled operation). */
-async function stopWorker(scheduler: Scheduler, worker: AgentWorker): Promise<void> {
+/** The deadline a worker is given to stop at the end of the world (virtual ms). */
+const stopDeadlineMs = 1_000;
+/** How long a worker asked to stop may take before the world reports it (virtual ms, at most 200,000 steps). */
+const stopBoundMs = 60_000;
+
+/**
+ * Stops a worker, running the scheduler meanwhile (its claim loop ends on a scheduled operation). False when it
+ * is alive and has not stopped within {@link stopBoundMs} virtual ms of being asked (or of the end of its stall),
+ * 200,000 steps or 30 s of real time.
+ */
+async function stopWorker(
+  scheduler: Scheduler,
+  { process, worker }: { process: SimulatedProcess; worker: AgentWorker },
+): Promise<boolean> {
   let stopped = false;
-  const stopping = worker.stop({ deadlineMs: 1_000 }).finally(() => {
+  const stopping = worker.stop({ deadlineMs: stopDeadlineMs }).finally(() => {
     stopped = true;
   });
-  while (!stopped) {
-    await scheduler.run({ until: () => stopped, maxSteps: 1_000 });
-    if (!stopped) await new Promise((resolve) => setTimeout(resolve, 1));
+  const asked = scheduler.now();
+  const maxSteps = scheduler.steps + 200_000;
+  const realDeadline = performance.now() + 30_000;
+  // A process that crashes while it stops never settles `stop` (its timers are gone): it is stopped for good.
+  const done = () => stopped || !process.alive;
+  while (!done() && scheduler.steps < maxSteps && performance.now() < realDeadline) {
+    // A stalled process does nothing until its stall ends: the bound counts from then.
+    const maxTime = Math.max(asked, process.stalledUntil) + stopBoundMs;
+    const outcome = await scheduler.run({ until: done, maxSteps: 1_000, maxTime });
+    if (outcome.reason === 'max-time' && maxTime === Math.max(asked, process.stalledUntil) + stopBoundMs)
+      break;
+    if (!done()) await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  if (!stopped) {
+    stopping.catch(() => {}); // abandoned: its end, if it ever comes, is of no interest
+    return !process.alive;
   }
   await stopping;
+  return true;
 }
 
 function prefixed(prefix: string, counts: FaultCounts): FaultCounts {

@@ -278,6 +278,19 @@ export const mutations: readonly Mutation[] = [
       "a claim delivered again while its holder starts the run (its first commit lands after the new holder's recovery looked), the holder then dying before the run ends, with nothing more submitted to the thread (profile `handover`: the holder whose claim was taken away crashes soon after)",
   },
   {
+    name: 'recovery-recreates-deleted-thread',
+    description:
+      "A claim's recovery opens the stranded run's thread with `create`: a worker that stalled after reading the run re-creates the thread the user deleted meanwhile, without the ledger that went with it (the fix of seed 5283 reverted).",
+    origin: 'reverted: continueRun (seed 5283 of handover)',
+    file: runRecovery,
+    search:
+      'return await executor.run({ threadId, existingThread: true, ...thread.cancel.signalFor(runId) });',
+    replace: 'return await executor.run({ threadId, ...thread.cancel.signalFor(runId) });',
+    faults: 'handover',
+    needs:
+      'a redelivered claim whose recovery reads a running run, a late store call that holds the worker until the user has deleted the thread, and a transactional effect committed in it before (seed 5283 of `handover`, a regression case in runtime-world.test.ts)',
+  },
+  {
     name: 'refused-end-mark-fails-claim',
     description:
       "A run's end mark refused because a newer lease holder claimed the log fails the claim: a healthy thread is dead-lettered (the fix of seed 1801 reverted).",
