@@ -64,12 +64,20 @@ export class FaultSchedule {
   readonly injected: ScheduledFault[] = [];
   private drawn = 0;
 
-  constructor(private readonly keep?: ReadonlySet<number>) {}
+  /**
+   * @param keep the ordinals to inject (a shrunk schedule); every one when undefined
+   * @param until faults drawn once this says the chaos is over are not injected (the world is left to recover)
+   */
+  constructor(
+    private readonly keep?: ReadonlySet<number>,
+    private readonly until?: () => boolean,
+  ) {}
 
   /** True when the fault of `kind` the seed just drew is to be injected (and records it). */
   allows(kind: string): boolean {
     const ordinal = ++this.drawn;
     if (this.keep !== undefined && !this.keep.has(ordinal)) return false;
+    if (this.until?.() === true) return false;
     this.injected.push({ ordinal, kind });
     return true;
   }

@@ -212,6 +212,20 @@ describe('a worker that crashes while the world stops it', () => {
   );
 });
 
+describe('liveness once the faults are over', () => {
+  // Seeds 5777, 6060, 2151, 7475, 8135, 9370 and 9626 of `resumes` (beyond CI's seeds, 2026-11-30) left a run waiting
+  // at 600 s: about one worker crash every five seconds, each holding a 30 s lease, let a thread make progress only
+  // between expiries, and the run's decision sat behind 230 stale ones. Nothing unsafe happened; with faults for the
+  // whole 600 s no fleet can promise to finish. Faults now stop after 300 s and every run must end by 600 s (each of
+  // the seven ends within 21 s of the quiet).
+  it('seed 5777 (resumes): every run ends once the chaos window is over', async () => {
+    const report = await runRuntimeWorld({ seed: 5777, ...faultProfiles.resumes.runtime });
+    expect(report.violations).toEqual([]);
+    expect(report.crashes).toBeGreaterThan(50);
+    expect(report.virtualMs).toBeGreaterThan(300_000);
+  }, 120_000);
+});
+
 describe('decisions applied by a holder that then lost the thread', () => {
   // Seed 732856 of `all` (the 1,000,000-seed run): a slow worker applied the user's approval and resumed the run;
   // its next commit landed unacknowledged, its retry met store-conflict, and it released the thread with the run

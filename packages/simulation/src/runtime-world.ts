@@ -58,7 +58,12 @@ export interface RuntimeWorldOptions {
   keepTrace?: boolean;
   /** Record the trace (its hash and lines); off, the report has neither (for runs that read neither). @default true */
   trace?: boolean;
-  /** Give up after this many virtual ms. @default 600000 */
+  /**
+   * Inject faults for this many virtual ms; then none, and every run must end before `maxVirtualMs`.
+   * @default 300000
+   */
+  faultsForMs?: number;
+  /** Give up after this many virtual ms (runs not done by then are a liveness violation). @default 600000 */
   maxVirtualMs?: number;
   /** Give up after this many real ms (a watchdog: the runtime's own timers are real). @default 30000 */
   maxRealWaitMs?: number;
@@ -87,7 +92,10 @@ export async function runRuntimeWorld(options: RuntimeWorldOptions): Promise<Wor
     trace: { keepAll: options.keepTrace ?? false, off: options.trace === false },
   });
   const chaos = scheduler.stream('chaos');
-  const schedule = new FaultSchedule(options.keepFaults);
+  // Faults stop after the chaos window: a fleet that loses a lease holder every few seconds may never finish (its
+  // 30 s leases expire one after another), so liveness is judged once the faults are over, as FoundationDB does.
+  const chaosEnds = scheduler.now() + (options.faultsForMs ?? 300_000);
+  const schedule = new FaultSchedule(options.keepFaults, () => scheduler.now() >= chaosEnds);
   const store = new SimulatedStore({
     scheduler,
     schedule,
