@@ -118,7 +118,7 @@ function interleave(journal: TimelineEntry[], others: TimelineEntry[]): Timeline
  * suspension that commit wrote.
  */
 function precedes(other: TimelineEntry, entry: TimelineEntry): boolean {
-  const step = 'step' in entry ? entry.step : 0;
+  const step = ('step' in entry ? entry.step : null) ?? 0;
   if (other.kind === 'tool' && other.step !== null && other.step !== step) return other.step < step;
   if (other.kind === 'tool' && entry.kind === 'step') return false;
   return (
