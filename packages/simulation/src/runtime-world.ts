@@ -264,12 +264,12 @@ async function stopWorker(
   const realDeadline = performance.now() + 30_000;
   // A process that crashes while it stops never settles `stop` (its timers are gone): it is stopped for good.
   const done = () => stopped || !process.alive;
+  // A stalled process does nothing until its stall ends: the bound counts from then.
+  const bound = () => Math.max(asked, process.stalledUntil) + stopBoundMs;
   while (!done() && scheduler.steps < maxSteps && performance.now() < realDeadline) {
-    // A stalled process does nothing until its stall ends: the bound counts from then.
-    const maxTime = Math.max(asked, process.stalledUntil) + stopBoundMs;
+    const maxTime = bound();
     const outcome = await scheduler.run({ until: done, maxSteps: 1_000, maxTime });
-    if (outcome.reason === 'max-time' && maxTime === Math.max(asked, process.stalledUntil) + stopBoundMs)
-      break;
+    if (outcome.reason === 'max-time' && maxTime === bound()) break; // no stall moved the bound meanwhile
     if (!done()) await new Promise((resolve) => setTimeout(resolve, 1));
   }
   if (!stopped) {
