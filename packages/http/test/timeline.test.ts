@@ -27,11 +27,46 @@ async function sqliteStore(): Promise<SqliteStore> {
 const A = { owner: 'host-a', incarnation: 'a-1' };
 const B = { owner: 'host-a', incarnation: 'b-2' };
 
+/** A completed ledger entry of run `r` on thread `t`. */
+function completed(
+  toolCallId: string,
+  toolName: string,
+  times: { startedAt: number; completedAt: number; attempts?: number },
+): ToolExecution {
+  return {
+    runId: 'r',
+    toolCallId,
+    threadId: 't',
+    toolName,
+    idempotencyKey: `r:${toolCallId}`,
+    status: 'completed',
+    result: { status: 'success', data: 1 },
+    attempts: times.attempts ?? 1,
+    startedAt: times.startedAt,
+    completedAt: times.completedAt,
+  };
+}
+
+/** Run `r` of thread `t`, done after two steps, with `journal` in its state. */
+function doneRun(journal: RunJournalEntry[], createdAt: number, updatedAt: number): RunRecord {
+  return {
+    identity: { threadId: 't', runId: 'r', agentId: 'a', origin: 'user' },
+    status: 'done',
+    termination: { type: 'natural-end' },
+    steps: 2,
+    usage: emptyUsage(),
+    openTickets: [],
+    state: { [RUN_JOURNAL_KEY]: journal as never },
+    finalText: 'done',
+    createdAt,
+    updatedAt,
+  };
+}
+
 describe('buildTimeline (from what a crash left in the store)', () => {
   it('marks a takeover, a call re-run after it and a result taken from the ledger', async () => {
     const store = await sqliteStore();
     await store.createThread({ id: 't' });
-    const identity = { threadId: 't', runId: 'r', agentId: 'a', origin: 'user' as const };
     // Process A ran step 1 (two calls) and died; process B took the run over at 1_500.
     const journal: RunJournalEntry[] = [
       {
@@ -49,44 +84,14 @@ describe('buildTimeline (from what a crash left in the store)', () => {
       { event: 'ended', at: 1_800, step: 2, token: 2, ...B, termination: 'natural-end' },
     ];
     // c1 finished before the crash (its result came from the ledger); c2 was cut off and ran again.
-    const ledger: ToolExecution[] = [
+    const ledger = [
+      completed('c1', 'fetch', { startedAt: 1_050, completedAt: 1_100 }),
       {
-        runId: 'r',
-        toolCallId: 'c1',
-        threadId: 't',
-        toolName: 'fetch',
-        idempotencyKey: 'r:c1',
-        status: 'completed',
-        result: { status: 'success', data: 1 },
-        attempts: 1,
-        startedAt: 1_050,
-        completedAt: 1_100,
-      },
-      {
-        runId: 'r',
-        toolCallId: 'c2',
-        threadId: 't',
-        toolName: 'send',
-        idempotencyKey: 'r:c2',
-        status: 'completed',
-        result: { status: 'success', data: 2 },
-        attempts: 2,
-        startedAt: 1_100,
-        completedAt: 1_600,
+        ...completed('c2', 'send', { startedAt: 1_100, completedAt: 1_600, attempts: 2 }),
+        result: { status: 'success' as const, data: 2 },
       },
     ];
-    const run: RunRecord = {
-      identity,
-      status: 'done',
-      termination: { type: 'natural-end' },
-      steps: 2,
-      usage: emptyUsage(),
-      openTickets: [],
-      state: { [RUN_JOURNAL_KEY]: journal as never },
-      finalText: 'done',
-      createdAt: 900,
-      updatedAt: 1_800,
-    };
+    const run = doneRun(journal, 900, 1_800);
     await store.commit({
       threadId: 't',
       expectedMessageCount: 0,
@@ -149,7 +154,6 @@ describe('buildTimeline (from what a crash left in the store)', () => {
   it('keeps the journal in its order when entries share a millisecond or a later process has an earlier clock', async () => {
     const store = await sqliteStore();
     await store.createThread({ id: 't' });
-    const identity = { threadId: 't', runId: 'r', agentId: 'a', origin: 'user' as const };
     // A fast model and an instant decision: step 1, its suspension, the resume and the gated call all at 1_000.
     // Process B, whose clock runs 300 ms behind A's, took the run over and made step 2.
     const journal: RunJournalEntry[] = [
@@ -160,32 +164,8 @@ describe('buildTimeline (from what a crash left in the store)', () => {
       { event: 'step', at: 700, step: 2, token: 3, ...B, modelMs: 0, usage: emptyUsage() },
       { event: 'ended', at: 700, step: 2, token: 3, ...B, termination: 'natural-end' },
     ];
-    const ledger: ToolExecution[] = [
-      {
-        runId: 'r',
-        toolCallId: 'c1',
-        threadId: 't',
-        toolName: 'send',
-        idempotencyKey: 'r:c1',
-        status: 'completed',
-        result: { status: 'success', data: 1 },
-        attempts: 1,
-        startedAt: 1_000,
-        completedAt: 1_000,
-      },
-    ];
-    const run: RunRecord = {
-      identity,
-      status: 'done',
-      termination: { type: 'natural-end' },
-      steps: 2,
-      usage: emptyUsage(),
-      openTickets: [],
-      state: { [RUN_JOURNAL_KEY]: journal as never },
-      finalText: 'done',
-      createdAt: 1_000,
-      updatedAt: 1_000,
-    };
+    const ledger = [completed('c1', 'send', { startedAt: 1_000, completedAt: 1_000 })];
+    const run = doneRun(journal, 1_000, 1_000);
     await store.commit({ threadId: 't', expectedMessageCount: 0, messages: [], run, toolExecutions: ledger });
 
     const timeline = await buildTimeline(store, (await store.getRun('r'))!);
