@@ -165,3 +165,44 @@ describe('sendDecisions at its boundary (issue 24)', () => {
     expect(log).toEqual(['sent']);
   });
 });
+
+describe('decisions that leave tickets open, their run ending otherwise', () => {
+  // Seed 14616 of the simulator's `resumes` profile: a worker applied a denial while another ticket stayed open;
+  // the run lost its lease before it recorded the denial, yet the outcome said it was applied and the worker
+  // acknowledged it. The user's contrary approval sent after it was applied next, and the gated call ran.
+  it('hands back the run when it did not wait again: its decisions may not be recorded', async () => {
+    class FailingCommits extends MemoryStore {
+      failing = false;
+      override async commit(commit: Parameters<MemoryStore['commit']>[0]) {
+        if (this.failing) throw new LunationError('store-unavailable', 'the database is down');
+        return super.commit(commit);
+      }
+    }
+    const store = new FailingCommits();
+    const log: string[] = [];
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'gated_send', arguments: {} },
+          { toolName: 'gated_send', arguments: {} },
+        ],
+      },
+      reply('done'),
+    ]);
+    const runtime = runtimeOn(store, model, log);
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    expect(waiting.openTickets).toHaveLength(2);
+    const [first, second] = waiting.openTickets;
+    store.failing = true;
+    const deny = { decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' as const, reason: 'no' };
+    const outcome = await runtime.sendDecisions('t', [deny]);
+    store.failing = false;
+    // The run did not record the denial: the caller is given the run to follow, not a run waiting again.
+    expect(outcome.run).toBeDefined();
+    expect((await outcome.run?.result)?.status).not.toBe('waiting');
+    expect(await store.getLatestRun('t')).toMatchObject({
+      openTickets: [{ id: first?.id }, { id: second?.id }],
+    });
+    expect(log).toEqual([]);
+  });
+});

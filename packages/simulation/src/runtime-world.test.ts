@@ -226,6 +226,17 @@ describe('liveness once the faults are over', () => {
   }, 120_000);
 });
 
+describe('a denial applied by a run that lost its lease before recording it', () => {
+  // Seed 14616 of `resumes` (beyond CI's seeds, 2026-11-30): a worker applied the user's denial of one of three
+  // tickets; the run, to wait again for the others, lost its lease before it recorded the denial, yet the outcome
+  // said "applied" and the worker acknowledged it. The user's contrary approval, sent after the denial was
+  // admitted, was applied next, and the gated refund ran. A run that does not wait again is handed back now.
+  it('seed 14616 (resumes): a denied gated call never runs', async () => {
+    const report = await runRuntimeWorld({ seed: 14616, ...faultProfiles.resumes.runtime });
+    expect(report.violations).toEqual([]);
+  }, 120_000);
+});
+
 describe('decisions applied by a holder that then lost the thread', () => {
   // Seed 732856 of `all` (the 1,000,000-seed run): a slow worker applied the user's approval and resumed the run;
   // its next commit landed unacknowledged, its retry met store-conflict, and it released the thread with the run

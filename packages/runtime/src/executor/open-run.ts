@@ -74,8 +74,10 @@ export async function decideOn(
   const handle = observed(started.handle);
   if (outcome.applied.length === 0) return outcome;
   if (outcome.openTickets.length > 0) {
-    // Some tickets stay open: the run recorded the decisions (C0) and waits again.
+    // Some tickets stay open: the run records the decisions (C0) and waits again. One that ended otherwise (its
+    // lease lost, its commit failed) may not have recorded them: the caller follows it as any resumed run.
     const result = await handle.result;
+    if (result.status !== 'waiting') return { ...outcome, run: handle };
     return { ...outcome, openTickets: result.openTickets };
   }
   return { ...outcome, run: handle };

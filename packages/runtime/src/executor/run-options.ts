@@ -101,7 +101,11 @@ export interface DecisionOutcome {
   ignored: string[];
   /** Tickets still waiting for a decision. */
   openTickets: SuspensionTicket[];
-  /** The resumed run, once every ticket is decided. */
+  /**
+   * The resumed run, once every ticket is decided; also when tickets stay open but the run did not wait again
+   * (its lease was lost or its commit failed): then the decisions may not be recorded, and its result says how
+   * it ended.
+   */
   run?: RunHandle;
 }
 

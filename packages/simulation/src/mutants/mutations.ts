@@ -291,6 +291,18 @@ export const mutations: readonly Mutation[] = [
       'a redelivered claim whose recovery reads a running run, a late store call that holds the worker until the user has deleted the thread, and a transactional effect committed in it before (seed 5283 of `handover`, a regression case in runtime-world.test.ts)',
   },
   {
+    name: 'unrecorded-decisions-reported-applied',
+    description:
+      'Decisions that leave tickets open are reported applied though the run did not wait again (its lease lost before it recorded them): the worker acknowledges them (the fix of seed 14616 reverted).',
+    origin: 'reverted: decideOn (seed 14616 of resumes)',
+    file: 'packages/runtime/src/executor/open-run.ts',
+    search: "    if (result.status !== 'waiting') return { ...outcome, run: handle };\n",
+    replace: '',
+    faults: 'resumes',
+    needs:
+      'a decision for one of several tickets applied by a worker whose lease runs out before the run records it, and a contrary decision for the same ticket sent after the first was admitted (seed 14616 of `resumes`, a regression case in runtime-world.test.ts)',
+  },
+  {
     name: 'refused-end-mark-fails-claim',
     description:
       "A run's end mark refused because a newer lease holder claimed the log fails the claim: a healthy thread is dead-lettered (the fix of seed 1801 reverted).",
