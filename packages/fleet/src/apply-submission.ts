@@ -35,10 +35,19 @@ async function applyRequest(thread: ClaimedThread, entry: InboxEntry): Promise<v
     // Nothing left to decide: a holder applied these decisions after the claim's recovery looked, and may have
     // lost the thread (or died) with the resumed run still `running`; continued here, or it would stay stranded.
     else if (outcome.applied.length === 0) await recoverLatestRun(thread);
+    // Recorded, the run waiting again for its other tickets: what it did (the decided calls' results, its new
+    // ending) goes to its log now, before anything of a later resume.
+    else await repairWaitingLog(thread);
     return;
   }
   if (await appliedBefore(thread, request.runId)) return;
   await startRun(thread, entry, request);
+}
+
+/** Gives the log of the thread's run, waiting again after decisions, what they committed. */
+async function repairWaitingLog(thread: ClaimedThread): Promise<void> {
+  const latest = await thread.context.store.getLatestRun(thread.claim.threadId);
+  if (latest?.status === 'waiting') await repairLog(thread, latest);
 }
 
 /**

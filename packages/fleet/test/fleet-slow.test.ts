@@ -87,12 +87,21 @@ const model = new ScriptedModel((request) => {
               ],
             },
           ]
-        : text === 'count'
-          ? [1, 2, 3].map((n) => ({
-              text: `step ${n}`,
-              toolCalls: [{ toolName: 'count', arguments: { n } }],
-            }))
-          : [];
+        : text === 'two notes'
+          ? [
+              {
+                toolCalls: [
+                  { toolName: 'note', arguments: { text: 'a' } },
+                  { toolName: 'note', arguments: { text: 'b' } },
+                ],
+              },
+            ]
+          : text === 'count'
+            ? [1, 2, 3].map((n) => ({
+                text: `step ${n}`,
+                toolCalls: [{ toolName: 'count', arguments: { n } }],
+              }))
+            : [];
   return script[answered] ?? { text: `done: ${text}` };
 });
 
@@ -934,5 +943,40 @@ describe('a decision whose first commit fails', () => {
     expect(runEnd(rest)).toMatchObject({ status: 'done', termination: { type: 'natural-end' } });
     expect((await store.getRun(runId))?.status).toBe('done');
     expect(started).toEqual(['note eggs']);
+  });
+});
+
+describe('decisions that leave a ticket open', () => {
+  // Seeds 10332 (resumes) and 38849 (handover) of the simulator: the run recorded a denial and waited again for the
+  // other ticket, and nothing of that went to its log; a later repair appended the declined call's result after the
+  // run's final run-end.
+  it("put what the run did into its log before the next decision: the declined call's result, its new ending", async () => {
+    const { client, store, admin, worker } = fleet();
+    worker.start();
+    const { runId } = await client.send({ threadId: 'n2', input: 'two notes' });
+    const first = await follow(client, runId);
+    const waiting = runEnd(first) as { openTickets: Array<{ id: string }> };
+    expect(waiting.openTickets).toHaveLength(2);
+    const [a, b] = waiting.openTickets;
+    await client.decide('n2', [{ decisionId: 'deny-a', ticketId: a!.id, action: 'cancel', reason: 'no' }]);
+    for (let tries = 0; tries < 200; tries++) {
+      if ((await store.getRun(runId))?.openTickets.length === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const after = first.at(-1)!.id;
+    const logged: string[] = [];
+    for (let tries = 0; tries < 200 && !logged.includes('run-end'); tries++) {
+      const page = await admin.readEvents(runId, { after });
+      logged.splice(0, logged.length, ...page.events.map((record) => record.event.type));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(logged).toContain('tool-result');
+    expect(logged.at(-1)).toBe('run-end');
+    const notes = started.length;
+    await client.decide('n2', [{ decisionId: 'allow-b', ticketId: b!.id, action: 'resume' }]);
+    for (let tries = 0; tries < 300 && (await store.getRun(runId))?.status !== 'done'; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(started.slice(notes)).toEqual(['note b']);
   });
 });

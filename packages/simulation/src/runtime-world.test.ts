@@ -237,12 +237,13 @@ describe('a denial applied by a run that lost its lease before recording it', ()
   }, 120_000);
 });
 
-describe('found beyond the CI seeds (2026-11-30), not fixed yet', () => {
-  // Seeds 10332, 12231 and 26777 of `resumes` (10,001-30,000) and 38849 of `handover` (30,001-100,000), on main
-  // a19e244: a run's event log holds a `tool-result` after the run's `done` run-end (the log invariant). No effect
-  // runs twice and no approval is skipped in them; the log a client follows is wrong. Known failing until fixed
-  // (it.fails passes while the defect is there; when the fix lands it fails, and becomes a plain regression case).
-  it.fails.each([
+describe('decisions that leave a ticket open, and the log', () => {
+  // Seeds 10332, 12231 and 26777 of `resumes` (10,001-30,000) and 38849 of `handover` (30,001-100,000), found
+  // 2026-11-30: a worker applied decisions that left a ticket open; the run recorded them and waited again, and
+  // nothing of that reached its log (the worker follows only a run that goes on). A later repair appended the
+  // decided call's `tool-result` after the run's final `done` run-end. The worker now gives the log of a run
+  // waiting again what the decisions committed, before it applies anything else.
+  it.each([
     [10332, 'resumes'],
     [38849, 'handover'],
   ] as const)(

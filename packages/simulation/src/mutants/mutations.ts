@@ -303,6 +303,18 @@ export const mutations: readonly Mutation[] = [
       'a decision for one of several tickets applied by a worker whose lease runs out before the run records it, and a contrary decision for the same ticket sent after the first was admitted (seed 14616 of `resumes`, a regression case in runtime-world.test.ts)',
   },
   {
+    name: 'waiting-again-log-unrepaired',
+    description:
+      "Decisions that leave a ticket open reach the store but not the run's log: a later repair appends the decided call's result after the run's end (the fix of seeds 10332 and 38849 reverted).",
+    origin: 'reverted: applyRequest (seeds 10332 of resumes, 38849 of handover)',
+    file: applySubmission,
+    search: '    else await repairWaitingLog(thread);\n',
+    replace: '',
+    faults: 'resumes',
+    needs:
+      'decisions for some of several tickets, a run-end of the resumed run in its log, then a repair of the log by the next holder (seeds 10332, 12231 and 26777 of `resumes`, a regression case in runtime-world.test.ts)',
+  },
+  {
     name: 'refused-end-mark-fails-claim',
     description:
       "A run's end mark refused because a newer lease holder claimed the log fails the claim: a healthy thread is dead-lettered (the fix of seed 1801 reverted).",
