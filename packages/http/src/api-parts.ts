@@ -2,6 +2,7 @@ import type { LunationStore, ThreadRecord } from '@lunation/contract';
 import type { ServerSentEvent } from './event-stream.js';
 import type { RunFront } from './front.js';
 import type { BodyLimits } from './request-body.js';
+import type { StartingSends } from './starting-sends.js';
 
 // What every route of the HTTP API receives: the request as it sees it and the parts the routes share. Its own
 // file so that the route modules (the API class, the chat routes) depend on it and not on each other.
@@ -29,4 +30,6 @@ export interface ApiParts {
   dynamicTool: (toolName: string) => boolean;
   /** How long after a run ended the chat stream still replays its message. */
   chatReplayMs: number;
+  /** The chat sends this server is starting, by thread. */
+  starting: StartingSends;
 }

@@ -56,11 +56,9 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
       'Regenerating a message is not supported: send a new message',
     );
   }
-  const threadId = await chatThread(parts, body.id, resource);
   // The message answered: the one named by `messageId` (an approval's assistant message), else the last.
   const last =
     body.messages.find((message) => body.messageId && message.id === body.messageId) ?? body.messages.at(-1)!;
-  const front = { threadId, resource };
   if (last.role === 'user') {
     const text = last.parts
       .filter((part) => part.type === 'text' && typeof part.text === 'string')
@@ -68,8 +66,14 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
       .join('\n');
     if (text.trim() === '')
       throw new HttpError(400, 'invalid-argument', 'The last message has no text to send');
-    return uiStream(parts, await parts.front.send(front, text));
+    const send = async () => {
+      const threadId = await chatThread(parts, body.id, resource);
+      return parts.front.send({ threadId, resource }, text);
+    };
+    return uiStream(parts, await parts.starting.track(body.id, send()));
   }
+  const threadId = await chatThread(parts, body.id, resource);
+  const front = { threadId, resource };
   const latest = await parts.store.getLatestRun(threadId);
   const open = latest?.status === 'waiting' ? latest.openTickets : [];
   const decisions = decisionsOf(last.parts, open);
@@ -145,12 +149,19 @@ async function finishedStream(parts: ApiParts, threadId: string): Promise<Respon
   );
 }
 
-/** `GET /chat/:id/messages`: the thread's messages as AI SDK UI messages (`[]` for a thread not the caller's). */
+/**
+ * `GET /chat/:id/messages`: the thread's messages as AI SDK UI messages (`[]` for a thread not the caller's), with
+ * the question of a run not yet stored (the active run's input, and a send of the thread this server is starting,
+ * waited for up to 5 s): the page resumes that run's answer next.
+ */
 export async function chatMessages(parts: ApiParts, { params, resource }: RouteContext): Promise<Response> {
   const threadId = params[0]!;
+  await parts.starting.settled(threadId, 5_000);
   if (!(await ownsThread(parts, threadId, resource))) return jsonResponse(200, { messages: [] });
+  // Read before the stored messages: a run that stores its input and ends in between is found there.
+  const input = (await parts.front.activeInput?.({ threadId, resource })) ?? [];
   return jsonResponse(200, {
-    messages: await threadUIMessages(parts.store, threadId, { dynamicTool: parts.dynamicTool }),
+    messages: await threadUIMessages(parts.store, threadId, { dynamicTool: parts.dynamicTool, input }),
   });
 }
 

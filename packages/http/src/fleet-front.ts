@@ -1,6 +1,7 @@
 import {
   type Dispatcher,
   type LunationStore,
+  type Message,
   type ResumeDecision,
   type RunEventRecord,
   runEventIdSchema,
@@ -140,6 +141,12 @@ export class FleetFront implements RunFront {
     const runId = latest.identity.runId;
     const { start, earlier } = await this.invocationStart(runId);
     return { ...this.stream(runId, start), earlier };
+  }
+
+  /** The input of the thread's submissions not yet acknowledged: sent, and not yet stored by a worker's run. */
+  async activeInput({ threadId }: FrontRequest): Promise<Message[]> {
+    const inbox = await this.dispatcher.pending(threadId);
+    return inbox.flatMap(({ request }) => (request.type === 'input' ? request.input : []));
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ResumeDecision, RunEventRecord } from '@lunation/contract';
+import type { Message, ResumeDecision, RunEventRecord } from '@lunation/contract';
 
 /** The caller's request on one of its threads, as a front sees it (ownership is checked before). */
 export interface FrontRequest {
@@ -71,6 +71,12 @@ export interface RunFront {
    * earlier invocations in `earlier`; undefined when none runs.
    */
   active(request: FrontRequest): Promise<RunStream | undefined>;
+  /**
+   * The input of the thread's active run, as the `run-start` of its current invocation logged it (`[]` when none
+   * runs). A run's input joins the thread's stored messages only with its first checkpoint, after its first model
+   * call: until then a page's history (`GET /chat/:id/messages`) finds the question here. Absent: not shown.
+   */
+  activeInput?(request: FrontRequest): Promise<Message[]>;
   /** Ends what the front runs or streams, for a shutdown. */
   close(): Promise<void>;
   /**

@@ -25,6 +25,7 @@ import {
 } from './http-error.js';
 import { readBody } from './request-body.js';
 import { runSummary } from './run-summary.js';
+import { StartingSends } from './starting-sends.js';
 import { inbox, searchThreads } from './thread-queries.js';
 import { buildTimeline, type RunTimeline, type TimelineEntry, type TimelineWorker } from './timeline.js';
 import { type Authenticate, LOCAL_RESOURCE, threadCaller } from './token-auth.js';
@@ -142,6 +143,7 @@ class LunationHttpApi {
       ownThread: (threadId, resource) => this.ownThread(threadId, resource),
       dynamicTool: options.dynamicTool ?? isDynamicToolName,
       chatReplayMs: options.chatReplayMs ?? 30_000,
+      starting: new StartingSends(),
     };
     this.routes = [
       {

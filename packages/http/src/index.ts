@@ -27,6 +27,7 @@ export {
   type ChatUIMessage,
   type ChatUIMessagesOptions,
   type ChatUIPart,
+  type ThreadUIMessagesOptions,
   threadUIMessages,
   toChatUIMessages,
 } from './ui-messages.js';

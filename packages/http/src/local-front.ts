@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LunationError, type ResumeDecision } from '@lunation/contract';
+import { LunationError, type Message, type ResumeDecision } from '@lunation/contract';
 import type { AgentRuntime, RunHandle } from '@lunation/runtime';
 import type { FrontAnswer, FrontRequest, FrontSendOptions, RunFront, RunStream } from './front.js';
 import { HttpError, noThread } from './http-error.js';
@@ -102,6 +102,12 @@ export class LocalFront implements RunFront {
     const log = this.logs.active(threadId);
     if (!log) return undefined;
     return { ...this.read(log, log.invocationStart), earlier: log.records.slice(0, log.invocationStart) };
+  }
+
+  async activeInput({ threadId }: FrontRequest): Promise<Message[]> {
+    const log = this.logs.active(threadId);
+    const start = log?.records[log.invocationStart]?.event;
+    return start?.type === 'run-start' ? start.input : [];
   }
 
   /**

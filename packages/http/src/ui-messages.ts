@@ -96,6 +96,15 @@ export function toChatUIMessages(
   return messages.filter((message) => message.parts.length > 0);
 }
 
+/** Options of {@link threadUIMessages}. */
+export interface ThreadUIMessagesOptions extends Pick<ChatUIMessagesOptions, 'dynamicTool'> {
+  /**
+   * The thread's active run's input (`RunFront.activeInput`): its user messages the store does not hold yet come
+   * last, as the run's first checkpoint will store them.
+   */
+  input?: Message[];
+}
+
 /**
  * A thread's stored messages as AI SDK UI messages (see {@link toChatUIMessages}), with the open approvals of
  * its latest run when it waits: what `useChat({ messages })` starts from after a reload.
@@ -103,13 +112,19 @@ export function toChatUIMessages(
 export async function threadUIMessages(
   store: LunationStore,
   threadId: string,
-  options: Pick<ChatUIMessagesOptions, 'dynamicTool'> = {},
+  { input = [], ...options }: ThreadUIMessagesOptions = {},
 ): Promise<ChatUIMessage[]> {
   const [records, latest] = await Promise.all([store.listMessages(threadId), store.getLatestRun(threadId)]);
-  return toChatUIMessages(records, {
+  const messages = toChatUIMessages(records, {
     ...options,
     openTickets: latest?.status === 'waiting' ? latest.openTickets : [],
   });
+  const stored = new Set(records.map((record) => record.message.id));
+  for (const message of input) {
+    if (message.role !== 'user' || stored.has(message.id)) continue;
+    messages.push({ id: message.id, role: 'user', metadata: { threadId }, parts: userParts(message) });
+  }
+  return messages;
 }
 
 function userParts(message: Extract<Message, { role: 'user' }>): ChatUIPart[] {

@@ -86,6 +86,66 @@ describe('GET /chat/:id/messages: a thread as AI SDK UI messages, what useChat s
     ]);
   });
 
+  it('holds the question of a run whose first model call still streams (its input is stored only at its first checkpoint)', async () => {
+    // Found by the browser soak (run 10 of seed 1031188479): a page reloaded 12 ms after Send read its history
+    // before the run's first checkpoint, then resumed the run: it showed the answer without the question.
+    api = await startApi(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' }), reply('It says hello.')], {
+        argumentsChunkSize: 2,
+        partDelayMs: 40,
+      }),
+    );
+    const threadId = randomUUID();
+    const first = new TestChat(api, threadId);
+    const sent = first.sendMessage({ text: 'read a.txt' });
+    await until(() => api!.runtime.activeRun(threadId) !== undefined, 'the run to start');
+
+    const messages = await history(threadId);
+    expect((await api.store.listMessages(threadId)).length, 'nothing stored yet').toBe(0);
+    expect(messages.map((message) => [message.role, message.parts])).toEqual([
+      ['user', [{ type: 'text', text: 'read a.txt' }]],
+    ]);
+    const reloaded = new TestChat(api, threadId, ALICE, { messages });
+    await reloaded.resumeStream();
+    await sent;
+    expect(reloaded.error).toBeUndefined();
+    expect(reloaded.messages.map((message) => message.role)).toEqual(['user', 'assistant']);
+    expect(summary(reloaded.messages[1])).toEqual({
+      tools: ['tool-read_file:call_1_1:approval-requested'],
+      texts: [],
+    });
+    // Once stored, the question is the stored message, once.
+    const stored = await history(threadId);
+    expect(stored.map((message) => message.role)).toEqual(['user', 'assistant']);
+    expect(stored[0]!.id).toBe(messages[0]!.id);
+  });
+
+  it('waits for a send of the thread this server is starting: a page reloaded right after Send gets its question', async () => {
+    api = await startApi(new ScriptedModel([callTool('read_file', { path: 'a.txt' })]));
+    const threadId = randomUUID();
+    // The send is held where it creates the thread, before its run starts.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let creating = false;
+    const createThread = api.store.createThread.bind(api.store);
+    api.store.createThread = async (thread) => {
+      creating = true;
+      await held;
+      return createThread(thread);
+    };
+    const sent = new TestChat(api, threadId).sendMessage({ text: 'read a.txt' });
+    await until(() => creating, 'the send to create the thread');
+    const reading = history(threadId);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    expect((await reading).map((message) => [message.role, message.parts])).toEqual([
+      ['user', [{ type: 'text', text: 'read a.txt' }]],
+    ]);
+    await sent;
+  });
+
   it('a page reloaded at any instant after an approval (history, then resumeStream) shows each part once', async () => {
     const text = 'The file says hello, in several small pieces.';
     const instants = [0, 15, 40, 80, 150, 300, 700];

@@ -215,6 +215,38 @@ describe('a fleet server', () => {
     expect((await runs()).map((run) => run.status)).toEqual(['done', 'done']);
   });
 
+  it("holds the question of a worker's run whose first model call still streams in the chat history", async () => {
+    const { call, startWorker, store, thread } = fleetApi();
+    startWorker(
+      new ScriptedModel([callTool('read_file', { path: 'a.txt' })], {
+        argumentsChunkSize: 2,
+        partDelayMs: 40,
+      }),
+    );
+    const threadId = await thread();
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'read a.txt' }] };
+    const sent = await call('/chat', { json: { id: threadId, messages: [user] } });
+    const reader = sent.body!.getReader();
+    let seen = '';
+    while (!seen.includes('tool-input-start')) seen += new TextDecoder().decode((await reader.read()).value);
+
+    expect(await store.listMessages(threadId), 'nothing stored yet').toEqual([]);
+    const history = async () =>
+      (
+        (await (await call(`/chat/${threadId}/messages`)).json()) as {
+          messages: Array<{ id: string; role: string; parts: unknown[] }>;
+        }
+      ).messages;
+    const pending = await history();
+    expect(pending.map((message) => [message.role, message.parts])).toEqual([
+      ['user', [{ type: 'text', text: 'read a.txt' }]],
+    ]);
+    while (!(await reader.read()).done);
+    const stored = await history();
+    expect(stored.map((message) => message.role)).toEqual(['user', 'assistant']);
+    expect(stored[0]!.id).toBe(pending[0]!.id);
+  });
+
   it('resumes a chat that continues after an approval with the whole message, from the run log of the fleet', async () => {
     const { call, startWorker, thread } = fleetApi();
     startWorker(
