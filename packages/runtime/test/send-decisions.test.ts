@@ -206,3 +206,48 @@ describe('decisions that leave tickets open, their run ending otherwise', () => 
     expect(log).toEqual([]);
   });
 });
+
+describe('a decision that settles a call while another ticket stays open', () => {
+  // Seed 34686 of the simulator's `handover` profile (and 10332 of `resumes`): a denial recorded while another
+  // ticket stayed open was stored, never told as a `tool-result`; the run, cancelled, ended with it in its tool
+  // message. A fleet worker repairing the run's log later appended the result after the run's end.
+  async function deniedOfTwo(signal?: AbortSignal) {
+    const store = new MemoryStore();
+    const log: string[] = [];
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'gated_send', arguments: {} },
+          { toolName: 'gated_send', arguments: {} },
+        ],
+      },
+      reply('done'),
+    ]);
+    const runtime = runtimeOn(store, model, log);
+    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+    const [first] = waiting.openTickets;
+    const deny = { decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' as const, reason: 'no' };
+    const handle = await runtime.run({ threadId: 't', decisions: [deny], ...(signal ? { signal } : {}) });
+    const events: string[] = [];
+    for await (const event of handle.events) {
+      if (event.type === 'tool-result') events.push(`tool-result ${event.toolCallId} ${event.status}`);
+      else if (event.type === 'run-end') events.push(`run-end ${event.status}`);
+    }
+    expect(log).toEqual([]);
+    return { events, toolCallId: first?.toolCallId, store };
+  }
+
+  it("tells the declined call's result before the run waits again for the other ticket", async () => {
+    const { events, toolCallId } = await deniedOfTwo();
+    expect(events).toEqual([`tool-result ${toolCallId} cancelled`, 'run-end waiting']);
+  });
+
+  it('tells it once when the run is cancelled as the decision is applied', async () => {
+    const { events, toolCallId, store } = await deniedOfTwo(AbortSignal.abort('stop'));
+    expect(events.filter((event) => event.includes(toolCallId ?? '-'))).toEqual([
+      `tool-result ${toolCallId} cancelled`,
+    ]);
+    expect(events.at(-1)).toBe('run-end done');
+    expect((await store.getLatestRun('t'))?.termination?.type).toBe('cancelled');
+  });
+});

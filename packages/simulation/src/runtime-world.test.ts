@@ -258,14 +258,13 @@ describe('decisions that leave a ticket open, and the log', () => {
   );
 });
 
-describe('found beyond the CI seeds of `handover` (2026-11-30), not fixed yet', () => {
-  // Seed 34686 of `handover` (1-100,000 on main 0ecdfc2; the one violation): a `tool-result` after the run's `done`
-  // run-end in its log. The user cancelled a waiting run; the worker that applied the declining decisions appended
-  // the run's end under lease 5 while a redelivered claim's recovery took lease 6, claimed the log and repaired it.
-  // It appears with the fix of seed 14616 (decisions whose run did not wait again hand the run back), which moves
-  // this seed's schedule; without that fix it passes. Known failing until fixed (it.fails: when the fix lands this
-  // fails, and becomes a plain regression case).
-  it.fails('seed 34686 (handover): no event after a run-end in its log', async () => {
+describe('a declined call told only in the tool message of its cancelled run', () => {
+  // Seed 34686 of `handover` (1 of 100,000): the user cancelled a run waiting on two tickets and declined one. The
+  // worker applied the denial with the other ticket open: the runtime recorded it but never told its `tool-result`
+  // (decisions for some tickets only), and the run, cancelled, ended with it in its tool message. A redelivered
+  // claim's recovery repaired the log under a newer lease and appended the result after the run's end. A call a
+  // decision settles is now told when it is recorded (`send-decisions.test.ts`).
+  it('seed 34686 (handover): no event after a run-end in its log', async () => {
     const report = await runRuntimeWorld({ seed: 34686, ...faultProfiles.handover.runtime });
     expect(report.violations).toEqual([]);
   }, 120_000);

@@ -138,9 +138,11 @@ export class ToolCalls implements ToolStage {
     const { plans, applied } = await restoreStep(this, calls);
     this.plans = plans;
     if (scope.options.decisions.length > 0 && plans.some(isAwaitingDecision)) {
-      // Decisions for some tickets only: C0 records them, and nothing runs until every ticket is decided.
+      // Decisions for some tickets only: C0 records them, and nothing runs until every ticket is decided. The
+      // calls they settled (declined, answered) are told now: later their results come from records, untold.
       this.recordOutcomes(plans, applied);
       if (scope.durable) await this.checkpointer.commitDecisions('waiting');
+      for (const plan of plans) if (plan.resultFrom !== 'record') reportResult(scope, plan);
       return this.close(plans, undefined);
     }
     const blocked = await this.decide(plans, undefined);

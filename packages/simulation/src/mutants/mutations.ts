@@ -315,6 +315,18 @@ export const mutations: readonly Mutation[] = [
       'decisions for some of several tickets, a run-end of the resumed run in its log, then a repair of the log by the next holder (seeds 10332, 12231 and 26777 of `resumes`, a regression case in runtime-world.test.ts)',
   },
   {
+    name: 'partial-decision-result-untold',
+    description:
+      "A call settled by decisions that leave another ticket open (a denial) is recorded but never told as a `tool-result`: a run cancelled then ends with it only in its tool message, and a repair of the log appends it after the run's end (the fix of seed 34686 reverted).",
+    origin: 'reverted: ToolCalls.resume (seed 34686 of handover)',
+    file: 'packages/runtime/src/loop/tool-calls.ts',
+    search: "      for (const plan of plans) if (plan.resultFrom !== 'record') reportResult(scope, plan);\n",
+    replace: '',
+    faults: 'handover',
+    needs:
+      'a cancel of a run waiting on two tickets with a denial of one, applied by a worker that stalls before its end mark while a redelivered claim repairs the log (seed 34686 of `handover`, its only seed in 100,000; a regression case in runtime-world.test.ts and a runtime test in send-decisions.test.ts)',
+  },
+  {
     name: 'refused-end-mark-fails-claim',
     description:
       "A run's end mark refused because a newer lease holder claimed the log fails the claim: a healthy thread is dead-lettered (the fix of seed 1801 reverted).",
