@@ -99,7 +99,8 @@ export async function postChat(parts: ApiParts, { request, resource }: RouteCont
 
 /**
  * `GET /chat/:id/stream`: the active run's whole assistant message as a UI message stream (its earlier
- * invocations' events first, or its stored message when they are no longer logged), then live. When none runs:
+ * invocations' events first, or its stored message when they are no longer logged; a fleet's run not yet started
+ * from its first event), then live. When none runs:
  * the latest run's stored message, whole and finished, if it ended less than `chatReplayMs` ago (a page that read
  * its history while the run went on holds only a part of it); else 204.
  */
@@ -109,7 +110,7 @@ export async function chatStream(parts: ApiParts, { params, resource }: RouteCon
   const stream = await parts.front.active({ threadId, resource });
   if (!stream) return finishedStream(parts, threadId);
   const earlier = stream.earlier ?? [];
-  if (earlier.some(({ event }) => event.type === 'run-start' && !event.resumed))
+  if (stream.unstarted || earlier.some(({ event }) => event.type === 'run-start' && !event.resumed))
     return uiStream(parts, stream);
   // The run's first invocation is no longer logged here: its message as stored before this invocation comes first.
   const records = stream.records[Symbol.asyncIterator]();

@@ -135,12 +135,23 @@ export class FleetFront implements RunFront {
     return this.stream(runId, lastEventId);
   }
 
+  /**
+   * The thread's running run, or else the run of its first input submission no worker has stored yet (queued, or
+   * before its first checkpoint): streamed from its first event, as a worker logs it.
+   */
   async active({ threadId }: FrontRequest): Promise<RunStream | undefined> {
     const latest = await this.store.getLatestRun(threadId);
-    if (latest?.status !== 'running' && latest?.status !== 'created') return undefined;
-    const runId = latest.identity.runId;
-    const { start, earlier } = await this.invocationStart(runId);
-    return { ...this.stream(runId, start), earlier };
+    if (latest?.status === 'running' || latest?.status === 'created') {
+      const runId = latest.identity.runId;
+      const { start, earlier } = await this.invocationStart(runId);
+      return { ...this.stream(runId, start), earlier };
+    }
+    for (const { request } of await this.dispatcher.pending(threadId)) {
+      if (request.type !== 'input' || request.runId === undefined) continue;
+      if (request.runId === latest?.identity.runId || (await this.store.getRun(request.runId))) continue;
+      return { ...this.stream(request.runId, undefined), earlier: [], unstarted: true };
+    }
+    return undefined;
   }
 
   /** The input of the thread's submissions not yet acknowledged: sent, and not yet stored by a worker's run. */

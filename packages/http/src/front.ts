@@ -21,6 +21,8 @@ export interface RunStream {
    * restart), so a UI message stream can replay the whole assistant message.
    */
   earlier?: RunEventRecord[];
+  /** From `active`: the run is submitted and not stored yet (a fleet's, queued): its events come from its first. */
+  unstarted?: boolean;
 }
 
 /** What {@link RunFront.send} takes besides the text. */
@@ -68,7 +70,8 @@ export interface RunFront {
   follow(request: FrontRequest, runId: string, lastEventId: string | undefined): Promise<RunStream>;
   /**
    * The events of the thread's active run from the start of its current invocation, with the events of its
-   * earlier invocations in `earlier`; undefined when none runs.
+   * earlier invocations in `earlier` (a fleet's: also a run submitted and not yet stored, `unstarted`);
+   * undefined when none runs.
    */
   active(request: FrontRequest): Promise<RunStream | undefined>;
   /**

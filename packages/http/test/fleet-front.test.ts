@@ -247,6 +247,31 @@ describe('a fleet server', () => {
     expect(stored[0]!.id).toBe(pending[0]!.id);
   });
 
+  it('gives a page reloaded while its run waits for a worker the question, then the answer as the worker starts it', async () => {
+    const { call, startWorker, thread } = fleetApi();
+    const threadId = await thread();
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'read a.txt' }] };
+    const sent = await call('/chat', { json: { id: threadId, messages: [user] } });
+    expect(sent.status).toBe(200);
+    await sent.body?.cancel();
+    // The page reloads: no worker has the run yet.
+    const history = (await (await call(`/chat/${threadId}/messages`)).json()) as {
+      messages: Array<{ role: string; parts: unknown[] }>;
+    };
+    expect(history.messages.map((message) => [message.role, message.parts])).toEqual([
+      ['user', [{ type: 'text', text: 'read a.txt' }]],
+    ]);
+    const resumed = await call(`/chat/${threadId}/stream`);
+    expect(resumed.status).toBe(200);
+    startWorker(new ScriptedModel([callTool('read_file', { path: 'a.txt' })]));
+    const chunks = parseSse(await resumed.text())
+      .filter((event) => event.data.startsWith('{'))
+      .map((event) => JSON.parse(event.data) as { type: string; messageId?: string });
+    expect(chunks[0]).toMatchObject({ type: 'start', messageId: expect.any(String) });
+    expect(chunks.map((chunk) => chunk.type)).toContain('tool-approval-request');
+    expect(chunks.at(-1)?.type).toBe('finish');
+  });
+
   it('resumes a chat that continues after an approval with the whole message, from the run log of the fleet', async () => {
     const { call, startWorker, thread } = fleetApi();
     startWorker(
