@@ -1,4 +1,4 @@
-import type { DispatchClaim, Submission } from '@lunation/contract';
+import { type DispatchClaim, type Submission, systemClock } from '@lunation/contract';
 import { expectLunationError, makeSubmission, sleep, uniqueId } from '@lunation/dispatch-testkit';
 import { describe, expect, it } from 'vitest';
 import { testDispatchers } from './__fixtures__/test-dispatchers.js';
@@ -132,7 +132,10 @@ describe('PostgresDispatcher lost claims', () => {
   });
 
   it('a claim whose pg-boss job was failed by pg-boss (its 24 h expiry) is lost, and the thread comes back', async () => {
-    const dispatcher = await dispatchers.open();
+    // The extensions of a claim check its pg-boss attempt every 10 s (monotonic time, moved on here by hand).
+    let skewMs = 0;
+    const clock = { ...systemClock, monotonic: () => systemClock.monotonic() + skewMs };
+    const dispatcher = await dispatchers.open({ clock });
     const threadId = uniqueId('thread');
     const submission = makeSubmission(threadId);
     await dispatcher.submit(submission);
@@ -144,6 +147,9 @@ describe('PostgresDispatcher lost claims', () => {
         `UPDATE "${dispatcher.schema}".job SET state = 'failed', completed_on = now() WHERE singleton_key = $1`,
         [threadId],
       );
+    // Within 10 s of the claim, an extension is one statement on the thread's row, which still holds the claim.
+    await dispatcher.extend(claim);
+    skewMs = 10_000;
     await expectLunationError(dispatcher.extend(claim), 'claim-lost');
     await expectLunationError(dispatcher.complete(claim), 'claim-lost');
     const again = await dispatcher.claim({ workerId: 'w2', waitMs: 3_000 });

@@ -98,6 +98,7 @@ export class PostgresDispatchBackend implements DispatchBackend {
       if (signal.aborted) return undefined;
       const claim = await this.#claims.claim(options.workerId, lockMs, options.waitMs, signal);
       if (claim === undefined) return undefined;
+      this.#settlement.claimed(claim, this.#context.clock.monotonic());
       if (signal.aborted) {
         await this.#settlement.handBack(claim, 0).catch(this.#context.reportError);
         return undefined;
@@ -247,9 +248,13 @@ export class PostgresDispatchBackend implements DispatchBackend {
     try {
       const result = await release();
       this.#held.delete(claim.token);
+      this.#settlement.released(claim);
       return result;
     } catch (error) {
-      if (LunationError.hasCode(error, 'claim-lost')) this.#held.delete(claim.token);
+      if (LunationError.hasCode(error, 'claim-lost')) {
+        this.#held.delete(claim.token);
+        this.#settlement.released(claim);
+      }
       throw error;
     }
   }

@@ -25,28 +25,58 @@ const countOne = (s: string, name: string) =>
    ON CONFLICT (name, shard) DO UPDATE SET value = ${s}.dispatch_counters.value + 1`;
 
 /**
+ * How long a claim's pg-boss attempt may go unchecked by the extensions of the instance that holds it. The
+ * thread's row is the claim: pg-boss's attempt ends only in the transactions that end the row's claim, or by
+ * pg-boss's monitor after a day (`longestJobSeconds`), which a check this often notices in time.
+ */
+const attemptCheckMs = 10_000;
+
+/**
  * Settling claims: each is one transaction that checks the claim on the thread's row (same token, lock not run
  * out), ends or extends it there and settles the pg-boss attempt with its fence (`touch`, `complete`, `fail`,
- * `cancel`). `claim-lost` when either says the claim is gone; nothing changes then.
+ * `cancel`). `claim-lost` when either says the claim is gone; nothing changes then. An extension whose attempt
+ * this instance saw active less than `attemptCheckMs` ago (it claimed or touched it) is one statement on the row.
  */
 export class PostgresSettlement {
   readonly #context: DispatchContext;
+  /** When this instance last saw each held claim's attempt active (claimed or touched), by claim token. */
+  readonly #attemptSeen = new Map<string, number>();
 
   constructor(context: DispatchContext) {
     this.#context = context;
   }
 
-  extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
-    const { s, jobs } = this.#context;
-    return inTransaction(this.#context.pool, async (transaction) => {
-      const { rowCount } = await transaction.query(
-        `UPDATE ${s}.dispatch_threads SET lock_expires_at = now.ms + coalesce($3, lock_ms)
-         FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}`,
-        [claim.threadId, claim.token, lockMs ?? null],
-      );
-      if (rowCount !== 1) throw claimLostError(claim);
-      if (!(await jobs.touch(transaction, jobAttemptOf(claim.token)))) throw claimLostError(claim);
-    });
+  /** The claim was just taken here: its pg-boss attempt is active. */
+  claimed(claim: DispatchClaim, at: number): void {
+    this.#attemptSeen.set(claim.token, at);
+  }
+
+  /** The claim is settled or lost: forgotten here. */
+  released(claim: DispatchClaim): void {
+    this.#attemptSeen.delete(claim.token);
+  }
+
+  async extend(claim: DispatchClaim, lockMs: number | undefined): Promise<void> {
+    const { s, jobs, pool, clock } = this.#context;
+    const extension = `UPDATE ${s}.dispatch_threads SET lock_expires_at = now.ms + coalesce($3, lock_ms)
+       FROM (SELECT ${serverNowMs} AS ms) now WHERE ${heldClaim(s)}`;
+    const values = [claim.threadId, claim.token, lockMs ?? null];
+    const seen = this.#attemptSeen.get(claim.token);
+    const started = clock.monotonic();
+    try {
+      if (seen !== undefined && started - seen < attemptCheckMs) {
+        if ((await pool.query(extension, values)).rowCount !== 1) throw claimLostError(claim);
+        return;
+      }
+      await inTransaction(pool, async (transaction) => {
+        if ((await transaction.query(extension, values)).rowCount !== 1) throw claimLostError(claim);
+        if (!(await jobs.touch(transaction, jobAttemptOf(claim.token)))) throw claimLostError(claim);
+      });
+      this.#attemptSeen.set(claim.token, started);
+    } catch (error) {
+      if (LunationError.hasCode(error, 'claim-lost')) this.released(claim);
+      throw error;
+    }
   }
 
   complete(claim: DispatchClaim): Promise<CompleteResult> {
