@@ -27,6 +27,26 @@ function runtimeOn(store: MemoryStore, model: ScriptedModel, log: string[]) {
     .build();
 }
 
+/** A run of `runtimeOn(store)` waiting on two gated calls, and a denial of the first one's ticket. */
+async function waitingOnTwo(store: MemoryStore) {
+  const log: string[] = [];
+  const model = new ScriptedModel([
+    {
+      toolCalls: [
+        { toolName: 'gated_send', arguments: {} },
+        { toolName: 'gated_send', arguments: {} },
+      ],
+    },
+    reply('done'),
+  ]);
+  const runtime = runtimeOn(store, model, log);
+  const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
+  expect(waiting.openTickets).toHaveLength(2);
+  const [first, second] = waiting.openTickets;
+  const deny = { decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' as const, reason: 'no' };
+  return { runtime, log, first, second, deny };
+}
+
 describe('sendDecisions at its boundary (issue 24)', () => {
   it("takes the caller's resourceId: another owner's thread is not-found, as for run(), and nothing changes", async () => {
     const store = new MemoryStore();
@@ -179,22 +199,8 @@ describe('decisions that leave tickets open, their run ending otherwise', () => 
       }
     }
     const store = new FailingCommits();
-    const log: string[] = [];
-    const model = new ScriptedModel([
-      {
-        toolCalls: [
-          { toolName: 'gated_send', arguments: {} },
-          { toolName: 'gated_send', arguments: {} },
-        ],
-      },
-      reply('done'),
-    ]);
-    const runtime = runtimeOn(store, model, log);
-    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
-    expect(waiting.openTickets).toHaveLength(2);
-    const [first, second] = waiting.openTickets;
+    const { runtime, log, first, second, deny } = await waitingOnTwo(store);
     store.failing = true;
-    const deny = { decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' as const, reason: 'no' };
     const outcome = await runtime.sendDecisions('t', [deny]);
     store.failing = false;
     // The run did not record the denial: the caller is given the run to follow, not a run waiting again.
@@ -213,20 +219,7 @@ describe('a decision that settles a call while another ticket stays open', () =>
   // message. A fleet worker repairing the run's log later appended the result after the run's end.
   async function deniedOfTwo(signal?: AbortSignal) {
     const store = new MemoryStore();
-    const log: string[] = [];
-    const model = new ScriptedModel([
-      {
-        toolCalls: [
-          { toolName: 'gated_send', arguments: {} },
-          { toolName: 'gated_send', arguments: {} },
-        ],
-      },
-      reply('done'),
-    ]);
-    const runtime = runtimeOn(store, model, log);
-    const waiting = await (await runtime.run({ threadId: 't', input: 'go', stream: false })).result;
-    const [first] = waiting.openTickets;
-    const deny = { decisionId: 'd1', ticketId: first?.id ?? '', action: 'cancel' as const, reason: 'no' };
+    const { runtime, log, first, deny } = await waitingOnTwo(store);
     const handle = await runtime.run({ threadId: 't', decisions: [deny], ...(signal ? { signal } : {}) });
     const events: string[] = [];
     for await (const event of handle.events) {
