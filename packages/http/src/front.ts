@@ -75,9 +75,11 @@ export interface RunFront {
    */
   active(request: FrontRequest): Promise<RunStream | undefined>;
   /**
-   * The input of the thread's active run, as the `run-start` of its current invocation logged it (`[]` when none
-   * runs). A run's input joins the thread's stored messages only with its first checkpoint, after its first model
-   * call: until then a page's history (`GET /chat/:id/messages`) finds the question here. Absent: not shown.
+   * Input sent to the thread that its stored messages may not hold yet (`[]` when none): `LocalFront`'s is its
+   * active run's, as the `run-start` of the current invocation logged it; `FleetFront`'s, the thread's input
+   * submissions not yet acknowledged. A run's input joins the stored messages only with its first checkpoint,
+   * after its first model call: until then a page's history (`GET /chat/:id/messages`) finds the question here.
+   * Absent: not shown.
    */
   activeInput?(request: FrontRequest): Promise<Message[]>;
   /** Ends what the front runs or streams, for a shutdown. */
